@@ -1,0 +1,87 @@
+// Routes of /api/api-keys: thin wrappers over ./service.
+import { Elysia } from "elysia";
+import type { ServerContext } from "../http/context";
+import { authPlugin, type Principal } from "../http/auth";
+import { ok } from "../http/envelope";
+import { ApiError } from "../http/errors";
+import { createKeyBody, keyIdParams, updateKeyBody } from "./model";
+import { createApiKey, listApiKeys, revokeApiKey, updateApiKey } from "./service";
+
+const MAX_METADATA_BYTES = 4096;
+
+function checkMetadataSize(metadata: unknown) {
+  if (metadata != null && JSON.stringify(metadata).length > MAX_METADATA_BYTES) {
+    throw new ApiError("VALIDATION_FAILED", `metadata must be at most ${MAX_METADATA_BYTES} bytes of JSON`);
+  }
+}
+
+const actorOf = (principal: Principal) => ({
+  type: principal.via === "api_key" ? ("api_key" as const) : ("user" as const),
+  id: principal.apiKeyId ?? principal.userId,
+  clientAddress: principal.clientAddress,
+});
+
+export function apiKeysRoutes(ctx: ServerContext) {
+  return new Elysia({ prefix: "/api/api-keys", tags: ["API keys"] })
+    .use(authPlugin(ctx))
+    .get("/", ({ principal }) => ok({ keys: listApiKeys(ctx.db, principal) }), {
+      auth: true,
+      detail: {
+        summary: "List your API keys",
+        description:
+          "Keys of the authenticated user in the active workspace: id, name, prefix, enabled, remaining, " +
+          "refill settings, expiresAt, metadata, createdAt, updatedAt, lastUsedAt (updated at most once a minute). " +
+          "The key value itself is never shown again after creation.",
+      },
+    })
+    .post(
+      "/",
+      ({ principal, body, set }) => {
+        checkMetadataSize(body.metadata);
+        const { key, apiKey } = createApiKey(ctx.db, principal, body, actorOf(principal));
+        set.status = 201;
+        return ok({ key, id: apiKey.id, apiKey });
+      },
+      {
+        auth: true,
+        body: createKeyBody,
+        detail: {
+          summary: "Create an API key",
+          description:
+            "Returns `key`, the full value (`svc_` + optional custom prefix + 40 random base62 characters), only in this " +
+            "response; only its SHA-256 is stored. `remaining` is a quota counted down by every authenticated request; " +
+            "at 0 requests get 429 `USAGE_EXCEEDED`, with `Retry-After` when a refill is configured. An expired key gets 401 `KEY_EXPIRED`.",
+        },
+      },
+    )
+    .put(
+      "/:keyId",
+      ({ principal, params, body }) => {
+        checkMetadataSize(body.metadata);
+        return ok({ apiKey: updateApiKey(ctx.db, principal, params.keyId, body, actorOf(principal)) });
+      },
+      {
+        auth: true,
+        params: keyIdParams,
+        body: updateKeyBody,
+        detail: {
+          summary: "Update an API key",
+          description: "Changes name, enabled, remaining, refill settings or metadata. Answers `apiKey`, the updated key.",
+        },
+      },
+    )
+    .delete(
+      "/:keyId",
+      ({ principal, params }) => ok({ apiKey: revokeApiKey(ctx.db, principal, params.keyId, actorOf(principal)) }),
+      {
+        auth: true,
+        params: keyIdParams,
+        detail: {
+          summary: "Revoke an API key",
+          description:
+            "Deletes the key permanently (it gets 401 from now on) and records an `api_key.revoked` security event in the " +
+            "workspace audit log. Answers `apiKey`, the key as it was.",
+        },
+      },
+    );
+}

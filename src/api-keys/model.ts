@@ -1,0 +1,30 @@
+// Request schemas of /api/api-keys.
+import { t } from "elysia";
+
+const quotaFields = {
+  remaining: t.Optional(t.Nullable(t.Integer({ minimum: 0, description: "Usage quota: requests left; null for no quota" }))),
+  refillAmount: t.Optional(
+    t.Nullable(t.Integer({ minimum: 1, description: "When the quota is spent, reset `remaining` to this after `refillInterval`" })),
+  ),
+  refillInterval: t.Optional(t.Nullable(t.Integer({ minimum: 1, description: "Seconds between refills" }))),
+  metadata: t.Optional(t.Nullable(t.Record(t.String(), t.Any(), { description: "Free-form JSON object stored with the key" }))),
+};
+
+export const createKeyBody = t.Object({
+  name: t.String({ minLength: 1, maxLength: 100 }),
+  expiresIn: t.Optional(
+    t.Nullable(t.Integer({ minimum: 1, maximum: 10 * 365 * 24 * 3600, description: "Seconds until the key stops working; null = never" })),
+  ),
+  prefix: t.Optional(
+    t.String({ pattern: "^[A-Za-z0-9]{1,20}_?$", description: "Custom prefix placed after `svc_`, e.g. `ci` gives `svc_ci_...`" }),
+  ),
+  ...quotaFields,
+});
+
+export const updateKeyBody = t.Object({
+  name: t.Optional(t.String({ minLength: 1, maxLength: 100 })),
+  enabled: t.Optional(t.Boolean()),
+  ...quotaFields,
+});
+
+export const keyIdParams = t.Object({ keyId: t.String({ minLength: 1, maxLength: 64 }) });

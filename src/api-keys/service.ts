@@ -1,0 +1,200 @@
+// API keys: create (the full key is returned once, only its SHA-256 is stored), list, update,
+// revoke, and authenticate a presented key including expiry and the usage quota.
+import { and, eq } from "drizzle-orm";
+import type { PlatformDb } from "../db";
+import { apiKeys } from "../db/schema";
+import { newId, randomBase62, sha256Hex } from "../crypto/tokens";
+import { ApiError } from "../http/errors";
+import { recordAuditEvent, type AuditActor } from "../audit/service";
+import { decideUsage } from "./usage";
+
+export const KEY_PREFIX = "svc_";
+/** Random characters after the prefix: 40 base62 characters is about 238 bits. */
+const KEY_RANDOM_LENGTH = 40;
+/** lastUsedAt is a "last seen" hint: writing it at most once a minute keeps reads write-free. */
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+export type ApiKeyRow = typeof apiKeys.$inferSelect;
+
+export interface CreateKeyInput {
+  name: string;
+  expiresIn?: number | null;
+  prefix?: string;
+  remaining?: number | null;
+  refillAmount?: number | null;
+  refillInterval?: number | null;
+  metadata?: Record<string, unknown> | null;
+}
+
+export interface UpdateKeyInput {
+  name?: string;
+  enabled?: boolean;
+  remaining?: number | null;
+  refillAmount?: number | null;
+  refillInterval?: number | null;
+  metadata?: Record<string, unknown> | null;
+}
+
+export function publicKey(key: ApiKeyRow) {
+  const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+  return {
+    id: key.id,
+    name: key.name,
+    prefix: key.prefix,
+    enabled: key.enabled,
+    remaining: key.remaining,
+    refillAmount: key.refillAmount,
+    refillInterval: key.refillIntervalSeconds,
+    expiresAt: iso(key.expiresAt),
+    metadata: key.metadata ?? null,
+    workspaceId: key.workspaceId,
+    createdAt: iso(key.createdAt)!,
+    updatedAt: iso(key.updatedAt)!,
+    lastUsedAt: iso(key.lastUsedAt),
+  };
+}
+
+function checkRefill(refillAmount: number | null | undefined, refillInterval: number | null | undefined) {
+  if ((refillAmount == null) !== (refillInterval == null)) {
+    throw new ApiError("VALIDATION_FAILED", "refillAmount and refillInterval must be given together");
+  }
+}
+
+export function createApiKey(
+  db: PlatformDb,
+  owner: { workspaceId: string; userId: string },
+  input: CreateKeyInput,
+  actor: AuditActor,
+  now = Date.now(),
+) {
+  checkRefill(input.refillAmount, input.refillInterval);
+  const custom = input.prefix?.replace(/_+$/, "");
+  const prefix = custom ? `${KEY_PREFIX}${custom}_` : KEY_PREFIX;
+  const key = `${prefix}${randomBase62(KEY_RANDOM_LENGTH)}`;
+  const row: ApiKeyRow = {
+    id: newId("key"),
+    workspaceId: owner.workspaceId,
+    userId: owner.userId,
+    name: input.name,
+    prefix,
+    keyHash: sha256Hex(key),
+    enabled: true,
+    remaining: input.remaining ?? null,
+    refillAmount: input.refillAmount ?? null,
+    refillIntervalSeconds: input.refillInterval ?? null,
+    lastRefillAt: null,
+    expiresAt: input.expiresIn == null ? null : now + input.expiresIn * 1000,
+    metadata: input.metadata ?? null,
+    createdAt: now,
+    updatedAt: now,
+    lastUsedAt: null,
+  };
+  db.transaction((tx) => {
+    tx.insert(apiKeys).values(row).run();
+    recordAuditEvent(tx as unknown as PlatformDb, {
+      workspaceId: owner.workspaceId,
+      action: "api_key.created",
+      actor,
+      target: row.id,
+      now,
+    });
+  });
+  return { key, apiKey: publicKey(row) };
+}
+
+export function listApiKeys(db: PlatformDb, owner: { workspaceId: string; userId: string }) {
+  return db
+    .select()
+    .from(apiKeys)
+    .where(and(eq(apiKeys.workspaceId, owner.workspaceId), eq(apiKeys.userId, owner.userId)))
+    .orderBy(apiKeys.createdAt)
+    .all()
+    .map(publicKey);
+}
+
+/** A key of the caller in the caller's workspace; anyone else's is "not found", never "forbidden". */
+function ownKey(db: PlatformDb, owner: { workspaceId: string; userId: string }, keyId: string): ApiKeyRow {
+  const key = db
+    .select()
+    .from(apiKeys)
+    .where(and(eq(apiKeys.id, keyId), eq(apiKeys.workspaceId, owner.workspaceId), eq(apiKeys.userId, owner.userId)))
+    .get();
+  if (!key) throw new ApiError("API_KEY_NOT_FOUND", "API key not found");
+  return key;
+}
+
+export function updateApiKey(
+  db: PlatformDb,
+  owner: { workspaceId: string; userId: string },
+  keyId: string,
+  input: UpdateKeyInput,
+  actor: AuditActor,
+  now = Date.now(),
+) {
+  const key = ownKey(db, owner, keyId);
+  const refillAmount = input.refillAmount !== undefined ? input.refillAmount : key.refillAmount;
+  const refillInterval = input.refillInterval !== undefined ? input.refillInterval : key.refillIntervalSeconds;
+  checkRefill(refillAmount, refillInterval);
+  const changes: Partial<ApiKeyRow> = { updatedAt: now, refillAmount, refillIntervalSeconds: refillInterval };
+  if (input.name !== undefined) changes.name = input.name;
+  if (input.enabled !== undefined) changes.enabled = input.enabled;
+  if (input.remaining !== undefined) changes.remaining = input.remaining;
+  if (input.metadata !== undefined) changes.metadata = input.metadata;
+  const updated = db.transaction((tx) => {
+    const row = tx.update(apiKeys).set(changes).where(eq(apiKeys.id, key.id)).returning().get();
+    recordAuditEvent(tx as unknown as PlatformDb, { workspaceId: key.workspaceId, action: "api_key.updated", actor, target: key.id, now });
+    return row;
+  });
+  return publicKey(updated);
+}
+
+export function revokeApiKey(
+  db: PlatformDb,
+  owner: { workspaceId: string; userId: string },
+  keyId: string,
+  actor: AuditActor,
+  now = Date.now(),
+) {
+  const key = ownKey(db, owner, keyId);
+  db.transaction((tx) => {
+    tx.delete(apiKeys).where(eq(apiKeys.id, key.id)).run();
+    recordAuditEvent(tx as unknown as PlatformDb, { workspaceId: key.workspaceId, action: "api_key.revoked", actor, target: key.id, now });
+  });
+  // The security notification of the spec: an audit event plus a line in the server log.
+  console.log(`[security] API key ${key.id} (${key.name}) revoked in workspace ${key.workspaceId}`);
+  return publicKey(key);
+}
+
+/** The key behind a presented value, if it exists, is enabled and has not expired. */
+export function findUsableKey(db: PlatformDb, presentedKey: string, now = Date.now()): ApiKeyRow {
+  const key = db.select().from(apiKeys).where(eq(apiKeys.keyHash, sha256Hex(presentedKey))).get();
+  if (!key || !key.enabled) throw new ApiError("INVALID_API_KEY", "Invalid API key");
+  if (key.expiresAt !== null && now >= key.expiresAt) throw new ApiError("KEY_EXPIRED", "API key has expired");
+  return key;
+}
+
+/** Counts one request against the key's quota (USAGE_EXCEEDED when spent) and notes its use. */
+export function spendKeyUsage(db: PlatformDb, key: ApiKeyRow, now = Date.now()): void {
+  const usage = decideUsage(key, now);
+  if (!usage.allowed) {
+    const headers: Record<string, string> =
+      usage.retryAfterSeconds === null ? {} : { "Retry-After": String(usage.retryAfterSeconds) };
+    throw new ApiError("USAGE_EXCEEDED", "API key usage quota exhausted", headers);
+  }
+  if (key.remaining !== null) {
+    // Guarded by the value read, so two writers can never spend the same unit twice.
+    const written = db
+      .update(apiKeys)
+      .set({ remaining: usage.remaining, lastRefillAt: usage.lastRefillAt, lastUsedAt: now })
+      .where(and(eq(apiKeys.id, key.id), eq(apiKeys.remaining, key.remaining)))
+      .returning({ id: apiKeys.id })
+      .get();
+    if (!written) {
+      const current = db.select().from(apiKeys).where(eq(apiKeys.id, key.id)).get();
+      if (!current) throw new ApiError("INVALID_API_KEY", "Invalid API key");
+      spendKeyUsage(db, current, now);
+    }
+  } else if (key.lastUsedAt === null || now - key.lastUsedAt >= LAST_USED_RESOLUTION_MS) {
+    db.update(apiKeys).set({ lastUsedAt: now }).where(eq(apiKeys.id, key.id)).run();
+  }
+}

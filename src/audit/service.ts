@@ -1,0 +1,61 @@
+// The per-workspace audit log of security events: who did what, when, from where.
+import { and, desc, eq, lt } from "drizzle-orm";
+import type { PlatformDb } from "../db";
+import { auditEvents } from "../db/schema";
+import { newId } from "../crypto/tokens";
+
+export type AuditAction =
+  | "api_key.created"
+  | "api_key.updated"
+  | "api_key.revoked"
+  | "auth.login"
+  | "auth.login_failed"
+  | "auth.owner_created"
+  | "invitation.created"
+  | "invitation.canceled"
+  | "invitation.accepted";
+
+export interface AuditActor {
+  type: "user" | "api_key" | "cli" | "anonymous";
+  id: string | null;
+  clientAddress?: string | null;
+}
+
+export function recordAuditEvent(
+  db: PlatformDb,
+  event: { workspaceId: string; action: AuditAction; actor: AuditActor; target?: string | null; now?: number },
+): void {
+  db.insert(auditEvents)
+    .values({
+      id: newId("evt"),
+      workspaceId: event.workspaceId,
+      action: event.action,
+      actorType: event.actor.type,
+      actorId: event.actor.id,
+      target: event.target ?? null,
+      clientAddress: event.actor.clientAddress ?? null,
+      createdAt: event.now ?? Date.now(),
+    })
+    .run();
+}
+
+export function listAuditEvents(db: PlatformDb, workspaceId: string, options: { limit: number; before?: number }) {
+  const where = options.before
+    ? and(eq(auditEvents.workspaceId, workspaceId), lt(auditEvents.createdAt, options.before))
+    : eq(auditEvents.workspaceId, workspaceId);
+  return db
+    .select()
+    .from(auditEvents)
+    .where(where)
+    .orderBy(desc(auditEvents.createdAt))
+    .limit(options.limit)
+    .all()
+    .map((event) => ({
+      id: event.id,
+      action: event.action,
+      actor: { type: event.actorType, id: event.actorId },
+      target: event.target,
+      clientAddress: event.clientAddress,
+      createdAt: new Date(event.createdAt).toISOString(),
+    }));
+}

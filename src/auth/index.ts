@@ -1,0 +1,138 @@
+// Routes of /api/auth: the dashboard's first-visit owner setup, login, logout, the current
+// session and its active workspace (organization).
+import { Elysia, t } from "elysia";
+import type { ServerContext } from "../http/context";
+import { assertSameOrigin, authPlugin, clientAddressOf } from "../http/auth";
+import { ok } from "../http/envelope";
+import { ApiError } from "../http/errors";
+import { findUserById, workspacesOf } from "../workspaces/service";
+import {
+  createOwner,
+  createSession,
+  deleteSession,
+  sessionCookie,
+  setActiveWorkspace,
+  setupRequired,
+  verifyLogin,
+} from "./service";
+
+export const credentialsBody = t.Object({
+  email: t.String({ format: "email", maxLength: 254 }),
+  password: t.String({ minLength: 8, maxLength: 256 }),
+});
+
+const isHttps = (request: Request) =>
+  request.url.startsWith("https:") || request.headers.get("x-forwarded-proto") === "https";
+
+export function authRoutes(ctx: ServerContext) {
+  const startSession = (request: Request, set: { headers: Record<string, any> }, userId: string) => {
+    const token = createSession(ctx.db, userId, ctx.config.sessionTtlSeconds);
+    set.headers["set-cookie"] = sessionCookie(token, ctx.config.sessionTtlSeconds, isHttps(request));
+  };
+
+  return new Elysia({ prefix: "/api/auth", tags: ["Session"] })
+    .use(authPlugin(ctx))
+    .get("/setup", () => ok({ setupRequired: setupRequired(ctx.db) }), {
+      detail: {
+        summary: "Is the owner account still to be created?",
+        description: "Public. `setupRequired` is true on a fresh instance until the owner account exists.",
+        security: [],
+      },
+    })
+    .post(
+      "/setup",
+      async ({ body, request, server, set }) => {
+        assertSameOrigin(request, false);
+        const owner = await createOwner(ctx.db, body, clientAddressOf(server, request));
+        startSession(request, set, owner.userId);
+        set.status = 201;
+        return ok({ user: { id: owner.userId, email: body.email.toLowerCase() }, organizationId: owner.workspaceId });
+      },
+      {
+        body: credentialsBody,
+        detail: {
+          summary: "Create the owner account (first visit only)",
+          description:
+            "Only while `GET /api/auth/setup` says `setupRequired`; afterwards 409 `ALREADY_SET_UP`. Sets the HttpOnly " +
+            "session cookie. If keys were made with `platform keys create` before, this account becomes their owner.",
+          security: [],
+        },
+      },
+    )
+    .post(
+      "/login",
+      async ({ body, request, server, set }) => {
+        assertSameOrigin(request, false);
+        const clientAddress = clientAddressOf(server, request);
+        const addressKey = clientAddress ?? "unknown";
+        const allowance = ctx.limits.authFailures.check(addressKey);
+        if (!allowance.allowed) {
+          throw new ApiError("RATE_LIMITED", "Too many failed login attempts", { "Retry-After": String(allowance.retryAfterSeconds) });
+        }
+        try {
+          const { userId } = await verifyLogin(ctx.db, body, clientAddress);
+          startSession(request, set, userId);
+          return ok({ user: { id: userId, email: body.email.toLowerCase() } });
+        } catch (error) {
+          ctx.limits.authFailures.take(addressKey);
+          throw error;
+        }
+      },
+      {
+        body: credentialsBody,
+        detail: {
+          summary: "Log in to the dashboard",
+          description: "Sets the HttpOnly `platform_session` cookie. Failures are rate limited per client address (429 with Retry-After).",
+          security: [],
+        },
+      },
+    )
+    .post(
+      "/logout",
+      ({ principal, request, set }) => {
+        if (principal.sessionTokenHash) deleteSession(ctx.db, principal.sessionTokenHash);
+        set.headers["set-cookie"] = sessionCookie("", 0, isHttps(request));
+        return ok({});
+      },
+      { auth: true, detail: { summary: "End the current session" } },
+    )
+    .get(
+      "/session",
+      ({ principal }) => {
+        const user = findUserById(ctx.db, principal.userId)!;
+        return ok({
+          user: { id: user.id, email: user.email },
+          via: principal.via,
+          activeOrganizationId: principal.workspaceId,
+          role: principal.role,
+          organizations: workspacesOf(ctx.db, user.id).map((workspace) => ({
+            id: workspace.id,
+            name: workspace.name,
+            role: workspace.role,
+          })),
+        });
+      },
+      {
+        auth: true,
+        detail: { summary: "Who is calling", description: "The user, the active organization (workspace), the role there, and every organization the user belongs to." },
+      },
+    )
+    .post(
+      "/set-active-organization",
+      ({ principal, body }) => {
+        if (!principal.sessionTokenHash) {
+          throw new ApiError("VALIDATION_FAILED", "API keys have no session: pass `workspaceId` as a query parameter instead");
+        }
+        setActiveWorkspace(ctx.db, principal.sessionTokenHash, principal.userId, body.organizationId);
+        return ok({ activeOrganizationId: body.organizationId });
+      },
+      {
+        auth: true,
+        body: t.Object({ organizationId: t.String({ minLength: 1, maxLength: 64 }) }),
+        detail: {
+          summary: "Set the session's active organization",
+          description: "Body `{ organizationId }`. 403 `NOT_A_MEMBER` when the user does not belong to it. Cookie sessions only.",
+        },
+      },
+    );
+}

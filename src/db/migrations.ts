@@ -1,0 +1,31 @@
+// Migrations embedded in the binary. drizzle's own migrator reads them from disk, which a
+// compiled executable has no folder for, so each SQL file is imported as text here and handed
+// to drizzle's dialect in journal order. A unit test checks this list against the journal.
+import journal from "./migrations/meta/_journal.json" with { type: "json" };
+import m0000 from "./migrations/0000_init.sql" with { type: "text" };
+
+export const EMBEDDED_MIGRATIONS: Record<string, string> = {
+  "0000_init": m0000,
+};
+
+export interface MigrationMeta {
+  sql: string[];
+  bps: boolean;
+  folderMillis: number;
+  hash: string;
+}
+
+export function embeddedMigrations(): MigrationMeta[] {
+  return journal.entries.map((entry) => {
+    const query = EMBEDDED_MIGRATIONS[entry.tag];
+    if (query === undefined) throw new Error(`migration ${entry.tag} is in the journal but not embedded`);
+    return {
+      sql: query.split("--> statement-breakpoint"),
+      bps: entry.breakpoints,
+      folderMillis: entry.when,
+      hash: new Bun.CryptoHasher("sha256").update(query).digest("hex"),
+    };
+  });
+}
+
+export const MIGRATION_JOURNAL_TAGS: string[] = journal.entries.map((entry) => entry.tag);

@@ -1,0 +1,94 @@
+// Tables of the platform's single SQLite file. Timestamps are Unix milliseconds; the API turns
+// them into ISO 8601 strings. After changing this file run `bun run db:generate` and add the new
+// migration to src/db/migrations.ts so it is embedded in the binary.
+import { sqliteTable, text, integer, index, uniqueIndex, primaryKey } from "drizzle-orm/sqlite-core";
+
+export const users = sqliteTable("users", {
+  id: text("id").primaryKey(),
+  email: text("email").notNull().unique(),
+  /** Null for the owner that `platform keys create` makes before anyone has set a password. */
+  passwordHash: text("password_hash"),
+  createdAt: integer("created_at").notNull(),
+});
+
+export const workspaces = sqliteTable("workspaces", {
+  id: text("id").primaryKey(),
+  name: text("name").notNull().unique(),
+  createdAt: integer("created_at").notNull(),
+});
+
+export const memberships = sqliteTable(
+  "memberships",
+  {
+    workspaceId: text("workspace_id").notNull().references(() => workspaces.id, { onDelete: "cascade" }),
+    userId: text("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
+    role: text("role", { enum: ["owner", "admin", "member"] }).notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.workspaceId, table.userId] }), index("memberships_user").on(table.userId)],
+);
+
+export const sessions = sqliteTable("sessions", {
+  /** SHA-256 of the cookie value; the cookie itself is never stored. */
+  tokenHash: text("token_hash").primaryKey(),
+  userId: text("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
+  activeWorkspaceId: text("active_workspace_id").references(() => workspaces.id, { onDelete: "set null" }),
+  expiresAt: integer("expires_at").notNull(),
+  createdAt: integer("created_at").notNull(),
+});
+
+export const apiKeys = sqliteTable(
+  "api_keys",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id").notNull().references(() => workspaces.id, { onDelete: "cascade" }),
+    userId: text("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    prefix: text("prefix").notNull(),
+    /** SHA-256 (hex) of the full key; the key itself is never stored. */
+    keyHash: text("key_hash").notNull(),
+    enabled: integer("enabled", { mode: "boolean" }).notNull(),
+    remaining: integer("remaining"),
+    refillAmount: integer("refill_amount"),
+    refillIntervalSeconds: integer("refill_interval_seconds"),
+    lastRefillAt: integer("last_refill_at"),
+    expiresAt: integer("expires_at"),
+    metadata: text("metadata", { mode: "json" }).$type<Record<string, unknown>>(),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+    lastUsedAt: integer("last_used_at"),
+  },
+  (table) => [uniqueIndex("api_keys_hash").on(table.keyHash), index("api_keys_workspace").on(table.workspaceId)],
+);
+
+export const invitations = sqliteTable(
+  "invitations",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id").notNull().references(() => workspaces.id, { onDelete: "cascade" }),
+    email: text("email").notNull(),
+    role: text("role", { enum: ["admin", "member"] }).notNull(),
+    status: text("status", { enum: ["pending", "accepted", "canceled"] }).notNull(),
+    invitedBy: text("invited_by").notNull(),
+    expiresAt: integer("expires_at").notNull(),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (table) => [index("invitations_workspace").on(table.workspaceId)],
+);
+
+export const auditEvents = sqliteTable(
+  "audit_events",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id").notNull().references(() => workspaces.id, { onDelete: "cascade" }),
+    action: text("action").notNull(),
+    actorType: text("actor_type", { enum: ["user", "api_key", "cli", "anonymous"] }).notNull(),
+    actorId: text("actor_id"),
+    /** What the event is about, e.g. the key id or the invited email. */
+    target: text("target"),
+    clientAddress: text("client_address"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (table) => [index("audit_events_workspace_time").on(table.workspaceId, table.createdAt)],
+);

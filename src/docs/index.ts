@@ -1,0 +1,53 @@
+// The OpenAPI description (JSON at /api/docs/json) and its reference UI at /api/docs. The UI's
+// script is embedded in the binary and served from here, so the docs work with no internet.
+import { Elysia } from "elysia";
+import { openapi } from "@elysiajs/openapi";
+import scalarBundlePath from "../../node_modules/@scalar/api-reference/dist/browser/standalone.js" with { type: "file" };
+
+const SCALAR_SCRIPT_PATH = "/api/docs/assets/scalar.js";
+
+const DESCRIPTION = `Self-hosted application platform API.
+
+Every response is JSON with \`success\`. Payload keys stand beside \`success\` and the same object is
+repeated under \`data\`. Errors are \`{ success: false, error, code }\` with a stable \`code\`:
+400 \`VALIDATION_FAILED\` (the message names the field) or \`INVALID_JSON\`, 401 \`UNAUTHORIZED\`,
+\`INVALID_API_KEY\` or \`KEY_EXPIRED\`, 403 \`FORBIDDEN\`/\`CSRF_REJECTED\`/\`NOT_A_MEMBER\`, 404 \`NOT_FOUND\` (also
+for every resource of another workspace), 409 conflicts, 413 \`PAYLOAD_TOO_LARGE\`, 429 \`RATE_LIMITED\` or
+\`USAGE_EXCEEDED\` with \`Retry-After\`, 500 \`INTERNAL_ERROR\`, 503 \`DOCKER_UNAVAILABLE\` with \`Retry-After\`.
+
+Authenticate with \`Authorization: Bearer svc_...\` or, from the dashboard, the HttpOnly
+\`platform_session\` cookie (state-changing cookie requests must carry a same-host \`Origin\`).
+Workspace-scoped routes act in the key's workspace or the session's active organization; every
+authenticated route also takes an optional \`workspaceId\` (or \`organizationId\`) query parameter
+naming another workspace the caller's user belongs to (404 \`WORKSPACE_NOT_FOUND\` otherwise).
+Each caller is rate limited (token bucket per key or user); failed authentication is rate limited
+per client address.
+
+Where a response is not spelled out, a single resource is returned under its own name
+(\`apiKey\`, \`invitation\`, \`app\`, \`database\`, \`operation\`...) and lists under the plural.
+Timestamps are ISO 8601 strings.`;
+
+export function docsRoutes() {
+  return new Elysia()
+    .use(
+      openapi({
+        path: "/api/docs",
+        specPath: "/api/docs/json",
+        exclude: { paths: [SCALAR_SCRIPT_PATH] },
+        documentation: {
+          info: { title: "Platform API", version: "1.0.0", description: DESCRIPTION },
+          components: {
+            securitySchemes: {
+              bearerAuth: { type: "http", scheme: "bearer", description: "An API key: `svc_...`" },
+              sessionCookie: { type: "apiKey", in: "cookie", name: "platform_session" },
+            },
+          },
+          security: [{ bearerAuth: [] }],
+        },
+        scalar: { cdn: SCALAR_SCRIPT_PATH, withDefaultFonts: false } as never,
+      }),
+    )
+    .get(SCALAR_SCRIPT_PATH, () => new Response(Bun.file(scalarBundlePath), {
+      headers: { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=86400" },
+    }), { detail: { hide: true } });
+}

@@ -1,0 +1,116 @@
+// Authentication of every API route: `Authorization: Bearer svc_...` or the dashboard's session
+// cookie. Routes opt in with `{ auth: true }` and receive `principal`. Also applies the
+// per-address limit on failed attempts, the per-caller rate limit, the key's usage quota, the
+// Origin check on cookie requests that change state, and the `workspaceId` query parameter.
+import { Elysia } from "elysia";
+import { ApiError } from "./errors";
+import type { ServerContext } from "./context";
+import { findUsableKey, spendKeyUsage } from "../api-keys/service";
+import { findSession, readCookie, SESSION_COOKIE } from "../auth/service";
+import { roleIn, workspacesOf, type Role } from "../workspaces/service";
+
+export interface Principal {
+  userId: string;
+  workspaceId: string;
+  role: Role;
+  via: "api_key" | "session";
+  apiKeyId: string | null;
+  sessionTokenHash: string | null;
+  clientAddress: string | null;
+}
+
+const BEARER_FORM = /^Bearer (svc_[A-Za-z0-9_]{32,256})$/;
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+export function clientAddressOf(server: { requestIP(request: Request): { address: string } | null } | null, request: Request) {
+  return server?.requestIP(request)?.address ?? null;
+}
+
+/** Cookie requests that change state must come from a page of this same host (no CSRF). */
+export function assertSameOrigin(request: Request, required: boolean) {
+  const origin = request.headers.get("origin");
+  if (!origin) {
+    if (required) throw new ApiError("CSRF_REJECTED", "Missing Origin header on a cookie-authenticated request");
+    return;
+  }
+  let originHost: string;
+  try {
+    originHost = new URL(origin).host;
+  } catch {
+    throw new ApiError("CSRF_REJECTED", "Malformed Origin header");
+  }
+  const host = request.headers.get("host") ?? new URL(request.url).host;
+  if (originHost !== host) throw new ApiError("CSRF_REJECTED", "Cross-origin request refused");
+}
+
+function rateLimited(code: "RATE_LIMITED", message: string, retryAfterSeconds: number) {
+  return new ApiError(code, message, { "Retry-After": String(retryAfterSeconds) });
+}
+
+export function authenticate(ctx: ServerContext, request: Request, clientAddress: string | null): Principal {
+  const addressKey = clientAddress ?? "unknown";
+  const failureAllowance = ctx.limits.authFailures.check(addressKey);
+  if (!failureAllowance.allowed) {
+    throw rateLimited("RATE_LIMITED", "Too many failed authentication attempts", failureAllowance.retryAfterSeconds);
+  }
+  const header = request.headers.get("authorization");
+  let identity: Omit<Principal, "workspaceId" | "role" | "clientAddress"> & { defaultWorkspaceId: string | null };
+  try {
+    if (header !== null) {
+      const match = BEARER_FORM.exec(header);
+      if (!match) throw new ApiError("INVALID_API_KEY", "Authorization header must be 'Bearer svc_...'");
+      const key = findUsableKey(ctx.db, match[1]!);
+      // Rate limit before the quota, so refused requests do not spend it.
+      const limit = ctx.limits.api.take(`key:${key.id}`);
+      if (!limit.allowed) throw rateLimited("RATE_LIMITED", "Rate limit exceeded", limit.retryAfterSeconds);
+      spendKeyUsage(ctx.db, key);
+      identity = { userId: key.userId, via: "api_key", apiKeyId: key.id, sessionTokenHash: null, defaultWorkspaceId: key.workspaceId };
+    } else {
+      const token = readCookie(request.headers.get("cookie"), SESSION_COOKIE);
+      const session = token ? findSession(ctx.db, token) : undefined;
+      if (!session) throw new ApiError("UNAUTHORIZED", "Authentication required: send 'Authorization: Bearer svc_...'");
+      if (!SAFE_METHODS.has(request.method)) assertSameOrigin(request, true);
+      const limit = ctx.limits.api.take(`user:${session.userId}`);
+      if (!limit.allowed) throw rateLimited("RATE_LIMITED", "Rate limit exceeded", limit.retryAfterSeconds);
+      identity = {
+        userId: session.userId,
+        via: "session",
+        apiKeyId: null,
+        sessionTokenHash: session.tokenHash,
+        defaultWorkspaceId: session.activeWorkspaceId ?? workspacesOf(ctx.db, session.userId)[0]?.id ?? null,
+      };
+    }
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) ctx.limits.authFailures.take(addressKey);
+    throw error;
+  }
+  const { defaultWorkspaceId, ...principal } = identity;
+  const workspaceId = requestedWorkspace(request) ?? defaultWorkspaceId;
+  const role = workspaceId ? roleIn(ctx.db, workspaceId, principal.userId) : undefined;
+  // A workspace the caller does not belong to is "not found", like any other workspace's resource.
+  if (!workspaceId || !role) throw new ApiError("WORKSPACE_NOT_FOUND", "Workspace not found");
+  return { ...principal, workspaceId, role, clientAddress };
+
+}
+
+function requestedWorkspace(request: Request): string | null {
+  const queryStart = request.url.indexOf("?");
+  if (queryStart < 0) return null;
+  const query = new URLSearchParams(request.url.slice(queryStart + 1));
+  return query.get("workspaceId") || query.get("organizationId") || null;
+}
+
+export function authPlugin(ctx: ServerContext) {
+  return new Elysia({ name: "auth" }).macro({
+    auth: {
+      resolve: ({ request, server }) => ({ principal: authenticate(ctx, request, clientAddressOf(server, request)) }),
+      detail: { security: [{ bearerAuth: [] }, { sessionCookie: [] }] },
+    },
+  });
+}
+
+export function requireRole(principal: Principal, ...roles: Role[]) {
+  if (!roles.includes(principal.role)) {
+    throw new ApiError("FORBIDDEN", `This needs the ${roles.join(" or ")} role in the workspace`);
+  }
+}

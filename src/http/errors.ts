@@ -1,0 +1,53 @@
+// The one error type of the API and the one map of its codes. Every failure a client can see
+// is an ApiError with a stable `code`; the global handler in src/http/server.ts turns it into
+// `{ success: false, error, code }` with the status from ERROR_STATUS.
+
+export const ERROR_STATUS = {
+  VALIDATION_FAILED: 400,
+  INVALID_JSON: 400,
+  UNKNOWN_MACHINE: 400,
+  UNAUTHORIZED: 401,
+  INVALID_API_KEY: 401,
+  KEY_EXPIRED: 401,
+  INVALID_CREDENTIALS: 401,
+  FORBIDDEN: 403,
+  CSRF_REJECTED: 403,
+  NOT_A_MEMBER: 403,
+  NOT_FOUND: 404,
+  WORKSPACE_NOT_FOUND: 404,
+  API_KEY_NOT_FOUND: 404,
+  INVITATION_NOT_FOUND: 404,
+  ALREADY_SET_UP: 409,
+  CONFLICT: 409,
+  INVITATION_PENDING: 409,
+  ALREADY_MEMBER: 409,
+  INVITATION_EXPIRED: 410,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  RATE_LIMITED: 429,
+  USAGE_EXCEEDED: 429,
+  INTERNAL_ERROR: 500,
+  DOCKER_UNAVAILABLE: 503,
+  IMAGE_UNAVAILABLE: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export class ApiError extends Error {
+  readonly status: number;
+
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    /** Extra response headers, e.g. Retry-After on 429 and 503. */
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = "ApiError";
+    this.status = ERROR_STATUS[code];
+  }
+}
+
+export function notFound(what: string): ApiError {
+  return new ApiError("NOT_FOUND", `${what} not found`);
+}

@@ -1,0 +1,67 @@
+// The `platform` command: `serve` runs everything in one process; `keys create`, `version`
+// and `help` work without a running server.
+import { loadConfig } from "./config";
+import { openDatabase } from "./db";
+import { createServerContext } from "./http/context";
+import { createServer } from "./http/server";
+import { createKeyFromCli } from "./cli/keys";
+import { PLATFORM_VERSION } from "./version";
+
+const HELP = `platform ${PLATFORM_VERSION}: a self-hosted application platform in one binary
+
+Usage:
+  platform serve                                   run the API, dashboard and workers
+  platform keys create --name NAME [--workspace W] create an API key (prints one JSON line)
+  platform version                                 print the version
+  platform help                                    this text
+
+Settings are PLATFORM_* environment variables; see README.md.`;
+
+function serve() {
+  const config = loadConfig();
+  const db = openDatabase(config.databaseFile);
+  const ctx = createServerContext(config, db);
+  const server = createServer(ctx).listen({ hostname: config.host, port: config.port });
+  console.log(`platform ${PLATFORM_VERSION} listening on http://${config.host}:${server.server?.port} (data in ${config.dataDir})`);
+  const shutdown = async (signal: string) => {
+    console.log(`${signal} received, shutting down`);
+    await server.stop();
+    db.$client.close();
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+}
+
+function main(argv: string[]): number {
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case "serve":
+        serve();
+        return -1;
+      case "keys":
+        if (rest[0] !== "create") throw new Error("usage: platform keys create --name NAME [--workspace NAME]");
+        console.log(JSON.stringify(createKeyFromCli(loadConfig(), rest.slice(1))));
+        return 0;
+      case "version":
+      case "--version":
+        console.log(PLATFORM_VERSION);
+        return 0;
+      case "help":
+      case "--help":
+      case undefined:
+        console.log(HELP);
+        return 0;
+      default:
+        console.error(`unknown command "${command}"\n\n${HELP}`);
+        return 2;
+    }
+  } catch (error) {
+    console.error(`platform: ${(error as Error).message}`);
+    return 1;
+  }
+}
+
+const exitCode = main(process.argv.slice(2));
+if (exitCode >= 0) process.exit(exitCode);

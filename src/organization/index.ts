@@ -1,0 +1,128 @@
+// Routes of /api/organization: invitations, members and the audit log of the active workspace.
+import { Elysia, t } from "elysia";
+import type { ServerContext } from "../http/context";
+import { assertSameOrigin, authPlugin, clientAddressOf, requireRole, type Principal } from "../http/auth";
+import { ok } from "../http/envelope";
+import { ApiError } from "../http/errors";
+import { listAuditEvents } from "../audit/service";
+import { membersOf } from "../workspaces/service";
+import { createSession, sessionCookie, setActiveWorkspace } from "../auth/service";
+import { sha256Hex } from "../crypto/tokens";
+import { acceptInvitation, cancelInvitation, createInvitation, listInvitations } from "./service";
+
+const invitationIdParams = t.Object({ invitationId: t.String({ minLength: 1, maxLength: 64 }) });
+
+const actorOf = (principal: Principal) => ({
+  type: principal.via === "api_key" ? ("api_key" as const) : ("user" as const),
+  id: principal.apiKeyId ?? principal.userId,
+  userId: principal.userId,
+  clientAddress: principal.clientAddress,
+});
+
+export function organizationRoutes(ctx: ServerContext) {
+  return new Elysia({ prefix: "/api/organization", tags: ["Organization"] })
+    .use(authPlugin(ctx))
+    .get("/invitations", ({ principal }) => ok({ invitations: listInvitations(ctx.db, principal.workspaceId) }), {
+      auth: true,
+      detail: {
+        summary: "List the workspace's invitations",
+        description:
+          "Answers `invitations`: id, organizationId, email, role, status (`pending`, `accepted`, `canceled`, `expired`), " +
+          "invitedBy, expiresAt, createdAt; newest first.",
+      },
+    })
+    .post(
+      "/invitations",
+      ({ principal, body, set }) => {
+        requireRole(principal, "owner", "admin");
+        set.status = 201;
+        return ok({ invitation: createInvitation(ctx.db, principal.workspaceId, body, actorOf(principal)) });
+      },
+      {
+        auth: true,
+        body: t.Object({
+          email: t.String({ format: "email", maxLength: 254 }),
+          role: t.Optional(t.Union([t.Literal("admin"), t.Literal("member")], { default: "member" })),
+        }),
+        detail: {
+          summary: "Invite someone by email",
+          description:
+            "Owners and admins. The email is lowercased; one pending invitation per email (409 `INVITATION_PENDING`). " +
+            "Valid 48 hours. The invitee accepts with `POST /api/organization/invitations/{invitationId}/accept`.",
+        },
+      },
+    )
+    .delete(
+      "/invitations/:invitationId",
+      ({ principal, params }) => {
+        requireRole(principal, "owner", "admin");
+        return ok({ invitation: cancelInvitation(ctx.db, principal.workspaceId, params.invitationId, actorOf(principal)) });
+      },
+      { auth: true, params: invitationIdParams, detail: { summary: "Cancel a pending invitation" } },
+    )
+    .post(
+      "/invitations/:invitationId/accept",
+      async ({ params, body, request, server, set }) => {
+        assertSameOrigin(request, false);
+        const clientAddress = clientAddressOf(server, request);
+        const addressKey = clientAddress ?? "unknown";
+        const allowance = ctx.limits.authFailures.check(addressKey);
+        if (!allowance.allowed) {
+          throw new ApiError("RATE_LIMITED", "Too many failed attempts", { "Retry-After": String(allowance.retryAfterSeconds) });
+        }
+        try {
+          const accepted = await acceptInvitation(ctx.db, params.invitationId, body.password, clientAddress);
+          const token = createSession(ctx.db, accepted.userId, ctx.config.sessionTtlSeconds);
+          setActiveWorkspace(ctx.db, sha256Hex(token), accepted.userId, accepted.workspaceId);
+          set.headers["set-cookie"] = sessionCookie(token, ctx.config.sessionTtlSeconds, request.url.startsWith("https:"));
+          return ok({ organizationId: accepted.workspaceId, user: { id: accepted.userId } });
+        } catch (error) {
+          if (error instanceof ApiError && error.status < 500) ctx.limits.authFailures.take(addressKey);
+          throw error;
+        }
+      },
+      {
+        params: invitationIdParams,
+        body: t.Object({ password: t.String({ minLength: 8, maxLength: 256 }) }),
+        detail: {
+          summary: "Accept an invitation",
+          description:
+            "No API key needed: the invitation id is the secret. With the password of the account that has the invited " +
+            "email, or a new password to create that account. Starts a session in the organization. " +
+            "404 `INVITATION_NOT_FOUND` (unknown, canceled or used), 410 `INVITATION_EXPIRED`.",
+          security: [],
+        },
+      },
+    )
+    .get("/members", ({ principal }) => ok({ members: membersOf(ctx.db, principal.workspaceId).map((member) => ({ ...member, joinedAt: new Date(member.joinedAt).toISOString() })) }), {
+      auth: true,
+      detail: { summary: "List the workspace's members", description: "Answers `members`: userId, email, role, joinedAt." },
+    })
+    .get(
+      "/audit-log",
+      ({ principal, query }) => {
+        requireRole(principal, "owner", "admin");
+        const events = listAuditEvents(ctx.db, principal.workspaceId, {
+          limit: query.limit ?? 100,
+          before: query.before ? Date.parse(query.before) : undefined,
+        });
+        return ok({ events });
+      },
+      {
+        auth: true,
+        query: t.Object({
+          limit: t.Optional(t.Integer({ minimum: 1, maximum: 500, default: 100 })),
+          before: t.Optional(t.String({ format: "date-time", description: "Only events older than this (for paging)" })),
+          workspaceId: t.Optional(t.String()),
+          organizationId: t.Optional(t.String()),
+        }),
+        detail: {
+          summary: "Read the workspace's security audit log",
+          description:
+            "Owners and admins. Answers `events` newest first: id, action (`api_key.created`, `api_key.updated`, " +
+            "`api_key.revoked`, `auth.login`, `auth.login_failed`, `auth.owner_created`, `invitation.created`, " +
+            "`invitation.canceled`, `invitation.accepted`), actor {type, id}, target, clientAddress, createdAt.",
+        },
+      },
+    );
+}

@@ -1,0 +1,133 @@
+// Workspace invitations: invite by email (lowercased, one pending invite per email, 48 h to
+// accept), list, cancel and accept. The invitation id is the unguessable secret of the invite link.
+import { and, desc, eq } from "drizzle-orm";
+import type { PlatformDb } from "../db";
+import { invitations, users } from "../db/schema";
+import { newId } from "../crypto/tokens";
+import { ApiError } from "../http/errors";
+import { recordAuditEvent, type AuditActor } from "../audit/service";
+import { addMember, createUser, findUserByEmail, roleIn } from "../workspaces/service";
+
+export const INVITATION_TTL_MS = 48 * 3600 * 1000;
+
+type InvitationRow = typeof invitations.$inferSelect;
+
+export function publicInvitation(invitation: InvitationRow, now = Date.now()) {
+  const expired = invitation.status === "pending" && now >= invitation.expiresAt;
+  return {
+    id: invitation.id,
+    organizationId: invitation.workspaceId,
+    email: invitation.email,
+    role: invitation.role,
+    status: expired ? ("expired" as const) : invitation.status,
+    invitedBy: invitation.invitedBy,
+    expiresAt: new Date(invitation.expiresAt).toISOString(),
+    createdAt: new Date(invitation.createdAt).toISOString(),
+  };
+}
+
+export function listInvitations(db: PlatformDb, workspaceId: string, now = Date.now()) {
+  return db
+    .select()
+    .from(invitations)
+    .where(eq(invitations.workspaceId, workspaceId))
+    .orderBy(desc(invitations.createdAt))
+    .all()
+    .map((invitation) => publicInvitation(invitation, now));
+}
+
+export function createInvitation(
+  db: PlatformDb,
+  workspaceId: string,
+  input: { email: string; role: "admin" | "member" },
+  actor: AuditActor & { userId: string },
+  now = Date.now(),
+) {
+  const email = input.email.toLowerCase();
+  return db.transaction((tx) => {
+    const txDb = tx as unknown as PlatformDb;
+    const existingUser = findUserByEmail(txDb, email);
+    if (existingUser && roleIn(txDb, workspaceId, existingUser.id)) {
+      throw new ApiError("ALREADY_MEMBER", `${email} is already a member of this organization`);
+    }
+    const pending = tx
+      .select()
+      .from(invitations)
+      .where(and(eq(invitations.workspaceId, workspaceId), eq(invitations.email, email), eq(invitations.status, "pending")))
+      .all()
+      .find((invitation) => invitation.expiresAt > now);
+    if (pending) throw new ApiError("INVITATION_PENDING", `${email} already has a pending invitation`);
+    const row: InvitationRow = {
+      id: newId("inv"),
+      workspaceId,
+      email,
+      role: input.role,
+      status: "pending",
+      invitedBy: actor.userId,
+      expiresAt: now + INVITATION_TTL_MS,
+      createdAt: now,
+      updatedAt: now,
+    };
+    tx.insert(invitations).values(row).run();
+    recordAuditEvent(txDb, { workspaceId, action: "invitation.created", actor, target: email, now });
+    return publicInvitation(row, now);
+  });
+}
+
+function invitationInWorkspace(db: PlatformDb, workspaceId: string, invitationId: string) {
+  const invitation = db
+    .select()
+    .from(invitations)
+    .where(and(eq(invitations.id, invitationId), eq(invitations.workspaceId, workspaceId)))
+    .get();
+  if (!invitation) throw new ApiError("INVITATION_NOT_FOUND", "Invitation not found");
+  return invitation;
+}
+
+export function cancelInvitation(db: PlatformDb, workspaceId: string, invitationId: string, actor: AuditActor, now = Date.now()) {
+  const invitation = invitationInWorkspace(db, workspaceId, invitationId);
+  if (invitation.status !== "pending") throw new ApiError("CONFLICT", `Invitation is already ${invitation.status}`);
+  const canceled = db.transaction((tx) => {
+    const row = tx.update(invitations).set({ status: "canceled", updatedAt: now }).where(eq(invitations.id, invitation.id)).returning().get();
+    recordAuditEvent(tx as unknown as PlatformDb, { workspaceId, action: "invitation.canceled", actor, target: invitation.email, now });
+    return row;
+  });
+  return publicInvitation(canceled, now);
+}
+
+/**
+ * Accepts an invitation with the invitee's password: it logs in the account that has the
+ * invited email, or creates that account when there is none. Returns the user to start a session for.
+ */
+export async function acceptInvitation(
+  db: PlatformDb,
+  invitationId: string,
+  password: string,
+  clientAddress: string | null,
+  now = Date.now(),
+) {
+  const invitation = db.select().from(invitations).where(eq(invitations.id, invitationId)).get();
+  if (!invitation || invitation.status !== "pending") throw new ApiError("INVITATION_NOT_FOUND", "Invitation not found");
+  if (now >= invitation.expiresAt) throw new ApiError("INVITATION_EXPIRED", "Invitation has expired; ask for a new one");
+  const existing = findUserByEmail(db, invitation.email);
+  if (existing?.passwordHash && !(await Bun.password.verify(password, existing.passwordHash))) {
+    throw new ApiError("INVALID_CREDENTIALS", "Wrong password for the invited account");
+  }
+  const newPasswordHash = existing?.passwordHash ? null : await Bun.password.hash(password);
+  return db.transaction((tx) => {
+    const txDb = tx as unknown as PlatformDb;
+    let userId = existing?.id;
+    if (!userId) userId = createUser(txDb, invitation.email, newPasswordHash, now).id;
+    else if (newPasswordHash) tx.update(users).set({ passwordHash: newPasswordHash }).where(eq(users.id, userId)).run();
+    if (!roleIn(txDb, invitation.workspaceId, userId)) addMember(txDb, invitation.workspaceId, userId, invitation.role, now);
+    tx.update(invitations).set({ status: "accepted", updatedAt: now }).where(eq(invitations.id, invitation.id)).run();
+    recordAuditEvent(txDb, {
+      workspaceId: invitation.workspaceId,
+      action: "invitation.accepted",
+      actor: { type: "user", id: userId, clientAddress },
+      target: invitation.email,
+      now,
+    });
+    return { userId, workspaceId: invitation.workspaceId };
+  });
+}
