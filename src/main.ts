@@ -22,9 +22,11 @@ function serve() {
   const db = openDatabase(config.databaseFile);
   const ctx = createServerContext(config, db);
   const server = createServer(ctx).listen({ hostname: config.host, port: config.port });
+  ctx.reconciler.start(config.reconcileSchedule);
   console.log(`platform ${PLATFORM_VERSION} listening on http://${config.host}:${server.server?.port} (data in ${config.dataDir})`);
   const shutdown = async (signal: string) => {
     console.log(`${signal} received, shutting down`);
+    ctx.reconciler.stop();
     await server.stop();
     db.$client.close();
     process.exit(0);

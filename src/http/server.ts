@@ -10,6 +10,7 @@ import { platformRoutes } from "../platform";
 import { authRoutes } from "../auth";
 import { apiKeysRoutes } from "../api-keys";
 import { organizationRoutes } from "../organization";
+import { machinesRoutes } from "../machines";
 
 function errorResponse(code: ErrorCode, message: string, headers: Record<string, string> = {}) {
   return new Response(JSON.stringify(errorBody(message, code)), {
@@ -52,7 +53,8 @@ export function createServer(ctx: ServerContext) {
     .use(platformRoutes(ctx))
     .use(authRoutes(ctx))
     .use(apiKeysRoutes(ctx))
-    .use(organizationRoutes(ctx));
+    .use(organizationRoutes(ctx))
+    .use(machinesRoutes(ctx));
 }
 
 export type PlatformServer = ReturnType<typeof createServer>;

@@ -1,0 +1,494 @@
+// The Docker driver: the only code that talks to an engine. One driver per machine. Every call
+// fails fast with DOCKER_UNAVAILABLE (503, Retry-After) while the engine can't be reached, and
+// works again as soon as it answers.
+import Docker from "dockerode";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { ApiError } from "../http/errors";
+import { toCreateOptions, LABEL_MANAGED, type ContainerSpec } from "./container-spec";
+import { FrameDemuxer, LineSplitter, demuxToLines, type LogLine } from "./stream";
+
+/** After a failed connection, calls fail at once for this long instead of waiting on the engine again. */
+const UNAVAILABLE_GRACE_MS = 2_000;
+const RETRY_AFTER_SECONDS = "5";
+const CONNECTION_ERRORS = new Set(["ECONNREFUSED", "ENOENT", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENOTFOUND", "ConnectionRefused", "FailedToOpenSocket"]);
+
+export interface DockerConnection {
+  /** `unix:///var/run/docker.sock` or `tcp://host:2376`. */
+  host?: string;
+  /** Folder with ca.pem, cert.pem and key.pem for TLS to a tcp host. */
+  tlsCertPath?: string;
+}
+
+export interface ContainerSummary {
+  id: string;
+  name: string;
+  state: string;
+  running: boolean;
+  exitCode: number | null;
+  startedAt: string | null;
+  labels: Record<string, string>;
+  image: string;
+  /** Published host port of each container port, e.g. { 3000: 49153 }. */
+  ports: Record<number, number>;
+  /** Address on each network the container is attached to. */
+  networks: Record<string, string>;
+  memoryLimitBytes: number;
+  restartPolicy: string;
+}
+
+export interface ContainerStats {
+  cpuPercent: number;
+  memoryUsedBytes: number;
+  memoryLimitBytes: number;
+  networkRxBytes: number;
+  networkTxBytes: number;
+  blockReadBytes: number;
+  blockWriteBytes: number;
+  pids: number;
+}
+
+export interface ExecOptions {
+  command: string[];
+  env?: Record<string, string>;
+  user?: string;
+  stdin?: ReadableStream<Uint8Array> | Uint8Array;
+}
+
+export interface ExecStream {
+  stdout: ReadableStream<Uint8Array>;
+  /** Exit code and collected stderr once the command ends. */
+  done: Promise<{ exitCode: number; stderr: string }>;
+}
+
+export class DockerNotFound extends Error {}
+/** The Dockerfile itself failed (a RUN step exited non-zero...): the user's problem, not the engine's. */
+export class BuildFailed extends Error {}
+
+export function dockerOptions(connection: DockerConnection): Docker.DockerOptions {
+  const host = connection.host ?? "unix:///var/run/docker.sock";
+  if (host.startsWith("unix://")) return { socketPath: host.slice("unix://".length) };
+  const url = new URL(host.replace(/^tcp:/, connection.tlsCertPath ? "https:" : "http:"));
+  const options: Docker.DockerOptions = {
+    host: url.hostname,
+    port: Number(url.port || (connection.tlsCertPath ? 2376 : 2375)),
+    protocol: connection.tlsCertPath ? "https" : "http",
+  };
+  if (connection.tlsCertPath) {
+    options.ca = readFileSync(join(connection.tlsCertPath, "ca.pem"));
+    options.cert = readFileSync(join(connection.tlsCertPath, "cert.pem"));
+    options.key = readFileSync(join(connection.tlsCertPath, "key.pem"));
+  }
+  return options;
+}
+
+function isConnectionError(error: unknown): boolean {
+  const code = (error as { code?: string; errno?: string })?.code;
+  return (code !== undefined && CONNECTION_ERRORS.has(code)) || /socket hang up|connect ECONNREFUSED|ENOENT/.test(String((error as Error)?.message));
+}
+
+function labelFilter(labels: Record<string, string>): string[] {
+  return Object.entries(labels).map(([name, value]) => `${name}=${value}`);
+}
+
+export class DockerDriver {
+  private readonly docker: Docker;
+  private unavailableUntil = 0;
+
+  constructor(
+    readonly machineId: string,
+    connection: DockerConnection,
+  ) {
+    this.docker = new Docker(dockerOptions(connection));
+  }
+
+  /** Runs one engine call, turning "engine unreachable" into DOCKER_UNAVAILABLE and 404 into DockerNotFound. */
+  private async call<T>(what: string, run: () => Promise<T>): Promise<T> {
+    if (Date.now() < this.unavailableUntil) throw this.unavailable();
+    try {
+      return await run();
+    } catch (error) {
+      if (error instanceof BuildFailed || error instanceof ApiError || error instanceof DockerNotFound) throw error;
+      if (isConnectionError(error)) {
+        this.unavailableUntil = Date.now() + UNAVAILABLE_GRACE_MS;
+        throw this.unavailable();
+      }
+      if ((error as { statusCode?: number }).statusCode === 404) throw new DockerNotFound(`${what}: not found`);
+      const reason = (error as { json?: { message?: string } }).json?.message ?? (error as Error).message;
+      throw new Error(`docker ${what} failed: ${reason}`);
+    }
+  }
+
+  private unavailable() {
+    return new ApiError("DOCKER_UNAVAILABLE", `The Docker engine of machine '${this.machineId}' is unreachable; try again shortly`, {
+      "Retry-After": RETRY_AFTER_SECONDS,
+    });
+  }
+
+  async ping(): Promise<{ version: string; apiVersion: string }> {
+    return this.call("ping", async () => {
+      const version = await this.docker.version();
+      return { version: version.Version, apiVersion: version.ApiVersion };
+    });
+  }
+
+  // ---- images -------------------------------------------------------------------------------
+
+  async hasImage(image: string): Promise<boolean> {
+    try {
+      await this.call(`inspect image ${image}`, () => this.docker.getImage(image).inspect());
+      return true;
+    } catch (error) {
+      if (error instanceof DockerNotFound) return false;
+      throw error;
+    }
+  }
+
+  /** Uses the image when present, pulls it otherwise; IMAGE_UNAVAILABLE names it when neither works. */
+  async ensureImage(image: string, onProgress: (line: string) => void = () => {}): Promise<void> {
+    if (await this.hasImage(image)) return;
+    onProgress(`Pulling ${image}`);
+    try {
+      await this.call(`pull ${image}`, async () => {
+        const stream = await this.docker.pull(image);
+        await new Promise<void>((resolve, reject) =>
+          this.docker.modem.followProgress(
+            stream,
+            (error, output) => {
+              const failed = output?.find((event: { error?: string }) => event.error);
+              if (error || failed) reject(error ?? new Error(failed.error));
+              else resolve();
+            },
+            (event: { status?: string; progress?: string; id?: string }) => {
+              if (event.status) onProgress([event.id, event.status, event.progress].filter(Boolean).join(" "));
+            },
+          ),
+        );
+      });
+    } catch (error) {
+      if (error instanceof ApiError) throw error;
+      throw new ApiError("IMAGE_UNAVAILABLE", `Image ${image} is not present and could not be pulled: ${(error as Error).message}`);
+    }
+  }
+
+  /** Builds an image from a tar context, streaming the build log; rejects with the build's own error. */
+  async buildImage(options: {
+    context: Uint8Array;
+    tag: string;
+    labels: Record<string, string>;
+    buildArgs?: Record<string, string>;
+    onLog?: (line: string) => void;
+  }): Promise<string> {
+    return this.call(`build ${options.tag}`, async () => {
+      const stream = await this.docker.buildImage(Readable.from([Buffer.from(options.context)]) as never, {
+        t: options.tag,
+        labels: options.labels,
+        buildargs: options.buildArgs,
+        rm: true,
+        forcerm: true,
+      });
+      let imageId = "";
+      await new Promise<void>((resolve, reject) =>
+        this.docker.modem.followProgress(
+          stream,
+          (error, output) => {
+            const failed = output?.find((event: { error?: string }) => event.error);
+            if (error) reject(error);
+            else if (failed) reject(new BuildFailed(failed.error));
+            else resolve();
+          },
+          (event: { stream?: string; status?: string; aux?: { ID?: string } }) => {
+            if (event.aux?.ID) imageId = event.aux.ID;
+            const text = event.stream ?? event.status;
+            if (text) for (const line of text.split("\n")) if (line.trim()) options.onLog?.(line.replace(/\r$/, ""));
+          },
+        ),
+      );
+      return imageId || (await this.docker.getImage(options.tag).inspect()).Id;
+    });
+  }
+
+  /** Removes an image only if it carries the platform's label. */
+  async removeImage(image: string): Promise<boolean> {
+    try {
+      const info = await this.call(`inspect image ${image}`, () => this.docker.getImage(image).inspect());
+      if (!info.Config?.Labels?.[LABEL_MANAGED]) return false;
+      await this.call(`remove image ${image}`, () => this.docker.getImage(image).remove({ force: true }));
+      return true;
+    } catch (error) {
+      if (error instanceof DockerNotFound) return false;
+      throw error;
+    }
+  }
+
+  async listImages(labels: Record<string, string>): Promise<{ id: string; tags: string[]; labels: Record<string, string> }[]> {
+    const images = await this.call("list images", () => this.docker.listImages({ filters: { label: labelFilter(labels) } }));
+    return images.map((image) => ({ id: image.Id, tags: image.RepoTags ?? [], labels: image.Labels ?? {} }));
+  }
+
+  // ---- containers ---------------------------------------------------------------------------
+
+  async createContainer(spec: ContainerSpec): Promise<string> {
+    const options = toCreateOptions(spec);
+    const container = await this.call(`create ${spec.name}`, () => this.docker.createContainer(options));
+    return container.id;
+  }
+
+  async startContainer(id: string): Promise<void> {
+    await this.call(`start ${id}`, async () => {
+      try {
+        await this.docker.getContainer(id).start();
+      } catch (error) {
+        if ((error as { statusCode?: number }).statusCode !== 304) throw error; // already running
+      }
+    });
+  }
+
+  async stopContainer(id: string, timeoutSeconds = 10): Promise<void> {
+    await this.call(`stop ${id}`, async () => {
+      try {
+        await this.docker.getContainer(id).stop({ t: timeoutSeconds });
+      } catch (error) {
+        if ((error as { statusCode?: number }).statusCode !== 304) throw error; // already stopped
+      }
+    });
+  }
+
+  async restartContainer(id: string, timeoutSeconds = 10): Promise<void> {
+    await this.call(`restart ${id}`, () => this.docker.getContainer(id).restart({ t: timeoutSeconds }));
+  }
+
+  /** Removes a container (running or not); a missing one counts as removed. */
+  async removeContainer(id: string): Promise<void> {
+    try {
+      await this.call(`remove ${id}`, () => this.docker.getContainer(id).remove({ force: true, v: false }));
+    } catch (error) {
+      if (!(error instanceof DockerNotFound)) throw error;
+    }
+  }
+
+  async updateContainerMemory(id: string, memoryMB: number): Promise<void> {
+    const bytes = Math.round(memoryMB * 1024 * 1024);
+    await this.call(`update ${id}`, () => this.docker.getContainer(id).update({ Memory: bytes, MemorySwap: bytes }));
+  }
+
+  async inspectContainer(id: string): Promise<ContainerSummary> {
+    const info = await this.call(`inspect ${id}`, () => this.docker.getContainer(id).inspect());
+    const ports: Record<number, number> = {};
+    for (const [port, bindings] of Object.entries(info.NetworkSettings?.Ports ?? {})) {
+      const hostPort = (bindings as { HostPort: string }[] | null)?.[0]?.HostPort;
+      if (hostPort) ports[Number.parseInt(port, 10)] = Number(hostPort);
+    }
+    const networks: Record<string, string> = {};
+    for (const [name, network] of Object.entries(info.NetworkSettings?.Networks ?? {})) networks[name] = network.IPAddress;
+    return {
+      id: info.Id,
+      name: info.Name.replace(/^\//, ""),
+      state: info.State.Status,
+      running: info.State.Running,
+      exitCode: info.State.Running ? null : info.State.ExitCode,
+      startedAt: info.State.StartedAt ?? null,
+      labels: info.Config.Labels ?? {},
+      image: info.Config.Image,
+      ports,
+      networks,
+      memoryLimitBytes: info.HostConfig.Memory ?? 0,
+      restartPolicy: info.HostConfig.RestartPolicy?.Name ?? "no",
+    };
+  }
+
+  /** Containers (running or not) carrying all of the given labels. */
+  async listContainers(labels: Record<string, string>): Promise<{ id: string; name: string; state: string; labels: Record<string, string> }[]> {
+    const containers = await this.call("list containers", () =>
+      this.docker.listContainers({ all: true, filters: { label: labelFilter(labels) } }),
+    );
+    return containers.map((container) => ({
+      id: container.Id,
+      name: (container.Names[0] ?? "").replace(/^\//, ""),
+      state: container.State,
+      labels: container.Labels ?? {},
+    }));
+  }
+
+  async logs(id: string, options: { tail: number; timestamps: boolean }): Promise<LogLine[]> {
+    const raw = await this.call(`logs ${id}`, () =>
+      this.docker.getContainer(id).logs({ stdout: true, stderr: true, follow: false, tail: options.tail, timestamps: options.timestamps }),
+    );
+    return demuxToLines(new Uint8Array(raw as unknown as Buffer), options.timestamps);
+  }
+
+  /** Live log lines until the container stops or `signal` aborts. */
+  async *followLogs(id: string, options: { tail: number; timestamps: boolean; signal?: AbortSignal }): AsyncGenerator<LogLine> {
+    const stream = (await this.call(`logs ${id}`, () =>
+      this.docker.getContainer(id).logs({ stdout: true, stderr: true, follow: true, tail: options.tail, timestamps: options.timestamps }),
+    )) as unknown as Readable;
+    const abort = () => stream.destroy();
+    options.signal?.addEventListener("abort", abort, { once: true });
+    const demuxer = new FrameDemuxer();
+    const splitter = new LineSplitter(options.timestamps);
+    try {
+      for await (const chunk of stream) {
+        for (const frame of demuxer.push(new Uint8Array(chunk as Buffer))) yield* splitter.push(frame);
+      }
+      yield* splitter.flush();
+    } catch (error) {
+      if (!options.signal?.aborted) throw error; // aborting destroys the stream: that is the normal end
+    } finally {
+      options.signal?.removeEventListener("abort", abort);
+      stream.destroy();
+    }
+  }
+
+  async stats(id: string): Promise<ContainerStats> {
+    const sample = (await this.call(`stats ${id}`, () => this.docker.getContainer(id).stats({ stream: false }))) as Docker.ContainerStats;
+    return statsFromSample(sample);
+  }
+
+  /** Writes files (path relative to `directory` → content) into a container, running or not. */
+  async copyToContainer(id: string, directory: string, files: Record<string, string | Uint8Array>): Promise<void> {
+    const archive = await new Bun.Archive(files).bytes();
+    await this.call(`copy into ${id}`, () => this.docker.getContainer(id).putArchive(Buffer.from(archive), { path: directory }));
+  }
+
+  // ---- exec ---------------------------------------------------------------------------------
+
+  /** Runs argv in a running container with stdout streamed back (what dumps and restores need). */
+  async execStream(id: string, options: ExecOptions): Promise<ExecStream> {
+    const container = this.docker.getContainer(id);
+    const exec = await this.call(`exec in ${id}`, () =>
+      container.exec({
+        Cmd: options.command,
+        Env: Object.entries(options.env ?? {}).map(([name, value]) => `${name}=${value}`),
+        User: options.user,
+        AttachStdin: options.stdin !== undefined,
+        AttachStdout: true,
+        AttachStderr: true,
+        Tty: false,
+      }),
+    );
+    const duplex = await this.call(`exec in ${id}`, () => exec.start({ hijack: true, stdin: options.stdin !== undefined }));
+    const demuxer = new FrameDemuxer();
+    const stderrChunks: Uint8Array[] = [];
+    let stdoutController!: ReadableStreamDefaultController<Uint8Array>;
+    const stdout = new ReadableStream<Uint8Array>({
+      start: (controller) => void (stdoutController = controller),
+      cancel: () => void duplex.destroy(),
+    });
+    duplex.on("data", (chunk: Buffer) => {
+      for (const frame of demuxer.push(new Uint8Array(chunk))) {
+        if (frame.stream === "stdout") stdoutController.enqueue(frame.payload.slice());
+        else stderrChunks.push(frame.payload.slice());
+      }
+    });
+    const ended = new Promise<void>((resolve, reject) => {
+      duplex.on("end", resolve);
+      duplex.on("close", resolve);
+      duplex.on("error", reject);
+    });
+    if (options.stdin !== undefined) void pipeStdin(options.stdin, duplex);
+    const done = ended.then(async () => {
+      stdoutController.close();
+      const info = await this.call(`exec in ${id}`, () => exec.inspect());
+      return { exitCode: info.ExitCode ?? -1, stderr: new TextDecoder().decode(Buffer.concat(stderrChunks)) };
+    });
+    done.catch((error) => stdoutController.error(error));
+    return { stdout, done };
+  }
+
+  /** Runs argv and collects its output. */
+  async exec(id: string, options: ExecOptions): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+    const { stdout, done } = await this.execStream(id, options);
+    const [text, result] = await Promise.all([new Response(stdout).text(), done]);
+    return { exitCode: result.exitCode, stdout: text, stderr: result.stderr };
+  }
+
+  // ---- networks and volumes -----------------------------------------------------------------
+
+  async ensureNetwork(name: string, labels: Record<string, string>): Promise<void> {
+    const existing = await this.call("list networks", () => this.docker.listNetworks({ filters: { name: [name] } }));
+    if (existing.some((network) => network.Name === name)) return;
+    await this.call(`create network ${name}`, () => this.docker.createNetwork({ Name: name, Driver: "bridge", Labels: labels }));
+  }
+
+  async createVolume(name: string, labels: Record<string, string>): Promise<void> {
+    await this.call(`create volume ${name}`, () => this.docker.createVolume({ Name: name, Labels: labels }));
+  }
+
+  /** Removes a volume only if it carries the platform's label. */
+  async removeVolume(name: string): Promise<boolean> {
+    try {
+      const info = await this.call(`inspect volume ${name}`, () => this.docker.getVolume(name).inspect());
+      if (!info.Labels?.[LABEL_MANAGED]) return false;
+      await this.call(`remove volume ${name}`, () => this.docker.getVolume(name).remove());
+      return true;
+    } catch (error) {
+      if (error instanceof DockerNotFound) return false;
+      throw error;
+    }
+  }
+
+  async volumeExists(name: string): Promise<boolean> {
+    try {
+      await this.call(`inspect volume ${name}`, () => this.docker.getVolume(name).inspect());
+      return true;
+    } catch (error) {
+      if (error instanceof DockerNotFound) return false;
+      throw error;
+    }
+  }
+
+  /** Bytes used by each platform volume, as the engine measures them. */
+  async volumeUsage(): Promise<Record<string, number>> {
+    const usage = await this.call("system df", () => this.docker.df());
+    const sizes: Record<string, number> = {};
+    for (const volume of (usage as { Volumes?: { Name: string; Labels?: Record<string, string>; UsageData?: { Size: number } }[] }).Volumes ?? []) {
+      if (volume.Labels?.[LABEL_MANAGED]) sizes[volume.Name] = volume.UsageData?.Size ?? 0;
+    }
+    return sizes;
+  }
+}
+
+export function statsFromSample(sample: Docker.ContainerStats): ContainerStats {
+  const cpuDelta = sample.cpu_stats.cpu_usage.total_usage - (sample.precpu_stats?.cpu_usage?.total_usage ?? 0);
+  const systemDelta = (sample.cpu_stats.system_cpu_usage ?? 0) - (sample.precpu_stats?.system_cpu_usage ?? 0);
+  const cpus = sample.cpu_stats.online_cpus || sample.cpu_stats.cpu_usage.percpu_usage?.length || 1;
+  const cpuPercent = cpuDelta > 0 && systemDelta > 0 ? (cpuDelta / systemDelta) * cpus * 100 : 0;
+  // Like `docker stats`: page cache the kernel can drop is not counted as used.
+  const cache = (sample.memory_stats.stats as Record<string, number> | undefined)?.total_inactive_file ??
+    (sample.memory_stats.stats as Record<string, number> | undefined)?.inactive_file ?? 0;
+  let rx = 0;
+  let tx = 0;
+  for (const network of Object.values(sample.networks ?? {})) {
+    rx += network.rx_bytes;
+    tx += network.tx_bytes;
+  }
+  let blockRead = 0;
+  let blockWrite = 0;
+  for (const entry of sample.blkio_stats?.io_service_bytes_recursive ?? []) {
+    if (entry.op.toLowerCase() === "read") blockRead += entry.value;
+    if (entry.op.toLowerCase() === "write") blockWrite += entry.value;
+  }
+  return {
+    cpuPercent: Math.round(cpuPercent * 100) / 100,
+    memoryUsedBytes: Math.max(0, (sample.memory_stats.usage ?? 0) - cache),
+    memoryLimitBytes: sample.memory_stats.limit ?? 0,
+    networkRxBytes: rx,
+    networkTxBytes: tx,
+    blockReadBytes: blockRead,
+    blockWriteBytes: blockWrite,
+    pids: (sample as { pids_stats?: { current?: number } }).pids_stats?.current ?? 0,
+  };
+}
+
+async function pipeStdin(stdin: ReadableStream<Uint8Array> | Uint8Array, duplex: NodeJS.ReadWriteStream) {
+  const write = (chunk: Uint8Array) =>
+    new Promise<void>((resolve, reject) => duplex.write(Buffer.from(chunk), (error) => (error ? reject(error) : resolve())));
+  try {
+    if (stdin instanceof Uint8Array) await write(stdin);
+    else for await (const chunk of stdin as unknown as AsyncIterable<Uint8Array>) await write(chunk);
+  } finally {
+    // Half-close: the command sees end of input while its output keeps flowing back.
+    duplex.end();
+  }
+}

@@ -1,0 +1,75 @@
+// Keeps the database in step with what the engines really run. At start and on a croner
+// schedule it lists every container carrying the platform's label, hands each domain (apps,
+// databases) the containers of its label so it can sync their status, and reports labelled
+// containers that nobody knows. It never deletes anything: an unknown container is only reported.
+import { Cron } from "croner";
+import { LABEL_MANAGED } from "../docker/container-spec";
+import type { Machines } from "./service";
+
+export interface ManagedContainer {
+  machineId: string;
+  id: string;
+  name: string;
+  state: string;
+  labels: Record<string, string>;
+}
+
+/** A domain whose resources own containers, found by one label (e.g. platform.app). */
+export interface ContainerOwner {
+  label: string;
+  /** Records the live state of the given containers; returns the label values it knows. */
+  sync(containers: ManagedContainer[]): Set<string> | Promise<Set<string>>;
+}
+
+export interface ReconcileReport {
+  at: string;
+  unknownContainers: ManagedContainer[];
+  unreachableMachines: string[];
+}
+
+export class Reconciler {
+  private readonly owners: ContainerOwner[] = [];
+  private job: Cron | null = null;
+  lastReport: ReconcileReport | null = null;
+
+  constructor(private readonly machines: Machines) {}
+
+  register(owner: ContainerOwner) {
+    this.owners.push(owner);
+  }
+
+  async run(): Promise<ReconcileReport> {
+    const containers: ManagedContainer[] = [];
+    const unreachableMachines: string[] = [];
+    for (const machineId of this.machines.ids()) {
+      try {
+        const listed = await this.machines.get(machineId).listContainers({ [LABEL_MANAGED]: "true" });
+        containers.push(...listed.map((container) => ({ machineId, ...container })));
+      } catch {
+        unreachableMachines.push(machineId);
+      }
+    }
+    const claimed = new Set<ManagedContainer>();
+    for (const owner of this.owners) {
+      const owned = containers.filter((container) => container.labels[owner.label] !== undefined);
+      const known = await owner.sync(owned);
+      for (const container of owned) if (known.has(container.labels[owner.label]!)) claimed.add(container);
+    }
+    const unknownContainers = containers.filter((container) => !claimed.has(container));
+    for (const container of unknownContainers) {
+      console.warn(`[reconciler] container ${container.name} (${container.id.slice(0, 12)}) on ${container.machineId} carries the platform label but is not known; left in place`);
+    }
+    this.lastReport = { at: new Date().toISOString(), unknownContainers, unreachableMachines };
+    return this.lastReport;
+  }
+
+  /** Runs now and then on the schedule; overlapping runs are skipped. */
+  start(schedule: string) {
+    void this.run().catch((error) => console.error("[reconciler]", error));
+    this.job = new Cron(schedule, { protect: true }, () => this.run().then(() => undefined, (error) => console.error("[reconciler]", error)));
+  }
+
+  stop() {
+    this.job?.stop();
+  }
+}
