@@ -1,0 +1,32 @@
+// `bun run build`: compiles the platform into the single executable ./platform, with the
+// dashboard, docs assets and migrations embedded.
+//
+// dockerode loads @grpc/grpc-js and protobufjs at import for BuildKit sessions (~30 MB of idle
+// memory). The platform builds images with the classic builder only, so in the binary that one
+// module is replaced by a stub that says so.
+import type { BunPlugin } from "bun";
+
+const withoutBuildKitSessions: BunPlugin = {
+  name: "dockerode-without-buildkit-sessions",
+  setup(build) {
+    build.onLoad({ filter: /dockerode[\\/]lib[\\/]session\.js$/ }, () => ({
+      loader: "js",
+      contents:
+        "module.exports = function withSession(docker, auth, handler) {" +
+        " handler(new Error('BuildKit sessions are not available in the platform binary')); };",
+    }));
+  },
+};
+
+const result = await Bun.build({
+  entrypoints: ["./src/main.ts"],
+  compile: { outfile: "./platform" },
+  minify: { syntax: true, whitespace: true },
+  sourcemap: "none",
+  plugins: [withoutBuildKitSessions],
+});
+if (!result.success) {
+  for (const log of result.logs) console.error(log);
+  process.exit(1);
+}
+console.log(`built ./platform`);
