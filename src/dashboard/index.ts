@@ -1,8 +1,11 @@
 // Serves the dashboard: static files from static/, embedded in the binary at build time.
 import { Elysia } from "elysia";
-import indexHtml from "../../static/index.html" with { type: "file" };
+import indexHtmlFile from "../../static/index.html" with { type: "file" };
 import appJs from "../../static/app.js" with { type: "file" };
 import appCss from "../../static/app.css" with { type: "file" };
+
+// bun-types describes HTML imports as bundles; with `type: "file"` they are a path like the others.
+const indexHtml = indexHtmlFile as unknown as string;
 
 const ASSETS: Record<string, { path: string; type: string }> = {
   "/app.js": { path: appJs, type: "text/javascript; charset=utf-8" },

@@ -3,9 +3,11 @@
 // to drizzle's dialect in journal order. A unit test checks this list against the journal.
 import journal from "./migrations/meta/_journal.json" with { type: "json" };
 import m0000 from "./migrations/0000_init.sql" with { type: "text" };
+import m0001 from "./migrations/0001_apps_and_databases.sql" with { type: "text" };
 
 export const EMBEDDED_MIGRATIONS: Record<string, string> = {
   "0000_init": m0000,
+  "0001_apps_and_databases": m0001,
 };
 
 export interface MigrationMeta {

@@ -92,3 +92,108 @@ export const auditEvents = sqliteTable(
   },
   (table) => [index("audit_events_workspace_time").on(table.workspaceId, table.createdAt)],
 );
+
+// ---- apps ---------------------------------------------------------------------------------
+
+export const apps = sqliteTable(
+  "apps",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id").notNull().references(() => workspaces.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    runtime: text("runtime", { enum: ["node", "bun", "python"] }).notNull(),
+    /** building, starting, running, stopped, failed, crashed, deleting: see src/apps/model.ts. */
+    status: text("status").notNull(),
+    statusReason: text("status_reason"),
+    memoryMB: integer("memory_mb").notNull(),
+    exposePort: integer("expose_port"),
+    subdomain: text("subdomain").unique(),
+    startupCommand: text("startup_command").notNull(),
+    autoRestart: integer("auto_restart", { mode: "boolean" }).notNull(),
+    autoDeploy: integer("auto_deploy", { mode: "boolean" }).notNull(),
+    machineId: text("machine_id").notNull(),
+    /** The build whose image the serving container runs. */
+    currentBuildId: text("current_build_id"),
+    containerId: text("container_id"),
+    /** Host port on 127.0.0.1 the serving container's exposed port is published on. */
+    hostPort: integer("host_port"),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (table) => [uniqueIndex("apps_workspace_name").on(table.workspaceId, table.name)],
+);
+
+export const appEnvVars = sqliteTable(
+  "app_env_vars",
+  {
+    appId: text("app_id").notNull().references(() => apps.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    /** AES-256-GCM, see src/crypto/secrets.ts; the app id and the name are its associated data. */
+    ciphertext: text("ciphertext").notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.appId, table.name] })],
+);
+
+export const builds = sqliteTable(
+  "builds",
+  {
+    id: text("id").primaryKey(),
+    appId: text("app_id").notNull().references(() => apps.id, { onDelete: "cascade" }),
+    /** queued, building, succeeded, failed: see src/apps/model.ts. */
+    status: text("status").notNull(),
+    trigger: text("trigger").notNull(),
+    image: text("image"),
+    error: text("error"),
+    startedAt: integer("started_at").notNull(),
+    finishedAt: integer("finished_at"),
+  },
+  (table) => [index("builds_app_time").on(table.appId, table.startedAt)],
+);
+
+// ---- databases ----------------------------------------------------------------------------
+
+export const databases = sqliteTable(
+  "databases",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id").notNull().references(() => workspaces.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    engine: text("engine", { enum: ["postgresql", "mysql", "mongodb", "redis"] }).notNull(),
+    version: text("version").notNull(),
+    /** provisioning, running, stopped, failed, deleting: see src/databases/model.ts. */
+    status: text("status").notNull(),
+    statusReason: text("status_reason"),
+    memoryMB: integer("memory_mb").notNull(),
+    storageGB: integer("storage_gb").notNull(),
+    username: text("username").notNull(),
+    /** AES-256-GCM, see src/crypto/secrets.ts; the database id is its associated data. */
+    passwordCiphertext: text("password_ciphertext").notNull(),
+    databaseName: text("database_name").notNull(),
+    machineId: text("machine_id").notNull(),
+    containerId: text("container_id"),
+    volumeName: text("volume_name").notNull(),
+    hostPort: integer("host_port"),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (table) => [uniqueIndex("databases_workspace_name").on(table.workspaceId, table.name)],
+);
+
+export const databaseOperations = sqliteTable(
+  "database_operations",
+  {
+    id: text("id").primaryKey(),
+    databaseId: text("database_id").notNull().references(() => databases.id, { onDelete: "cascade" }),
+    workspaceId: text("workspace_id").notNull(),
+    /** create, start, stop, settings, rotate-password, delete, and later backup, restore. */
+    type: text("type").notNull(),
+    /** pending, running, succeeded, failed. */
+    status: text("status").notNull(),
+    error: text("error"),
+    actorType: text("actor_type").notNull(),
+    actorId: text("actor_id"),
+    startedAt: integer("started_at").notNull(),
+    finishedAt: integer("finished_at"),
+  },
+  (table) => [index("database_operations_database_time").on(table.databaseId, table.startedAt)],
+);

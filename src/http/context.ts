@@ -5,6 +5,7 @@ import type { PlatformDb } from "../db";
 import { TokenBuckets } from "./rate-limit";
 import { Machines } from "../machines/service";
 import { Reconciler } from "../machines/reconciler";
+import { openSecretBox, type SecretBox } from "../crypto/secrets";
 
 export interface ServerContext {
   config: Config;
@@ -12,6 +13,13 @@ export interface ServerContext {
   limits: { api: TokenBuckets; authFailures: TokenBuckets };
   machines: Machines;
   reconciler: Reconciler;
+  secrets: SecretBox;
+}
+
+function encryptedDataExists(db: PlatformDb): boolean {
+  return (
+    db.$client.query("SELECT 1 FROM app_env_vars UNION ALL SELECT 1 FROM databases LIMIT 1").get() !== null
+  );
 }
 
 export function createServerContext(config: Config, db: PlatformDb): ServerContext {
@@ -22,5 +30,6 @@ export function createServerContext(config: Config, db: PlatformDb): ServerConte
     limits: { api: new TokenBuckets(config.apiRateLimit), authFailures: new TokenBuckets(config.authFailureRateLimit) },
     machines,
     reconciler: new Reconciler(machines),
+    secrets: openSecretBox(config.dataDir, encryptedDataExists(db)),
   };
 }
