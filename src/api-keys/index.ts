@@ -1,7 +1,7 @@
 // Routes of /api/api-keys: thin wrappers over ./service.
 import { Elysia } from "elysia";
 import type { ServerContext } from "../http/context";
-import { authPlugin, type Principal } from "../http/auth";
+import { auditActor, authPlugin } from "../http/auth";
 import { ok } from "../http/envelope";
 import { ApiError } from "../http/errors";
 import { createKeyBody, keyIdParams, updateKeyBody } from "./model";
@@ -9,17 +9,17 @@ import { createApiKey, listApiKeys, revokeApiKey, updateApiKey } from "./service
 
 const MAX_METADATA_BYTES = 4096;
 
-function checkMetadataSize(metadata: unknown) {
-  if (metadata != null && JSON.stringify(metadata).length > MAX_METADATA_BYTES) {
+function checkMetadata(metadata: unknown): Record<string, unknown> | null | undefined {
+  if (metadata == null) return metadata as null | undefined;
+  if (typeof metadata !== "object" || Array.isArray(metadata)) {
+    throw new ApiError("VALIDATION_FAILED", "Invalid body field 'metadata': Expected a JSON object or null");
+  }
+  if (JSON.stringify(metadata).length > MAX_METADATA_BYTES) {
     throw new ApiError("VALIDATION_FAILED", `metadata must be at most ${MAX_METADATA_BYTES} bytes of JSON`);
   }
+  return metadata as Record<string, unknown>;
 }
 
-const actorOf = (principal: Principal) => ({
-  type: principal.via === "api_key" ? ("api_key" as const) : ("user" as const),
-  id: principal.apiKeyId ?? principal.userId,
-  clientAddress: principal.clientAddress,
-});
 
 export function apiKeysRoutes(ctx: ServerContext) {
   return new Elysia({ prefix: "/api/api-keys", tags: ["API keys"] })
@@ -37,8 +37,8 @@ export function apiKeysRoutes(ctx: ServerContext) {
     .post(
       "/",
       ({ principal, body, set }) => {
-        checkMetadataSize(body.metadata);
-        const { key, apiKey } = createApiKey(ctx.db, principal, body, actorOf(principal));
+        const metadata = checkMetadata(body.metadata);
+        const { key, apiKey } = createApiKey(ctx.db, principal, { ...body, metadata }, auditActor(principal));
         set.status = 201;
         return ok({ key, id: apiKey.id, apiKey });
       },
@@ -57,8 +57,8 @@ export function apiKeysRoutes(ctx: ServerContext) {
     .put(
       "/:keyId",
       ({ principal, params, body }) => {
-        checkMetadataSize(body.metadata);
-        return ok({ apiKey: updateApiKey(ctx.db, principal, params.keyId, body, actorOf(principal)) });
+        const metadata = checkMetadata(body.metadata);
+        return ok({ apiKey: updateApiKey(ctx.db, principal, params.keyId, { ...body, metadata }, auditActor(principal)) });
       },
       {
         auth: true,
@@ -72,7 +72,7 @@ export function apiKeysRoutes(ctx: ServerContext) {
     )
     .delete(
       "/:keyId",
-      ({ principal, params }) => ok({ apiKey: revokeApiKey(ctx.db, principal, params.keyId, actorOf(principal)) }),
+      ({ principal, params }) => ok({ apiKey: revokeApiKey(ctx.db, principal, params.keyId, auditActor(principal)) }),
       {
         auth: true,
         params: keyIdParams,

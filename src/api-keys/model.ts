@@ -7,7 +7,9 @@ const quotaFields = {
     t.Nullable(t.Integer({ minimum: 1, description: "When the quota is spent, reset `remaining` to this after `refillInterval`" })),
   ),
   refillInterval: t.Optional(t.Nullable(t.Integer({ minimum: 1, description: "Seconds between refills" }))),
-  metadata: t.Optional(t.Nullable(t.Record(t.String(), t.Any(), { description: "Free-form JSON object stored with the key" }))),
+  // Unknown rather than t.Record: Elysia's default normalizer turns a string or array into an object
+  // ("ab" -> {"0":"a","1":"b"}) before validating, so ./index.ts checks that it is an object.
+  metadata: t.Optional(t.Unknown({ description: "Free-form JSON object stored with the key, or null" })),
 };
 
 export const createKeyBody = t.Object({

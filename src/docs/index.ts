@@ -44,7 +44,9 @@ export function docsRoutes() {
           },
           security: [{ bearerAuth: [] }],
         },
-        scalar: { cdn: SCALAR_SCRIPT_PATH, withDefaultFonts: false } as never,
+        // An absolute `url`: the plugin's default is relative ("api/docs/json"), which the page at
+        // /api/docs resolves to /api/api/docs/json, so the UI would show no API at all.
+        scalar: { url: "/api/docs/json", cdn: SCALAR_SCRIPT_PATH, withDefaultFonts: false } as never,
       }),
     )
     .get(SCALAR_SCRIPT_PATH, () => new Response(Bun.file(scalarBundlePath), {

@@ -101,9 +101,15 @@ function requestedWorkspace(request: Request): string | null {
 }
 
 export function authPlugin(ctx: ServerContext) {
+  // Decided in `transform`, which runs before the body, query and params are validated: a caller
+  // without a valid key gets 401, never validation details of a route it may not use.
+  const principals = new WeakMap<Request, Principal>();
   return new Elysia({ name: "auth" }).macro({
     auth: {
-      resolve: ({ request, server }) => ({ principal: authenticate(ctx, request, clientAddressOf(server, request)) }),
+      transform: ({ request, server }) => {
+        principals.set(request, authenticate(ctx, request, clientAddressOf(server, request)));
+      },
+      resolve: ({ request }) => ({ principal: principals.get(request)! }),
       detail: { security: [{ bearerAuth: [] }, { sessionCookie: [] }] },
     },
   });
@@ -113,4 +119,14 @@ export function requireRole(principal: Principal, ...roles: Role[]) {
   if (!roles.includes(principal.role)) {
     throw new ApiError("FORBIDDEN", `This needs the ${roles.join(" or ")} role in the workspace`);
   }
+}
+
+/** Who did it, for the audit log and operation histories. */
+export function auditActor(principal: Principal) {
+  return {
+    type: principal.via === "api_key" ? ("api_key" as const) : ("user" as const),
+    id: principal.apiKeyId ?? principal.userId,
+    userId: principal.userId,
+    clientAddress: principal.clientAddress,
+  };
 }

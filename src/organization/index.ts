@@ -1,7 +1,7 @@
 // Routes of /api/organization: invitations, members and the audit log of the active workspace.
 import { Elysia, t } from "elysia";
 import type { ServerContext } from "../http/context";
-import { assertSameOrigin, authPlugin, clientAddressOf, requireRole, type Principal } from "../http/auth";
+import { assertSameOrigin, auditActor, authPlugin, clientAddressOf, requireRole } from "../http/auth";
 import { ok } from "../http/envelope";
 import { ApiError } from "../http/errors";
 import { listAuditEvents } from "../audit/service";
@@ -12,12 +12,6 @@ import { acceptInvitation, cancelInvitation, createInvitation, listInvitations }
 
 const invitationIdParams = t.Object({ invitationId: t.String({ minLength: 1, maxLength: 64 }) });
 
-const actorOf = (principal: Principal) => ({
-  type: principal.via === "api_key" ? ("api_key" as const) : ("user" as const),
-  id: principal.apiKeyId ?? principal.userId,
-  userId: principal.userId,
-  clientAddress: principal.clientAddress,
-});
 
 export function organizationRoutes(ctx: ServerContext) {
   return new Elysia({ prefix: "/api/organization", tags: ["Organization"] })
@@ -36,7 +30,7 @@ export function organizationRoutes(ctx: ServerContext) {
       ({ principal, body, set }) => {
         requireRole(principal, "owner", "admin");
         set.status = 201;
-        return ok({ invitation: createInvitation(ctx.db, principal.workspaceId, body, actorOf(principal)) });
+        return ok({ invitation: createInvitation(ctx.db, principal.workspaceId, { email: body.email, role: body.role ?? "member" }, auditActor(principal)) });
       },
       {
         auth: true,
@@ -56,7 +50,7 @@ export function organizationRoutes(ctx: ServerContext) {
       "/invitations/:invitationId",
       ({ principal, params }) => {
         requireRole(principal, "owner", "admin");
-        return ok({ invitation: cancelInvitation(ctx.db, principal.workspaceId, params.invitationId, actorOf(principal)) });
+        return ok({ invitation: cancelInvitation(ctx.db, principal.workspaceId, params.invitationId, auditActor(principal)) });
       },
       { auth: true, params: invitationIdParams, detail: { summary: "Cancel a pending invitation" } },
     )

@@ -1,5 +1,5 @@
 // Users, workspaces and who belongs where. A workspace is what the API calls an organization.
-import { and, eq, isNull } from "drizzle-orm";
+import { and, eq, isNotNull, isNull } from "drizzle-orm";
 import type { PlatformDb } from "../db";
 import { memberships, users, workspaces } from "../db/schema";
 import { newId } from "../crypto/tokens";
@@ -71,8 +71,9 @@ export function passwordlessOwner(db: PlatformDb) {
     .get();
 }
 
+/** Works inside a transaction too, where drizzle's `tx` has no `$client`. */
 export function hasAccountWithPassword(db: PlatformDb): boolean {
-  return db.$client.query("SELECT 1 FROM users WHERE password_hash IS NOT NULL LIMIT 1").get() !== null;
+  return db.select({ id: users.id }).from(users).where(isNotNull(users.passwordHash)).limit(1).get() !== undefined;
 }
 
 /**

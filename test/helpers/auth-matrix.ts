@@ -1,0 +1,200 @@
+// The same authentication checks against every authenticated route. When an issue adds routes
+// it appends them to AUTHENTICATED_ROUTES; test/integration/auth-matrix.test.ts runs the lot and
+// fails when the server documents an authenticated route that is missing here.
+import { beforeAll, describe, expect, test } from "bun:test";
+import type { TestServer } from "./server";
+
+/** A key and the workspace it acts in. */
+export interface Tenant {
+  key: string;
+  workspaceId: string;
+}
+
+export interface AuthenticatedRoute {
+  method: string;
+  /** Path with `:name` placeholders for resource ids, as declared in src/<domain>/index.ts. */
+  path: string;
+  /** A valid body, so that only authentication can refuse the request. */
+  body?: unknown;
+  /** Creates a resource owned by `owner` and returns the path parameters naming it (routes with ids). */
+  resource?: (server: TestServer, owner: Tenant) => Promise<Record<string, string>>;
+  /** Instead of `resource`, for ids of platform-wide things that belong to no workspace (machines). */
+  params?: Record<string, string>;
+}
+
+/** Server settings for the matrix: it fails authentication on purpose far more often than the default limits allow. */
+export const AUTH_MATRIX_ENV = {
+  PLATFORM_AUTH_FAILURE_BURST: "100000",
+  PLATFORM_API_RATE_BURST: "100000",
+};
+
+let resourceCount = 0;
+
+async function created(response: Promise<{ status: number; body: any }>) {
+  const { status, body } = await response;
+  if (status !== 201) throw new Error(`could not create a resource for the auth matrix: ${status} ${JSON.stringify(body)}`);
+  return body;
+}
+
+const apiKeyOf = async (server: TestServer, owner: Tenant) => {
+  const body = await created(server.request("POST", "/api/api-keys/", { key: owner.key, body: { name: "matrix resource" } }));
+  return { keyId: body.id as string };
+};
+
+const invitationOf = async (server: TestServer, owner: Tenant) => {
+  const email = `matrix-${++resourceCount}@example.com`;
+  const body = await created(server.request("POST", "/api/organization/invitations", { key: owner.key, body: { email } }));
+  return { invitationId: body.invitation.id as string };
+};
+
+export const AUTHENTICATED_ROUTES: AuthenticatedRoute[] = [
+  { method: "GET", path: "/api/api-keys/" },
+  { method: "POST", path: "/api/api-keys/", body: { name: "matrix" } },
+  { method: "PUT", path: "/api/api-keys/:keyId", body: { name: "renamed" }, resource: apiKeyOf },
+  { method: "DELETE", path: "/api/api-keys/:keyId", resource: apiKeyOf },
+  { method: "GET", path: "/api/organization/invitations" },
+  { method: "POST", path: "/api/organization/invitations", body: { email: "matrix-invitee@example.com" } },
+  { method: "DELETE", path: "/api/organization/invitations/:invitationId", resource: invitationOf },
+  { method: "GET", path: "/api/organization/members" },
+  { method: "GET", path: "/api/organization/audit-log" },
+  { method: "GET", path: "/api/auth/session" },
+  { method: "POST", path: "/api/auth/set-active-organization", body: { organizationId: "ws_placeholder" } },
+  { method: "POST", path: "/api/auth/logout" },
+  { method: "GET", path: "/api/machines/" },
+  { method: "GET", path: "/api/machines/:machineId", params: { machineId: "local" } },
+];
+
+/** `/api/api-keys/:keyId` -> `/api/api-keys/{keyId}`, the OpenAPI spelling. */
+export const openApiPath = (path: string) => path.replace(/:([A-Za-z]+)/g, "{$1}");
+
+function fillPath(path: string, params: Record<string, string> = {}): string {
+  return path.replace(/:([A-Za-z]+)/g, (_, name: string) => encodeURIComponent(params[name] ?? "placeholder_0000"));
+}
+
+function withQuery(path: string, query: string): string {
+  return path + (path.includes("?") ? "&" : "?") + query;
+}
+
+export function sessionCookieOf(response: { headers: Headers }): string {
+  const cookie = response.headers.get("set-cookie");
+  if (!cookie) throw new Error("no session cookie was set");
+  return cookie.split(";")[0]!;
+}
+
+/** An error answer in the envelope of the spec: `{ success: false, error, code }`. */
+export function expectErrorEnvelope(response: { status: number; body: any }, status: number, code?: string) {
+  // Plain values rather than toMatchObject(expect.any(...)): bun 1.4 writes the matchers into the received object.
+  const { success, error, code: actualCode } = response.body ?? {};
+  expect({ status: response.status, success, code: code === undefined ? typeof actualCode : actualCode }).toEqual({
+    status,
+    success: false,
+    code: code ?? "string",
+  });
+  expect(typeof error === "string" && error.length > 0 ? "message" : error).toBe("message");
+}
+
+/**
+ * Two tenants. `platform keys create` makes the first user the owner of every workspace it creates,
+ * so the caller is a second user: invited as admin into "default" only, with a key made from the
+ * session its acceptance starts. `other` is a workspace that user does not belong to.
+ */
+export async function prepareTenants(server: TestServer): Promise<{ caller: Tenant; other: Tenant }> {
+  const owner = await server.createKey("matrix owner", "default");
+  const other = await server.createKey("matrix other", "matrix-other");
+  const invitation = await created(
+    server.request("POST", "/api/organization/invitations", {
+      key: owner.key,
+      body: { email: "matrix-caller@example.com", role: "admin" },
+    }),
+  );
+  const accepted = await server.request("POST", `/api/organization/invitations/${invitation.invitation.id}/accept`, {
+    body: { password: "matrix-caller-password" },
+  });
+  const callerKey = await created(
+    server.request("POST", "/api/api-keys/", {
+      headers: { cookie: sessionCookieOf(accepted), origin: server.baseUrl },
+      body: { name: "matrix caller" },
+    }),
+  );
+  return {
+    caller: { key: callerKey.key, workspaceId: owner.workspaceId },
+    other: { key: other.key, workspaceId: other.workspaceId },
+  };
+}
+
+type Send = (route: AuthenticatedRoute) => Promise<{ status: number; body: any }>;
+
+/** One test per route and check. The server must run with AUTH_MATRIX_ENV. */
+export function describeAuthMatrix(getServer: () => TestServer, routes: AuthenticatedRoute[] = AUTHENTICATED_ROUTES) {
+  let tenants: { caller: Tenant; other: Tenant };
+  let disabledKey: string;
+  let revokedKey: string;
+
+  beforeAll(async () => {
+    const server = getServer();
+    tenants = await prepareTenants(server);
+    const makeKey = (name: string) =>
+      created(server.request("POST", "/api/api-keys/", { key: tenants.caller.key, body: { name } }));
+    const disabled = await makeKey("matrix disabled");
+    await server.request("PUT", `/api/api-keys/${disabled.id}`, { key: tenants.caller.key, body: { enabled: false } });
+    disabledKey = disabled.key;
+    const revoked = await makeKey("matrix revoked");
+    await server.request("DELETE", `/api/api-keys/${revoked.id}`, { key: tenants.caller.key });
+    revokedKey = revoked.key;
+  });
+
+  // Authentication is decided before the body is read, so the refused requests carry none.
+  const withAuthorization = (authorization: string): Send => (route) =>
+    getServer().request(route.method, fillPath(route.path), { headers: { authorization } });
+  const randomPart = () => tenants.caller.key.slice(-40);
+  const unauthorized: [string, Send][] = [
+    ["no Authorization header", (route) => getServer().request(route.method, fillPath(route.path))],
+    ["Basic scheme", withAuthorization("Basic YWRtaW46YWRtaW4=")],
+    ["Bearer with a key not starting svc_", (route) => withAuthorization(`Bearer key_${randomPart()}`)(route)],
+    ["a valid key without 'Bearer '", (route) => withAuthorization(tenants.caller.key)(route)],
+    ["an unknown svc_ key", withAuthorization(`Bearer svc_${"A1b2C3d4E5".repeat(4)}`)],
+    ["an unknown session cookie", (route) =>
+      getServer().request(route.method, fillPath(route.path), {
+        headers: { cookie: `platform_session=${"x".repeat(43)}`, origin: getServer().baseUrl },
+      })],
+    ["a disabled key", (route) => withAuthorization(`Bearer ${disabledKey}`)(route)],
+    ["a revoked key", (route) => withAuthorization(`Bearer ${revokedKey}`)(route)],
+  ];
+
+  for (const route of routes) {
+    const hasParams = route.path.includes(":");
+    if (hasParams && !route.resource && !route.params) {
+      throw new Error(`${route.method} ${route.path} has path parameters but neither resource() nor params`);
+    }
+    describe(`${route.method} ${route.path}`, () => {
+      for (const [name, send] of unauthorized) {
+        test(`${name} -> 401`, async () => expectErrorEnvelope(await send(route), 401));
+      }
+
+      test("workspaceId of a workspace the caller is not a member of -> 404", async () => {
+        const path = withQuery(fillPath(route.path), `workspaceId=${tenants.other.workspaceId}`);
+        const response = await getServer().request(route.method, path, { key: tenants.caller.key, body: route.body });
+        expectErrorEnvelope(response, 404);
+      });
+
+      test("the caller's own key is let in", async () => {
+        const params = route.resource ? await route.resource(getServer(), tenants.caller) : route.params;
+        const response = await getServer().request(route.method, fillPath(route.path, params), {
+          key: tenants.caller.key,
+          body: route.body,
+        });
+        expect([401, 403, 404]).not.toContain(response.status);
+        expect(response.status).toBeLessThan(500);
+      });
+
+      if (route.resource) {
+        test("another workspace's resource -> 404, and its owner can reach it", async () => {
+          const path = fillPath(route.path, await route.resource!(getServer(), tenants.other));
+          expectErrorEnvelope(await getServer().request(route.method, path, { key: tenants.caller.key, body: route.body }), 404);
+          const byOwner = await getServer().request(route.method, path, { key: tenants.other.key, body: route.body });
+          expect(byOwner.status).toBeLessThan(300);
+        });
+      }
+    });
+  }
+}
