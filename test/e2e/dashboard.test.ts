@@ -1,0 +1,167 @@
+// The built-in dashboard in headless Chromium against the real server: owner setup, API keys in
+// Settings > Developer, logout and login, invitations, and the audit log. The steps build on
+// each other (one owner, one workspace), so they run in order on one server.
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import type { Page } from "playwright-core";
+import { TestServer } from "../helpers/server";
+import { launchBrowser, type TestBrowser } from "../helpers/browser";
+
+setDefaultTimeout(60_000);
+
+const OWNER = { email: "owner@example.com", password: "correct horse battery" };
+const INVITEE = { email: "dev@example.com", password: "invitee password" };
+
+let server: TestServer;
+let chromium: TestBrowser;
+let page: Page;
+/** Uncaught exceptions and console errors (CSP violations among them) of every page. */
+const pageErrors: string[] = [];
+
+function watch(watched: Page) {
+  watched.on("pageerror", (error) => pageErrors.push(`pageerror: ${error.message}`));
+  watched.on("console", (message) => {
+    // The browser logs every non-2xx fetch; the dashboard expects some (401 while logged out).
+    if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) pageErrors.push(message.text());
+  });
+  // Revoking a key asks for confirmation.
+  watched.on("dialog", (dialog) => dialog.accept());
+}
+
+const header = () => page.getByRole("banner");
+
+/** Resolves when the page's PUT /api/api-keys/{id} has succeeded. */
+const keyUpdate = () =>
+  page.waitForResponse((response) => response.request().method() === "PUT" && response.url().includes("/api/api-keys/") && response.ok());
+
+async function openSettingsTab(tab: string) {
+  await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Settings" }).click();
+  await page.getByRole("navigation", { name: "Settings" }).getByRole("link", { name: tab }).click();
+  await page.getByRole("heading", { level: 2, name: tab === "Developer" ? "API keys" : tab }).waitFor();
+}
+
+beforeAll(async () => {
+  [server, chromium] = await Promise.all([TestServer.start(), launchBrowser()]);
+  page = chromium.context.pages()[0] ?? (await chromium.context.newPage());
+  watch(page);
+});
+
+afterAll(async () => {
+  await chromium?.close();
+  await server?.stop();
+});
+
+describe("dashboard", () => {
+  test("the first visit offers the owner setup and lands on the dashboard", async () => {
+    await page.goto(server.baseUrl);
+    await page.getByRole("heading", { name: "Create the owner account" }).waitFor();
+    await page.getByLabel("Email").fill(OWNER.email);
+    await page.getByLabel("Password").fill(OWNER.password);
+    await page.getByRole("button", { name: "Create owner account" }).click();
+
+    await header().getByText(OWNER.email).waitFor();
+    await page.getByRole("heading", { level: 1, name: "Apps" }).waitFor();
+    const sections = page.getByRole("navigation", { name: "Sections" }).getByRole("link");
+    expect(await sections.allTextContents()).toEqual(["Apps", "Databases", "Settings"]);
+    expect(await page.getByLabel("Workspace").inputValue()).toBeTruthy();
+  });
+
+  test("a key created in the Developer tab is shown once, works, can be disabled, and is revoked", async () => {
+    await openSettingsTab("Developer");
+    await page.getByLabel("Name").fill("ci deploy");
+    await page.getByLabel("Expires in (days)").fill("30");
+    await page.getByRole("button", { name: "Create key" }).click();
+
+    const shownKey = page.getByTestId("new-key");
+    await shownKey.waitFor();
+    const key = (await shownKey.textContent())!;
+    expect(key).toMatch(/^svc_[A-Za-z0-9]{32,}$/);
+    await page.getByText("won't be shown again").waitFor();
+    const row = page.getByRole("row", { name: /ci deploy/ });
+    await row.waitFor();
+
+    const listed = await server.request("GET", "/api/api-keys/", { key });
+    expect(listed.status).toBe(200);
+    expect(listed.body.keys.map((k: any) => k.name)).toEqual(["ci deploy"]);
+    expect(listed.body.keys[0].expiresAt).not.toBeNull();
+
+    await page.screenshot({ path: "/tmp/dashboard.png", fullPage: true });
+
+    // Shown once: after "Done" and a reload the full key is nowhere on the page.
+    await page.getByRole("button", { name: "Done" }).click();
+    await page.reload();
+    await row.waitFor();
+    expect(await page.content()).not.toContain(key);
+
+    const toggle = page.getByRole("switch", { name: "Enable ci deploy" });
+    await Promise.all([keyUpdate(), toggle.uncheck()]);
+    expect((await server.request("GET", "/api/api-keys/", { key })).status).toBe(401);
+    await Promise.all([keyUpdate(), toggle.check()]);
+    expect((await server.request("GET", "/api/api-keys/", { key })).status).toBe(200);
+
+    await page.getByRole("button", { name: "Revoke ci deploy" }).click();
+    await page.getByText("No API keys yet.").waitFor();
+    const revoked = await server.request("GET", "/api/api-keys/", { key });
+    expect(revoked.status).toBe(401);
+    expect(revoked.body.success).toBe(false);
+  });
+
+  test("after logging out the login form shows, a wrong password is refused, the right one logs in", async () => {
+    await header().getByRole("button", { name: "Log out" }).click();
+    await page.getByRole("heading", { name: "Log in" }).waitFor();
+    await page.reload();
+    await page.getByRole("heading", { name: "Log in" }).waitFor();
+
+    await page.getByLabel("Email").fill(OWNER.email);
+    await page.getByLabel("Password").fill("not the password");
+    await page.getByRole("button", { name: "Log in" }).click();
+    await page.getByRole("alert").getByText("Wrong email or password").waitFor();
+
+    await page.getByLabel("Password").fill(OWNER.password);
+    await page.getByRole("button", { name: "Log in" }).click();
+    await header().getByText(OWNER.email).waitFor();
+  });
+
+  test("an invitee opens the invite link in another browser, accepts with a password and lands in the workspace", async () => {
+    await openSettingsTab("Members");
+    await page.getByRole("row", { name: new RegExp(OWNER.email) }).waitFor();
+    await page.getByLabel("Email").fill(INVITEE.email);
+    await page.getByLabel("Role").selectOption("member");
+    await page.getByRole("button", { name: "Invite", exact: true }).click();
+    const linkField = page.getByLabel(`Invite link for ${INVITEE.email}`);
+    await linkField.waitFor();
+    const link = await linkField.inputValue();
+    expect(link).toMatch(new RegExp(`^${server.baseUrl}/#/invite/.+`));
+
+    const inviteeContext = await chromium.newContext();
+    try {
+      const inviteePage = await inviteeContext.newPage();
+      watch(inviteePage);
+      await inviteePage.goto(link);
+      await inviteePage.getByRole("heading", { name: "Join a workspace" }).waitFor();
+      await inviteePage.getByLabel("Password").fill(INVITEE.password);
+      await inviteePage.getByRole("button", { name: "Accept invitation" }).click();
+      await inviteePage.getByRole("banner").getByText(INVITEE.email).waitFor();
+      await inviteePage.getByRole("heading", { level: 1, name: "Apps" }).waitFor();
+      expect(inviteePage.url()).toEndWith("#/apps");
+    } finally {
+      await inviteeContext.close();
+    }
+
+    await page.reload();
+    await page.getByRole("row", { name: new RegExp(INVITEE.email) }).first().waitFor();
+    await page.getByRole("row", { name: /accepted/ }).waitFor();
+  });
+
+  test("the audit log tab lists the key's creation and revocation", async () => {
+    await openSettingsTab("Audit log");
+    const log = page.getByRole("table", { name: "Audit log" });
+    await log.getByRole("row", { name: /API key created/ }).waitFor();
+    await log.getByRole("row", { name: /API key revoked/ }).waitFor();
+    await log.getByRole("row", { name: /Invitation accepted/ }).waitFor();
+    expect(await log.getByRole("row", { name: /API key revoked/ }).textContent()).toContain(OWNER.email);
+  });
+
+  test("no page threw or hit the content security policy", () => {
+    expect(pageErrors).toEqual([]);
+  });
+});
