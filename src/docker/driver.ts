@@ -174,15 +174,23 @@ export class DockerDriver {
 
   /** Builds an image from a tar context, streaming the build log; rejects with the build's own error. */
   async buildImage(options: {
-    context: Uint8Array;
+    /** A tar of the build context, e.g. from ./tar.ts. */
+    context: Uint8Array | ReadableStream<Uint8Array>;
+    /** Path of the Dockerfile inside the context (default `Dockerfile`). */
+    dockerfile?: string;
     tag: string;
     labels: Record<string, string>;
     buildArgs?: Record<string, string>;
     onLog?: (line: string) => void;
   }): Promise<string> {
     return this.call(`build ${options.tag}`, async () => {
-      const stream = await this.docker.buildImage(Readable.from([Buffer.from(options.context)]) as never, {
+      const context =
+        options.context instanceof Uint8Array
+          ? Readable.from([Buffer.from(options.context)])
+          : Readable.fromWeb(options.context as never);
+      const stream = await this.docker.buildImage(context as never, {
         t: options.tag,
+        dockerfile: options.dockerfile,
         labels: options.labels,
         buildargs: options.buildArgs,
         rm: true,

@@ -1,0 +1,68 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
+import { readMultipart } from "../../../src/http/multipart";
+import { tempDir } from "../../helpers/temp";
+
+/** A multipart request whose body arrives in chunks of the given size. */
+async function chunkedRequest(form: FormData, chunkSize: number): Promise<Request> {
+  const encoded = new Request("http://x/", { method: "POST", body: form });
+  const contentType = encoded.headers.get("content-type")!; // Bun drops it once the body is read
+  const bytes = new Uint8Array(await encoded.arrayBuffer());
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      for (let at = 0; at < bytes.length; at += chunkSize) controller.enqueue(bytes.slice(at, at + chunkSize));
+      controller.close();
+    },
+  });
+  return new Request("http://x/", { method: "POST", body, headers: { "content-type": contentType } });
+}
+
+describe("streaming multipart reader", () => {
+  const payload = new Uint8Array(300_000).map((_, i) => (i * 7) % 256);
+
+  for (const chunkSize of [1, 7, 64, 4096, 1 << 20]) {
+    test(`fields and the file survive ${chunkSize}-byte chunks`, async () => {
+      const form = new FormData();
+      form.set("name", "my-app");
+      form.set("file", new File([payload], "app.zip"));
+      form.set("envVars", JSON.stringify({ A: "1\r\n--tricky" }));
+      const destination = `${tempDir()}/upload.zip`;
+      const result = await readMultipart(await chunkedRequest(form, chunkSize), { fileField: "file", destinationFile: destination, maxBytes: 10_000_000 });
+      expect(result.fields).toEqual({ name: "my-app", envVars: JSON.stringify({ A: "1\r\n--tricky" }) });
+      expect(result.file).toEqual({ filename: "app.zip", size: payload.length });
+      expect(Bun.hash(readFileSync(destination))).toBe(Bun.hash(payload));
+    });
+  }
+
+  test("over the limit: 413 and no file left behind", async () => {
+    const form = new FormData();
+    form.set("file", new File([payload], "app.zip"));
+    const destination = `${tempDir()}/upload.zip`;
+    const request = await chunkedRequest(form, 4096);
+    await expect(readMultipart(request, { fileField: "file", destinationFile: destination, maxBytes: 100_000 })).rejects.toMatchObject({
+      code: "PAYLOAD_TOO_LARGE",
+    });
+    expect(existsSync(destination)).toBe(false);
+  });
+
+  test("a body cut short is refused and leaves no file", async () => {
+    const form = new FormData();
+    form.set("file", new File([payload], "app.zip"));
+    const encoded = new Request("http://x/", { method: "POST", body: form });
+    const contentType = encoded.headers.get("content-type")!;
+    const full = new Uint8Array(await encoded.arrayBuffer());
+    const destination = `${tempDir()}/upload.zip`;
+    const truncated = new Request("http://x/", { method: "POST", body: full.slice(0, 150_000), headers: { "content-type": contentType } });
+    await expect(readMultipart(truncated, { fileField: "file", destinationFile: destination, maxBytes: 10_000_000 })).rejects.toMatchObject({
+      code: "VALIDATION_FAILED",
+    });
+    expect(existsSync(destination)).toBe(false);
+  });
+
+  test("not multipart: 415", async () => {
+    const request = new Request("http://x/", { method: "POST", body: "{}", headers: { "content-type": "application/json" } });
+    await expect(readMultipart(request, { fileField: "file", destinationFile: `${tempDir()}/x`, maxBytes: 10 })).rejects.toMatchObject({
+      code: "UNSUPPORTED_MEDIA_TYPE",
+    });
+  });
+});
