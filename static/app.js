@@ -212,10 +212,19 @@ function showLogin(notice) {
   );
 }
 
-function showInvite(invitationId) {
+async function showInvite(invitationId) {
+  let heading = "Join a workspace";
+  let intro = "You were invited to a workspace on this platform.";
+  try {
+    const { invitation } = await api("GET", `/api/organization/invitations/${encodeURIComponent(invitationId)}/preview`);
+    heading = `Join ${invitation.organizationName}`;
+    intro = `${invitation.email} was invited to ${invitation.organizationName} as ${invitation.role}.`;
+  } catch {
+    // Unknown or used invitations still show the form; accepting then says what is wrong.
+  }
   authCard(
-    "Join a workspace",
-    "You were invited to a workspace on this platform. Choose a password for your new account, or enter the password of the account you already have with the invited email.",
+    heading,
+    `${intro} Choose a password for your new account, or enter the password of the account you already have with the invited email.`,
     form(
       { "aria-label": "Accept the invitation" },
       [field("Password", { type: "password", name: "password", required: true, minlength: 8, autocomplete: "new-password" }, "At least 8 characters.")],
@@ -355,7 +364,7 @@ async function renderDeveloper(panel) {
         ["Name", "Key", "Created", "Last used", "Expires", "Enabled", ""],
         keys.map((key) => [
           key.name,
-          h("code", {}, `${key.prefix}…`),
+          h("code", {}, `${key.start ?? key.prefix}…`),
           when(key.createdAt),
           when(key.lastUsedAt, "Never"),
           when(key.expiresAt, "Never"),

@@ -1,6 +1,7 @@
 // API keys: create (the full key is returned once, only its SHA-256 is stored), list, update,
 // revoke, and authenticate a presented key including expiry and the usage quota.
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
+import { preparedStatement } from "../db/prepared";
 import type { PlatformDb } from "../db";
 import { apiKeys } from "../db/schema";
 import { newId, randomBase62, sha256Hex } from "../crypto/tokens";
@@ -41,6 +42,7 @@ export function publicKey(key: ApiKeyRow) {
     id: key.id,
     name: key.name,
     prefix: key.prefix,
+    start: key.start,
     enabled: key.enabled,
     remaining: key.remaining,
     refillAmount: key.refillAmount,
@@ -77,6 +79,7 @@ export function createApiKey(
     userId: owner.userId,
     name: input.name,
     prefix,
+    start: key.slice(0, prefix.length + 4),
     keyHash: sha256Hex(key),
     enabled: true,
     remaining: input.remaining ?? null,
@@ -95,7 +98,7 @@ export function createApiKey(
       workspaceId: owner.workspaceId,
       action: "api_key.created",
       actor,
-      target: row.id,
+      target: `${row.name} (${row.id})`,
       now,
     });
   });
@@ -142,7 +145,7 @@ export function updateApiKey(
   if (input.metadata !== undefined) changes.metadata = input.metadata;
   const updated = db.transaction((tx) => {
     const row = tx.update(apiKeys).set(changes).where(eq(apiKeys.id, key.id)).returning().get();
-    recordAuditEvent(tx as unknown as PlatformDb, { workspaceId: key.workspaceId, action: "api_key.updated", actor, target: key.id, now });
+    recordAuditEvent(tx as unknown as PlatformDb, { workspaceId: key.workspaceId, action: "api_key.updated", actor, target: `${key.name} (${key.id})`, now });
     return row;
   });
   return publicKey(updated);
@@ -158,16 +161,20 @@ export function revokeApiKey(
   const key = ownKey(db, owner, keyId);
   db.transaction((tx) => {
     tx.delete(apiKeys).where(eq(apiKeys.id, key.id)).run();
-    recordAuditEvent(tx as unknown as PlatformDb, { workspaceId: key.workspaceId, action: "api_key.revoked", actor, target: key.id, now });
+    recordAuditEvent(tx as unknown as PlatformDb, { workspaceId: key.workspaceId, action: "api_key.revoked", actor, target: `${key.name} (${key.id})`, now });
   });
   // The security notification of the spec: an audit event plus a line in the server log.
   console.log(`[security] API key ${key.id} (${key.name}) revoked in workspace ${key.workspaceId}`);
   return publicKey(key);
 }
 
+const keyByHash = preparedStatement((db) =>
+  db.select().from(apiKeys).where(eq(apiKeys.keyHash, sql.placeholder("keyHash"))).prepare(),
+);
+
 /** The key behind a presented value, if it exists, is enabled and has not expired. */
 export function findUsableKey(db: PlatformDb, presentedKey: string, now = Date.now()): ApiKeyRow {
-  const key = db.select().from(apiKeys).where(eq(apiKeys.keyHash, sha256Hex(presentedKey))).get();
+  const key = keyByHash(db).get({ keyHash: sha256Hex(presentedKey) });
   if (!key || !key.enabled) throw new ApiError("INVALID_API_KEY", "Invalid API key");
   if (key.expiresAt !== null && now >= key.expiresAt) throw new ApiError("KEY_EXPIRED", "API key has expired");
   return key;

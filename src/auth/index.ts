@@ -21,13 +21,10 @@ export const credentialsBody = t.Object({
   password: t.String({ minLength: 8, maxLength: 256 }),
 });
 
-const isHttps = (request: Request) =>
-  request.url.startsWith("https:") || request.headers.get("x-forwarded-proto") === "https";
-
 export function authRoutes(ctx: ServerContext) {
   const startSession = (request: Request, set: { headers: Record<string, any> }, userId: string) => {
     const token = createSession(ctx.db, userId, ctx.config.sessionTtlSeconds);
-    set.headers["set-cookie"] = sessionCookie(token, ctx.config.sessionTtlSeconds, isHttps(request));
+    set.headers["set-cookie"] = sessionCookie(token, ctx.config.sessionTtlSeconds, request);
   };
 
   return new Elysia({ prefix: "/api/auth", tags: ["Session"] })
@@ -91,7 +88,7 @@ export function authRoutes(ctx: ServerContext) {
       "/logout",
       ({ principal, request, set }) => {
         if (principal.sessionTokenHash) deleteSession(ctx.db, principal.sessionTokenHash);
-        set.headers["set-cookie"] = sessionCookie("", 0, isHttps(request));
+        set.headers["set-cookie"] = sessionCookie("", 0, request);
         return ok({});
       },
       { auth: true, detail: { summary: "End the current session" } },

@@ -1,6 +1,7 @@
 // Dashboard accounts and sessions: first-visit owner setup, login, logout, the session's
 // active workspace. Passwords are hashed with Bun.password; session tokens are stored hashed.
-import { and, eq, gt } from "drizzle-orm";
+import { and, eq, gt, sql } from "drizzle-orm";
+import { preparedStatement } from "../db/prepared";
 import type { PlatformDb } from "../db";
 import { sessions, users } from "../db/schema";
 import { randomBase62, sha256Hex } from "../crypto/tokens";
@@ -88,12 +89,16 @@ export function createSession(db: PlatformDb, userId: string, ttlSeconds: number
   return token;
 }
 
-export function findSession(db: PlatformDb, token: string, now = Date.now()) {
-  return db
+const liveSession = preparedStatement((db) =>
+  db
     .select()
     .from(sessions)
-    .where(and(eq(sessions.tokenHash, sha256Hex(token)), gt(sessions.expiresAt, now)))
-    .get();
+    .where(and(eq(sessions.tokenHash, sql.placeholder("tokenHash")), gt(sessions.expiresAt, sql.placeholder("now"))))
+    .prepare(),
+);
+
+export function findSession(db: PlatformDb, token: string, now = Date.now()) {
+  return liveSession(db).get({ tokenHash: sha256Hex(token), now });
 }
 
 export function deleteSession(db: PlatformDb, tokenHash: string) {
@@ -105,7 +110,9 @@ export function setActiveWorkspace(db: PlatformDb, tokenHash: string, userId: st
   db.update(sessions).set({ activeWorkspaceId: workspaceId }).where(eq(sessions.tokenHash, tokenHash)).run();
 }
 
-export function sessionCookie(token: string, maxAgeSeconds: number, secure: boolean): string {
+/** The Set-Cookie value of a session; Secure when the request came over HTTPS (directly or via a TLS proxy). */
+export function sessionCookie(token: string, maxAgeSeconds: number, request: Request): string {
+  const secure = request.url.startsWith("https:") || request.headers.get("x-forwarded-proto") === "https";
   return `${SESSION_COOKIE}=${token}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${secure ? "; Secure" : ""}`;
 }
 

@@ -45,6 +45,8 @@ export const apiKeys = sqliteTable(
     userId: text("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
     name: text("name").notNull(),
     prefix: text("prefix").notNull(),
+    /** The first characters of the key (prefix + 4), so a person can tell keys apart. */
+    start: text("start"),
     /** SHA-256 (hex) of the full key; the key itself is never stored. */
     keyHash: text("key_hash").notNull(),
     enabled: integer("enabled", { mode: "boolean" }).notNull(),

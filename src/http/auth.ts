@@ -81,7 +81,9 @@ export function authenticate(ctx: ServerContext, request: Request, clientAddress
       };
     }
   } catch (error) {
-    if (error instanceof ApiError && error.status === 401) ctx.limits.authFailures.take(addressKey);
+    // Only presented credentials that fail count: the dashboard asks "am I logged in?" without any.
+    const presented = header !== null || readCookie(request.headers.get("cookie"), SESSION_COOKIE) !== undefined;
+    if (error instanceof ApiError && error.status === 401 && presented) ctx.limits.authFailures.take(addressKey);
     throw error;
   }
   const { defaultWorkspaceId, ...principal } = identity;

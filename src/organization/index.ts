@@ -8,7 +8,7 @@ import { listAuditEvents } from "../audit/service";
 import { membersOf } from "../workspaces/service";
 import { createSession, sessionCookie, setActiveWorkspace } from "../auth/service";
 import { sha256Hex } from "../crypto/tokens";
-import { acceptInvitation, cancelInvitation, createInvitation, listInvitations } from "./service";
+import { acceptInvitation, cancelInvitation, createInvitation, listInvitations, previewInvitation } from "./service";
 
 const invitationIdParams = t.Object({ invitationId: t.String({ minLength: 1, maxLength: 64 }) });
 
@@ -16,13 +16,31 @@ const invitationIdParams = t.Object({ invitationId: t.String({ minLength: 1, max
 export function organizationRoutes(ctx: ServerContext) {
   return new Elysia({ prefix: "/api/organization", tags: ["Organization"] })
     .use(authPlugin(ctx))
-    .get("/invitations", ({ principal }) => ok({ invitations: listInvitations(ctx.db, principal.workspaceId) }), {
-      auth: true,
+    .get(
+      "/invitations",
+      ({ principal }) => {
+        // The id is what accepts an invitation, so only those who may invite see them.
+        requireRole(principal, "owner", "admin");
+        return ok({ invitations: listInvitations(ctx.db, principal.workspaceId) });
+      },
+      {
+        auth: true,
+        detail: {
+          summary: "List the workspace's invitations",
+          description:
+            "Owners and admins. Answers `invitations`: id, organizationId, email, role, status (`pending`, `accepted`, " +
+            "`canceled`, `expired`), invitedBy, expiresAt, createdAt; newest first.",
+        },
+      },
+    )
+    .get("/invitations/:invitationId/preview", ({ params }) => ok({ invitation: previewInvitation(ctx.db, params.invitationId) }), {
+      params: invitationIdParams,
       detail: {
-        summary: "List the workspace's invitations",
+        summary: "What an invitation is for, before accepting it",
         description:
-          "Answers `invitations`: id, organizationId, email, role, status (`pending`, `accepted`, `canceled`, `expired`), " +
-          "invitedBy, expiresAt, createdAt; newest first.",
+          "No API key needed: the invitation id is the secret. Answers `invitation` {email, organizationName, role, status, " +
+          "expiresAt} so the invite page can say what the invitee joins. 404 `INVITATION_NOT_FOUND` for unknown ids.",
+        security: [],
       },
     })
     .post(
@@ -68,7 +86,7 @@ export function organizationRoutes(ctx: ServerContext) {
           const accepted = await acceptInvitation(ctx.db, params.invitationId, body.password, clientAddress);
           const token = createSession(ctx.db, accepted.userId, ctx.config.sessionTtlSeconds);
           setActiveWorkspace(ctx.db, sha256Hex(token), accepted.userId, accepted.workspaceId);
-          set.headers["set-cookie"] = sessionCookie(token, ctx.config.sessionTtlSeconds, request.url.startsWith("https:"));
+          set.headers["set-cookie"] = sessionCookie(token, ctx.config.sessionTtlSeconds, request);
           return ok({ organizationId: accepted.workspaceId, user: { id: accepted.userId } });
         } catch (error) {
           if (error instanceof ApiError && error.status < 500) ctx.limits.authFailures.take(addressKey);

@@ -2,7 +2,7 @@
 // accept), list, cancel and accept. The invitation id is the unguessable secret of the invite link.
 import { and, desc, eq } from "drizzle-orm";
 import type { PlatformDb } from "../db";
-import { invitations, users } from "../db/schema";
+import { invitations, users, workspaces } from "../db/schema";
 import { newId } from "../crypto/tokens";
 import { ApiError } from "../http/errors";
 import { recordAuditEvent, type AuditActor } from "../audit/service";
@@ -72,6 +72,18 @@ export function createInvitation(
     recordAuditEvent(txDb, { workspaceId, action: "invitation.created", actor, target: email, now });
     return publicInvitation(row, now);
   });
+}
+
+export function previewInvitation(db: PlatformDb, invitationId: string, now = Date.now()) {
+  const row = db
+    .select({ invitation: invitations, organizationName: workspaces.name })
+    .from(invitations)
+    .innerJoin(workspaces, eq(workspaces.id, invitations.workspaceId))
+    .where(eq(invitations.id, invitationId))
+    .get();
+  if (!row) throw new ApiError("INVITATION_NOT_FOUND", "Invitation not found");
+  const { email, role, status, expiresAt } = publicInvitation(row.invitation, now);
+  return { email, organizationName: row.organizationName, role, status, expiresAt };
 }
 
 function invitationInWorkspace(db: PlatformDb, workspaceId: string, invitationId: string) {

@@ -1,8 +1,9 @@
 // Users, workspaces and who belongs where. A workspace is what the API calls an organization.
-import { and, eq, isNotNull, isNull } from "drizzle-orm";
+import { and, eq, isNotNull, isNull, sql } from "drizzle-orm";
 import type { PlatformDb } from "../db";
 import { memberships, users, workspaces } from "../db/schema";
 import { newId } from "../crypto/tokens";
+import { preparedStatement } from "../db/prepared";
 
 export type Role = "owner" | "admin" | "member";
 
@@ -34,12 +35,16 @@ export function addMember(db: PlatformDb, workspaceId: string, userId: string, r
   db.insert(memberships).values({ workspaceId, userId, role, createdAt: now }).run();
 }
 
-export function roleIn(db: PlatformDb, workspaceId: string, userId: string): Role | undefined {
-  return db
+const membershipRole = preparedStatement((db) =>
+  db
     .select({ role: memberships.role })
     .from(memberships)
-    .where(and(eq(memberships.workspaceId, workspaceId), eq(memberships.userId, userId)))
-    .get()?.role;
+    .where(and(eq(memberships.workspaceId, sql.placeholder("workspaceId")), eq(memberships.userId, sql.placeholder("userId"))))
+    .prepare(),
+);
+
+export function roleIn(db: PlatformDb, workspaceId: string, userId: string): Role | undefined {
+  return membershipRole(db).get({ workspaceId, userId })?.role;
 }
 
 export function workspacesOf(db: PlatformDb, userId: string) {

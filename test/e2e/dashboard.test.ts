@@ -137,7 +137,9 @@ describe("dashboard", () => {
       const inviteePage = await inviteeContext.newPage();
       watch(inviteePage);
       await inviteePage.goto(link);
-      await inviteePage.getByRole("heading", { name: "Join a workspace" }).waitFor();
+      // The page says what the invitation is for before anything is typed.
+      await inviteePage.getByRole("heading", { name: "Join default" }).waitFor();
+      await inviteePage.getByText(`${INVITEE.email} was invited to default as member.`).waitFor();
       await inviteePage.getByLabel("Password").fill(INVITEE.password);
       await inviteePage.getByRole("button", { name: "Accept invitation" }).click();
       await inviteePage.getByRole("banner").getByText(INVITEE.email).waitFor();

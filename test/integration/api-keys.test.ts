@@ -77,6 +77,8 @@ describe("list", () => {
     );
     for (const field of ["createdAt", "updatedAt"]) expect(new Date(before[field]).toISOString()).toBe(before[field]);
     expect(JSON.stringify(before)).not.toContain(key.slice(4));
+    // Enough of the key to tell keys apart, far too little to use it.
+    expect(before.start).toBe(key.slice(0, 8));
 
     await whoAmI(key);
     const after = await listed(id);
@@ -133,7 +135,7 @@ describe("revoke", () => {
     expectErrorEnvelope(await server.request("DELETE", `/api/api-keys/${id}`, { key: admin.key }), 404);
 
     const audit = await server.request("GET", "/api/organization/audit-log", { key: admin.key });
-    const event = audit.body.events.find((entry: any) => entry.action === "api_key.revoked" && entry.target === id);
+    const event = audit.body.events.find((entry: any) => entry.action === "api_key.revoked" && entry.target === `to revoke (${id})`);
     expect(event).toBeDefined();
     expect(event.actor).toEqual({ type: "api_key", id: admin.id });
     expect(Math.abs(Date.now() - Date.parse(event.createdAt))).toBeLessThan(60_000);

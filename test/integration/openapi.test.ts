@@ -12,6 +12,7 @@ const PUBLIC_ROUTES = [
   "POST /api/auth/setup",
   "POST /api/auth/login",
   "POST /api/organization/invitations/{invitationId}/accept",
+  "GET /api/organization/invitations/{invitationId}/preview",
 ];
 const AUTHENTICATED = AUTHENTICATED_ROUTES.map((route) => `${route.method} ${openApiPath(route.path)}`);
 
