@@ -9,7 +9,9 @@ ensure_docker() {
   if [ -d /run/systemd/system ]; then
     systemctl enable --now docker >/dev/null 2>&1 || true
   fi
-  if ! docker info >/dev/null 2>&1 && ! pgrep -x dockerd >/dev/null; then
+  # Start one unless the default engine's pidfile names a live process (it may still be starting;
+  # another engine on its own socket must not fool this check).
+  if ! docker info >/dev/null 2>&1 && ! { [ -s /var/run/docker.pid ] && kill -0 "$(cat /var/run/docker.pid)" 2>/dev/null; }; then
     echo "[setup] starting dockerd (log: /var/log/dockerd.log)"
     setsid nohup dockerd >/var/log/dockerd.log 2>&1 </dev/null &
   fi
