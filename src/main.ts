@@ -4,6 +4,7 @@ import { loadConfig } from "./config";
 import { openDatabase } from "./db";
 import { createServerContext } from "./http/context";
 import { createServer } from "./http/server";
+import { startProxy } from "./proxy/server";
 import { createKeyFromCli } from "./cli/keys";
 import { PLATFORM_VERSION } from "./version";
 
@@ -22,11 +23,15 @@ function serve() {
   const db = openDatabase(config.databaseFile);
   const ctx = createServerContext(config, db);
   const server = createServer(ctx).listen({ hostname: config.host, port: config.port });
-  ctx.reconciler.start(config.reconcileSchedule);
+  const proxy = startProxy({ hostname: config.host, port: config.proxyPort, domain: config.domain, routes: ctx.proxyRoutes });
+  ctx.apps.proxyPort = proxy.port!;
+  console.log(`proxy listening on http://${config.host}:${proxy.port} for *.${config.domain}`);
+  void ctx.apps.restoreRoutes().then(() => ctx.reconciler.start(config.reconcileSchedule));
   console.log(`platform ${PLATFORM_VERSION} listening on http://${config.host}:${server.server?.port} (data in ${config.dataDir})`);
   const shutdown = async (signal: string) => {
     console.log(`${signal} received, shutting down`);
     ctx.reconciler.stop();
+    proxy.stop();
     await server.stop();
     db.$client.close();
     process.exit(0);

@@ -1,5 +1,7 @@
 // Preloaded by `bun test` (bunfig.toml): points the platform's image settings at the locally
 // built stand-in images (scripts/test-env.sh), unless the caller chose others.
+import { existsSync } from "node:fs";
+
 const STAND_INS: Record<string, string> = {
   PLATFORM_IMAGE_NODE: "platform-test/node:latest",
   PLATFORM_IMAGE_BUN: "platform-test/bun:latest",
@@ -9,3 +11,12 @@ const STAND_INS: Record<string, string> = {
   PLATFORM_IMAGE_REDIS: "platform-test/redis:latest",
 };
 for (const [name, image] of Object.entries(STAND_INS)) process.env[name] ??= image;
+
+// Builds inside containers reach the npm registry through this machine's TLS-intercepting CA,
+// exactly the corporate-proxy case PLATFORM_BUILD_CA_FILE and PLATFORM_BUILD_NPM_REGISTRY exist for.
+const hostCaBundle = "/etc/ssl/certs/ca-certificates.crt";
+if (existsSync(hostCaBundle)) process.env.PLATFORM_BUILD_CA_FILE ??= hostCaBundle;
+if (!process.env.PLATFORM_BUILD_NPM_REGISTRY) {
+  const registry = Bun.spawnSync(["npm", "config", "get", "registry"], { stderr: "ignore" }).stdout.toString().trim();
+  if (registry.startsWith("http")) process.env.PLATFORM_BUILD_NPM_REGISTRY = registry;
+}

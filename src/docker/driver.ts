@@ -26,6 +26,8 @@ export interface ContainerSummary {
   name: string;
   state: string;
   running: boolean;
+  /** Times the engine restarted it under its restart policy. */
+  restartCount: number;
   exitCode: number | null;
   startedAt: string | null;
   labels: Record<string, string>;
@@ -294,8 +296,9 @@ export class DockerDriver {
       id: info.Id,
       name: info.Name.replace(/^\//, ""),
       state: info.State.Status,
-      running: info.State.Running,
-      exitCode: info.State.Running ? null : info.State.ExitCode,
+      running: info.State.Running && !info.State.Restarting,
+      restartCount: info.RestartCount ?? 0,
+      exitCode: info.State.Running && !info.State.Restarting && !info.RestartCount ? null : info.State.ExitCode,
       startedAt: info.State.StartedAt ?? null,
       labels: info.Config.Labels ?? {},
       image: info.Config.Image,
@@ -417,6 +420,14 @@ export class DockerDriver {
     const existing = await this.call("list networks", () => this.docker.listNetworks({ filters: { name: [name] } }));
     if (existing.some((network) => network.Name === name)) return;
     await this.call(`create network ${name}`, () => this.docker.createNetwork({ Name: name, Driver: "bridge", Labels: labels }));
+  }
+
+  /** Replaces a container's aliases on a network (disconnect, then connect): Docker publishes its ports anew. */
+  async setNetworkAliases(id: string, network: string, aliases: string[]): Promise<void> {
+    await this.call(`aliases of ${id} on ${network}`, async () => {
+      await this.docker.getNetwork(network).disconnect({ Container: id, Force: true });
+      await this.docker.getNetwork(network).connect({ Container: id, EndpointConfig: { Aliases: aliases } });
+    });
   }
 
   async createVolume(name: string, labels: Record<string, string>): Promise<void> {

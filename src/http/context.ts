@@ -1,11 +1,15 @@
-// What every route module is built with: settings, the database, the shared rate limiters.
-// Later domains add their own services here (the Docker driver, app and database services).
+// What every route module is built with: settings, the database, the shared rate limiters, the
+// machines with their Docker drivers, and the domain services that own background work.
 import type { Config } from "../config";
 import type { PlatformDb } from "../db";
 import { TokenBuckets } from "./rate-limit";
 import { Machines } from "../machines/service";
 import { Reconciler } from "../machines/reconciler";
 import { openSecretBox, type SecretBox } from "../crypto/secrets";
+import { ProxyRoutes } from "../proxy/routes";
+import { AppsService } from "../apps/service";
+import { AppStorage } from "../apps/sources";
+import { BuildLogs } from "../apps/build-logs";
 
 export interface ServerContext {
   config: Config;
@@ -14,6 +18,8 @@ export interface ServerContext {
   machines: Machines;
   reconciler: Reconciler;
   secrets: SecretBox;
+  proxyRoutes: ProxyRoutes;
+  apps: AppsService;
 }
 
 function encryptedDataExists(db: PlatformDb): boolean {
@@ -24,12 +30,21 @@ function encryptedDataExists(db: PlatformDb): boolean {
 
 export function createServerContext(config: Config, db: PlatformDb): ServerContext {
   const machines = Machines.fromConfig(config);
+  const secrets = openSecretBox(config.dataDir, encryptedDataExists(db));
+  const proxyRoutes = new ProxyRoutes();
+  const storage = new AppStorage(config.dataDir);
+  const buildLogs = new BuildLogs((appId, buildId) => storage.buildLogFile(appId, buildId));
+  const reconciler = new Reconciler(machines);
+  const apps = new AppsService({ db, config, machines, secrets, storage, buildLogs, proxyRoutes });
+  reconciler.register(apps);
   return {
     config,
     db,
     limits: { api: new TokenBuckets(config.apiRateLimit), authFailures: new TokenBuckets(config.authFailureRateLimit) },
     machines,
-    reconciler: new Reconciler(machines),
-    secrets: openSecretBox(config.dataDir, encryptedDataExists(db)),
+    reconciler,
+    secrets,
+    proxyRoutes,
+    apps,
   };
 }

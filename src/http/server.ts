@@ -11,6 +11,7 @@ import { authRoutes } from "../auth";
 import { apiKeysRoutes } from "../api-keys";
 import { organizationRoutes } from "../organization";
 import { machinesRoutes } from "../machines";
+import { appsRoutes } from "../apps";
 
 function errorResponse(code: ErrorCode, message: string, headers: Record<string, string> = {}) {
   return new Response(JSON.stringify(errorBody(message, code)), {
@@ -54,7 +55,8 @@ export function createServer(ctx: ServerContext) {
     .use(authRoutes(ctx))
     .use(apiKeysRoutes(ctx))
     .use(organizationRoutes(ctx))
-    .use(machinesRoutes(ctx));
+    .use(machinesRoutes(ctx))
+    .use(appsRoutes(ctx));
 }
 
 export type PlatformServer = ReturnType<typeof createServer>;

@@ -18,6 +18,8 @@ export interface CreatedKey {
 export class TestServer {
   process: Subprocess<"ignore", "pipe", "pipe"> | null = null;
   baseUrl = "";
+  /** The public proxy's port: apps answer there with Host `<subdomain>.localhost`. */
+  proxyPort = 0;
   output = "";
 
   constructor(
@@ -37,6 +39,8 @@ export class TestServer {
       PLATFORM_DATA_DIR: this.dataDir,
       PLATFORM_HOST: "127.0.0.1",
       PLATFORM_PORT: "0",
+      PLATFORM_PROXY_PORT: "0",
+      PLATFORM_DOMAIN: "localhost",
       ...this.env,
     };
   }
@@ -50,10 +54,12 @@ export class TestServer {
       const collect = async (stream: ReadableStream<Uint8Array>) => {
         for await (const chunk of stream) {
           this.output += new TextDecoder().decode(chunk);
-          const match = /listening on http:\/\/[^:]+:(\d+)/.exec(this.output);
-          if (match) {
+          const api = /platform \S+ listening on http:\/\/[^:]+:(\d+)/.exec(this.output);
+          const proxy = /proxy listening on http:\/\/[^:]+:(\d+)/.exec(this.output);
+          if (api && proxy) {
             clearTimeout(timer);
-            resolvePort(Number(match[1]));
+            this.proxyPort = Number(proxy[1]);
+            resolvePort(Number(api[1]));
           }
         }
       };

@@ -1,0 +1,398 @@
+// Apps: deploy from an uploaded ZIP (a new app, or a new release of the app with that name),
+// settings, env vars, lifecycle, logs, builds and deletion. Docker work goes through the
+// Deployer's per-app queue, so two changes to one app never race.
+import { and, desc, eq, ne } from "drizzle-orm";
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { apps, builds } from "../db/schema";
+import { newId, randomBase62 } from "../crypto/tokens";
+import { ApiError } from "../http/errors";
+import { readMultipart } from "../http/multipart";
+import { LABEL_APP } from "../docker/container-spec";
+import type { ContainerOwner, ManagedContainer } from "../machines/reconciler";
+import type { Principal } from "../http/auth";
+import type { Runtime } from "../config";
+import { extractZip } from "./archive";
+import { inspectEnvInZip } from "./inspect-env";
+import { mergeEnvVars, parseEnvVarsField, readEnvVars, validateEnvVars } from "./env-vars";
+import { Deployer, type AppRow, type AppsContext } from "./deployer";
+import { workspaceNetworkName } from "../docker/workspace-network";
+import { DEFAULT_EXPOSE_PORT, MAX_STARTUP_COMMAND, MEMORY_MB, NAME_PATTERN, SUBDOMAIN_PATTERN, type AppStatus } from "./model";
+
+type BuildRow = typeof builds.$inferSelect;
+const RUNTIMES: Runtime[] = ["node", "bun", "python"];
+const BUILD_HISTORY = 50;
+
+export interface SettingsInput {
+  name?: string;
+  runtime?: Runtime;
+  memoryMB?: number;
+  startupCommand?: string;
+  exposePort?: number | null;
+  subdomain?: string | null;
+  autoRestart?: boolean;
+}
+
+function invalid(field: string, message: string): never {
+  throw new ApiError("VALIDATION_FAILED", `Invalid body field '${field}': ${message}`);
+}
+
+function integerField(fields: Record<string, string>, name: string, min: number, max: number): number | undefined {
+  const raw = fields[name];
+  if (raw === undefined || raw === "") return undefined;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) invalid(name, `expected a whole number from ${min} to ${max}`);
+  return value;
+}
+
+function checkStartupCommand(command: string) {
+  if (command.length > MAX_STARTUP_COMMAND || /[\0-\x08\x0b-\x1f\x7f]/.test(command)) {
+    invalid("startupCommand", `at most ${MAX_STARTUP_COMMAND} characters, no control characters`);
+  }
+}
+
+/** The deploy form's text fields, checked one by one so the message names the field at fault. */
+export function parseDeployFields(fields: Record<string, string>) {
+  const name = fields.name ?? invalid("name", "required");
+  if (!new RegExp(NAME_PATTERN).test(name)) invalid("name", "lowercase letters, digits and dashes, 1-63 characters");
+  const runtime = (fields.runtime ?? invalid("runtime", "required")) as Runtime;
+  if (!RUNTIMES.includes(runtime)) invalid("runtime", "one of node, bun, python");
+  if (fields.memoryMB === undefined) invalid("memoryMB", "required");
+  const memoryMB = integerField(fields, "memoryMB", MEMORY_MB.minimum, MEMORY_MB.maximum)!;
+  const startupCommand = fields.startupCommand?.trim() || undefined;
+  if (startupCommand) checkStartupCommand(startupCommand);
+  const exposePort = integerField(fields, "exposePort", 1, 65535);
+  const subdomain = fields.subdomain?.trim() || undefined;
+  if (subdomain !== undefined && !new RegExp(SUBDOMAIN_PATTERN).test(subdomain)) invalid("subdomain", "a DNS label: lowercase letters, digits and dashes");
+  const autoRestartText = fields.autoRestart;
+  if (autoRestartText !== undefined && autoRestartText !== "true" && autoRestartText !== "false") invalid("autoRestart", "true or false");
+  return {
+    name,
+    runtime,
+    memoryMB,
+    startupCommand,
+    envVars: parseEnvVarsField(fields.envVars),
+    exposePort,
+    subdomain,
+    autoRestart: autoRestartText === undefined ? undefined : autoRestartText === "true",
+    machineId: fields.machineId || undefined,
+  };
+}
+
+export class AppsService implements ContainerOwner {
+  readonly label = LABEL_APP;
+  readonly deployer: Deployer;
+  /** Port of the public proxy in app URLs: the configured one, or the one bound when it was 0. */
+  proxyPort: number;
+
+  constructor(private readonly ctx: AppsContext) {
+    this.deployer = new Deployer(ctx);
+    this.proxyPort = ctx.config.proxyPort;
+  }
+
+  publicApp(app: AppRow) {
+    const proxyPort = this.proxyPort;
+    return {
+      id: app.id,
+      name: app.name,
+      runtime: app.runtime,
+      status: app.status as AppStatus,
+      statusReason: app.statusReason,
+      memoryMB: app.memoryMB,
+      exposePort: app.exposePort,
+      subdomain: app.subdomain,
+      url: app.subdomain ? `http://${app.subdomain}.${this.ctx.config.domain}${proxyPort === 80 ? "" : `:${proxyPort}`}` : null,
+      startupCommand: app.startupCommand,
+      autoRestart: app.autoRestart,
+      autoDeploy: app.autoDeploy,
+      machineId: app.machineId,
+      currentBuildId: app.currentBuildId,
+      workspaceId: app.workspaceId,
+      createdAt: new Date(app.createdAt).toISOString(),
+      updatedAt: new Date(app.updatedAt).toISOString(),
+    };
+  }
+
+  list(workspaceId: string) {
+    return this.ctx.db.select().from(apps).where(eq(apps.workspaceId, workspaceId)).orderBy(apps.createdAt).all();
+  }
+
+  /** An app of the workspace; another workspace's app is "not found", never "forbidden". */
+  get(workspaceId: string, appId: string): AppRow {
+    const app = this.ctx.db.select().from(apps).where(and(eq(apps.id, appId), eq(apps.workspaceId, workspaceId))).get();
+    if (!app || app.status === "deleting") throw new ApiError("NOT_FOUND", "App not found");
+    return app;
+  }
+
+  private subdomainTaken(subdomain: string, exceptAppId = "") {
+    return this.ctx.db.select({ id: apps.id }).from(apps).where(and(eq(apps.subdomain, subdomain), ne(apps.id, exceptAppId))).get() !== undefined;
+  }
+
+  private freeSubdomain(name: string): string {
+    if (!this.subdomainTaken(name)) return name;
+    for (;;) {
+      const candidate = `${name.slice(0, 57)}-${randomBase62(5).toLowerCase()}`;
+      if (!this.subdomainTaken(candidate)) return candidate;
+    }
+  }
+
+  private newBuild(appId: string, trigger: string): string {
+    const id = newId("bld");
+    this.ctx.db.insert(builds).values({ id, appId, status: "queued", trigger, startedAt: Date.now() }).run();
+    return id;
+  }
+
+  /** POST /api/apps/deploy: streams the upload to disk, checks it, and starts the build in the background. */
+  async deploy(principal: Principal, request: Request) {
+    const upload = join(this.ctx.storage.uploadsDir(), `${crypto.randomUUID()}.zip`);
+    try {
+      const { fields, file } = await readMultipart(request, {
+        fileField: "file",
+        destinationFile: upload,
+        maxBytes: this.ctx.config.uploads.maxUploadBytes,
+      });
+      const input = parseDeployFields(fields);
+      if (!file) invalid("file", "a ZIP archive of the app is required");
+      const machineId = this.ctx.machines.place(input.machineId).machineId;
+      if (input.subdomain && this.subdomainTaken(input.subdomain, this.findByName(principal.workspaceId, input.name)?.id)) {
+        throw new ApiError("SUBDOMAIN_TAKEN", `Subdomain '${input.subdomain}' is taken`);
+      }
+      const existing = this.findByName(principal.workspaceId, input.name);
+      const appId = existing?.id ?? newId("app");
+      const staging = this.ctx.storage.stagingDir(appId);
+      await extractZip(upload, staging, this.ctx.config.uploads);
+      const now = Date.now();
+      if (existing) {
+        this.ctx.db
+          .update(apps)
+          .set({
+            runtime: input.runtime,
+            memoryMB: input.memoryMB,
+            ...(input.startupCommand !== undefined && { startupCommand: input.startupCommand }),
+            ...(input.exposePort !== undefined && { exposePort: input.exposePort }),
+            ...(input.subdomain !== undefined && { subdomain: input.subdomain }),
+            ...(input.autoRestart !== undefined && { autoRestart: input.autoRestart }),
+            updatedAt: now,
+          })
+          .where(eq(apps.id, appId))
+          .run();
+      } else {
+        this.ctx.db
+          .insert(apps)
+          .values({
+            id: appId,
+            workspaceId: principal.workspaceId,
+            name: input.name,
+            runtime: input.runtime,
+            status: "building",
+            memoryMB: input.memoryMB,
+            exposePort: input.exposePort ?? DEFAULT_EXPOSE_PORT,
+            subdomain: input.subdomain ?? this.freeSubdomain(input.name),
+            startupCommand: input.startupCommand ?? "auto",
+            autoRestart: input.autoRestart ?? true,
+            autoDeploy: false,
+            machineId,
+            createdAt: now,
+            updatedAt: now,
+          })
+          .run();
+      }
+      mergeEnvVars(this.ctx.db, this.ctx.secrets, appId, input.envVars);
+      this.ctx.storage.replaceSource(appId, staging);
+      const buildId = this.newBuild(appId, existing ? "redeploy" : "upload");
+      this.ctx.buildLogs.append(appId, buildId, `==> Upload of ${file.size} bytes accepted (${file.filename || "archive"})`);
+      void this.deployer.enqueue(appId, () => this.deployer.buildAndRelease(appId, buildId));
+      return { app: this.publicApp(this.get(principal.workspaceId, appId)), buildId, created: !existing };
+    } finally {
+      rmSync(upload, { force: true });
+    }
+  }
+
+  private findByName(workspaceId: string, name: string): AppRow | undefined {
+    return this.ctx.db.select().from(apps).where(and(eq(apps.workspaceId, workspaceId), eq(apps.name, name))).get();
+  }
+
+  /** POST /api/apps/inspect-env: the variables an uploaded app needs, without deploying anything. */
+  async inspectEnv(request: Request) {
+    const upload = join(this.ctx.storage.uploadsDir(), `${crypto.randomUUID()}.zip`);
+    try {
+      const { file } = await readMultipart(request, { fileField: "file", destinationFile: upload, maxBytes: this.ctx.config.uploads.maxUploadBytes });
+      if (!file) invalid("file", "a ZIP archive is required");
+      return await inspectEnvInZip(upload, this.ctx.config.uploads, this.ctx.storage.uploadsDir());
+    } finally {
+      rmSync(upload, { force: true });
+    }
+  }
+
+  updateSettings(workspaceId: string, appId: string, input: SettingsInput) {
+    const app = this.get(workspaceId, appId);
+    if (input.startupCommand !== undefined) checkStartupCommand(input.startupCommand);
+    if (input.name !== undefined && input.name !== app.name && this.findByName(workspaceId, input.name)) {
+      throw new ApiError("NAME_TAKEN", `An app named '${input.name}' already exists in this workspace`);
+    }
+    if (input.subdomain && this.subdomainTaken(input.subdomain, app.id)) {
+      throw new ApiError("SUBDOMAIN_TAKEN", `Subdomain '${input.subdomain}' is taken`);
+    }
+    const next = {
+      name: input.name ?? app.name,
+      runtime: input.runtime ?? app.runtime,
+      memoryMB: input.memoryMB ?? app.memoryMB,
+      startupCommand: input.startupCommand ?? app.startupCommand,
+      exposePort: input.exposePort === undefined ? app.exposePort : (input.exposePort ?? DEFAULT_EXPOSE_PORT),
+      subdomain: input.subdomain === undefined ? app.subdomain : input.subdomain,
+      autoRestart: input.autoRestart ?? app.autoRestart,
+    };
+    const rebuild = next.runtime !== app.runtime || next.startupCommand !== app.startupCommand;
+    const restart = rebuild || next.memoryMB !== app.memoryMB || next.exposePort !== app.exposePort || next.autoRestart !== app.autoRestart;
+    this.ctx.db.update(apps).set({ ...next, updatedAt: Date.now() }).where(eq(apps.id, app.id)).run();
+    if (next.subdomain !== app.subdomain) this.moveRoute(app, next.subdomain);
+    const result = this.restartForChange(app, rebuild ? "settings" : null, restart);
+    return { app: this.publicApp(this.get(workspaceId, appId)), ...result };
+  }
+
+  /** After a change the running container must pick up: a new release (or build), zero-downtime. */
+  private restartForChange(app: AppRow, rebuildTrigger: string | null, restart: boolean) {
+    const serving = app.containerId !== null && app.status !== "stopped";
+    if (!restart || (!serving && app.status !== "failed")) return { restarted: false, buildId: null };
+    if (rebuildTrigger || !app.currentBuildId) {
+      const buildId = this.newBuild(app.id, rebuildTrigger ?? "settings");
+      void this.deployer.enqueue(app.id, () => this.deployer.buildAndRelease(app.id, buildId));
+      return { restarted: true, buildId };
+    }
+    const buildId = app.currentBuildId;
+    const image = this.ctx.db.select().from(builds).where(eq(builds.id, buildId)).get()?.image;
+    if (!image) return { restarted: false, buildId: null };
+    void this.deployer.enqueue(app.id, () => this.deployer.release(app.id, buildId, image));
+    return { restarted: true, buildId: null };
+  }
+
+  private moveRoute(app: AppRow, subdomain: string | null) {
+    if (app.subdomain) this.ctx.proxyRoutes.delete(app.subdomain);
+    if (subdomain && app.containerId && app.status === "running") void this.restoreRoute({ ...app, subdomain });
+  }
+
+  getEnv(workspaceId: string, appId: string) {
+    return readEnvVars(this.ctx.db, this.ctx.secrets, this.get(workspaceId, appId).id);
+  }
+
+  putEnv(workspaceId: string, appId: string, envVars: Record<string, string>) {
+    const app = this.get(workspaceId, appId);
+    const changed = mergeEnvVars(this.ctx.db, this.ctx.secrets, app.id, validateEnvVars(envVars));
+    const { restarted } = this.restartForChange(app, null, changed);
+    return { envVars: readEnvVars(this.ctx.db, this.ctx.secrets, app.id), restarted };
+  }
+
+  private assertIdle(appId: string) {
+    if (this.deployer.busy(appId)) throw new ApiError("BUSY", "A deploy of this app is in progress; try again when it has finished");
+  }
+
+  async start(workspaceId: string, appId: string) {
+    const app = this.get(workspaceId, appId);
+    this.assertIdle(app.id);
+    const image = app.currentBuildId ? this.ctx.db.select().from(builds).where(eq(builds.id, app.currentBuildId)).get()?.image : undefined;
+    if (!image) throw new ApiError("NOT_DEPLOYED", "The app has no successful build to start; deploy it first");
+    await this.deployer.enqueue(app.id, () => this.deployer.release(app.id, app.currentBuildId!, image));
+    return this.publicApp(this.get(workspaceId, appId));
+  }
+
+  async stop(workspaceId: string, appId: string) {
+    const app = this.get(workspaceId, appId);
+    this.assertIdle(app.id);
+    await this.deployer.enqueue(app.id, async () => {
+      if (app.subdomain) this.ctx.proxyRoutes.delete(app.subdomain);
+      if (app.containerId) await this.ctx.machines.get(app.machineId).stopContainer(app.containerId, 10);
+      this.ctx.db.update(apps).set({ status: "stopped", statusReason: null, updatedAt: Date.now() }).where(eq(apps.id, app.id)).run();
+    });
+    return this.publicApp(this.get(workspaceId, appId));
+  }
+
+  /** A restart is a fresh release of the current build: the old container serves until the new one listens. */
+  async restart(workspaceId: string, appId: string) {
+    return this.start(workspaceId, appId);
+  }
+
+  async delete(workspaceId: string, appId: string) {
+    const app = this.get(workspaceId, appId);
+    this.ctx.db.update(apps).set({ status: "deleting", updatedAt: Date.now() }).where(eq(apps.id, app.id)).run();
+    if (app.subdomain) this.ctx.proxyRoutes.delete(app.subdomain);
+    await this.deployer.idle(app.id);
+    const driver = this.ctx.machines.get(app.machineId);
+    for (const container of await driver.listContainers({ [LABEL_APP]: app.id })) await driver.removeContainer(container.id);
+    for (const image of await driver.listImages({ [LABEL_APP]: app.id })) for (const tag of image.tags) await driver.removeImage(tag);
+    this.ctx.db.delete(apps).where(eq(apps.id, app.id)).run();
+    this.ctx.storage.removeApp(app.id);
+    return this.publicApp({ ...app, status: "deleting" });
+  }
+
+  async logs(workspaceId: string, appId: string, options: { tail: number; timestamps: boolean }) {
+    const app = this.get(workspaceId, appId);
+    if (!app.containerId) return [];
+    const lines = await this.ctx.machines.get(app.machineId).logs(app.containerId, options);
+    return lines.map((line) => (line.timestamp ? `${line.timestamp} ${line.text}` : line.text));
+  }
+
+  publicBuild(build: BuildRow) {
+    return {
+      id: build.id,
+      status: build.status,
+      trigger: build.trigger,
+      image: build.image,
+      error: build.error,
+      startedAt: new Date(build.startedAt).toISOString(),
+      finishedAt: build.finishedAt ? new Date(build.finishedAt).toISOString() : null,
+      durationMs: build.finishedAt ? build.finishedAt - build.startedAt : null,
+    };
+  }
+
+  builds(workspaceId: string, appId: string) {
+    const app = this.get(workspaceId, appId);
+    return this.ctx.db.select().from(builds).where(eq(builds.appId, app.id)).orderBy(desc(builds.startedAt)).limit(BUILD_HISTORY).all().map((build) => this.publicBuild(build));
+  }
+
+  build(workspaceId: string, appId: string, buildId: string) {
+    const app = this.get(workspaceId, appId);
+    const build = this.ctx.db.select().from(builds).where(and(eq(builds.id, buildId), eq(builds.appId, app.id))).get();
+    if (!build) throw new ApiError("NOT_FOUND", "Build not found");
+    return { build: this.publicBuild(build), log: this.ctx.buildLogs.read(app.id, build.id) };
+  }
+
+  followBuildLog(workspaceId: string, appId: string, buildId: string, signal: AbortSignal) {
+    const { build } = this.build(workspaceId, appId, buildId);
+    return this.ctx.buildLogs.follow(appId, build.id, signal);
+  }
+
+  /** Reconciler: records containers that stopped on their own; claims every app it knows. */
+  async sync(containers: ManagedContainer[]): Promise<Set<string>> {
+    const known = new Set<string>();
+    for (const app of this.ctx.db.select().from(apps).all()) {
+      known.add(app.id);
+      if (!app.containerId || this.deployer.busy(app.id)) continue;
+      const container = containers.find((candidate) => candidate.id === app.containerId);
+      const running = container?.state === "running";
+      if (app.status === "running" && !running) {
+        this.ctx.db.update(apps).set({ status: "crashed", statusReason: `container is ${container?.state ?? "gone"}`, updatedAt: Date.now() }).where(eq(apps.id, app.id)).run();
+        if (app.subdomain) this.ctx.proxyRoutes.delete(app.subdomain);
+      } else if (app.status === "crashed" && running) {
+        this.ctx.db.update(apps).set({ status: "running", statusReason: null, updatedAt: Date.now() }).where(eq(apps.id, app.id)).run();
+        void this.restoreRoute(app);
+      }
+    }
+    return known;
+  }
+
+  /** Points the proxy at a serving container again (at start, after a restart by the engine). */
+  async restoreRoute(app: AppRow) {
+    if (!app.subdomain || !app.containerId) return;
+    try {
+      const inspected = await this.ctx.machines.get(app.machineId).inspectContainer(app.containerId);
+      const host = inspected.networks[workspaceNetworkName(app.workspaceId)];
+      if (inspected.running && host) this.ctx.proxyRoutes.set(app.subdomain, { host, port: app.exposePort ?? DEFAULT_EXPOSE_PORT });
+    } catch (error) {
+      console.warn(`[apps] could not restore the route of ${app.id}: ${(error as Error).message}`);
+    }
+  }
+
+  async restoreRoutes() {
+    for (const app of this.ctx.db.select().from(apps).where(eq(apps.status, "running")).all()) await this.restoreRoute(app);
+  }
+}

@@ -1,0 +1,78 @@
+// Helpers for app tests: ZIPs made in the test, deploys through the real API, waiting for a
+// status, and requests to an app through the platform's public proxy.
+import { zipSync, strToU8 } from "fflate";
+import type { TestServer } from "./server";
+import type { AuthenticatedRoute, Tenant } from "./auth-matrix";
+
+export function appZip(files: Record<string, string>): Uint8Array<ArrayBuffer> {
+  return zipSync(Object.fromEntries(Object.entries(files).map(([path, text]) => [path, strToU8(text)]))) as Uint8Array<ArrayBuffer>;
+}
+
+export async function deployZip(
+  server: TestServer,
+  key: string,
+  fields: Record<string, string>,
+  zip: Uint8Array<ArrayBuffer>,
+): Promise<{ status: number; body: any }> {
+  const form = new FormData();
+  for (const [name, value] of Object.entries(fields)) form.set(name, value);
+  form.set("file", new File([zip], "app.zip", { type: "application/zip" }));
+  return server.request("POST", "/api/apps/deploy", { key, body: form });
+}
+
+/** Polls the app until its status is one of `wanted` (or a final one); returns the app. */
+export async function waitForStatus(server: TestServer, key: string, appId: string, wanted: string[], timeoutMs = 120_000) {
+  const deadline = Date.now() + timeoutMs;
+  let app: any;
+  while (Date.now() < deadline) {
+    app = (await server.request("GET", `/api/apps/${appId}`, { key })).body.app;
+    if (wanted.includes(app?.status)) return app;
+    await Bun.sleep(250);
+  }
+  throw new Error(`app ${appId} did not reach ${wanted.join("/")}: ${JSON.stringify(app)}`);
+}
+
+/** A request to an app through the public proxy, by its subdomain. */
+export function viaProxy(server: TestServer, subdomain: string, path = "/", init: RequestInit = {}) {
+  return fetch(`http://127.0.0.1:${server.proxyPort}${path}`, {
+    ...init,
+    headers: { ...(init.headers as Record<string, string>), host: `${subdomain}.localhost` },
+  });
+}
+
+// ---- the auth matrix's app routes ----------------------------------------------------------
+
+
+const matrixApps = new Map<string, { appId: string; buildId: string }>();
+let matrixAppCount = 0;
+
+/** A running static app of `owner` (reused while it exists: DELETE takes it away). */
+const appOf = async (server: TestServer, owner: Tenant) => {
+  const cached = matrixApps.get(owner.key);
+  if (cached && (await server.request("GET", `/api/apps/${cached.appId}`, { key: owner.key })).status === 200) return cached;
+  const response = await deployZip(server, owner.key, { name: `matrix-app-${++matrixAppCount}`, runtime: "node", memoryMB: "64" }, appZip({ "index.html": "matrix" }));
+  if (response.status !== 202) throw new Error(`could not deploy a matrix app: ${JSON.stringify(response.body)}`);
+  await waitForStatus(server, owner.key, response.body.app.id, ["running"]);
+  const made = { appId: response.body.app.id as string, buildId: response.body.buildId as string };
+  matrixApps.set(owner.key, made);
+  return made;
+};
+
+export const APP_ROUTES: AuthenticatedRoute[] = [
+  { method: "GET", path: "/api/apps/" },
+  // A JSON body where multipart is expected: authentication is what is checked, nothing is deployed.
+  { method: "POST", path: "/api/apps/deploy", body: { name: "matrix" } },
+  { method: "POST", path: "/api/apps/inspect-env", body: { name: "matrix" } },
+  { method: "GET", path: "/api/apps/:appId", resource: appOf },
+  { method: "POST", path: "/api/apps/:appId/stop", resource: appOf },
+  { method: "POST", path: "/api/apps/:appId/start", resource: appOf },
+  { method: "POST", path: "/api/apps/:appId/restart", resource: appOf },
+  { method: "GET", path: "/api/apps/:appId/logs", resource: appOf },
+  { method: "GET", path: "/api/apps/:appId/env", resource: appOf },
+  { method: "PUT", path: "/api/apps/:appId/env", body: { envVars: {} }, resource: appOf },
+  { method: "PUT", path: "/api/apps/:appId/settings", body: { autoRestart: true }, resource: appOf },
+  { method: "GET", path: "/api/apps/:appId/builds", resource: appOf },
+  { method: "GET", path: "/api/apps/:appId/builds/:buildId", resource: appOf },
+  { method: "GET", path: "/api/apps/:appId/builds/:buildId/log", resource: appOf },
+  { method: "DELETE", path: "/api/apps/:appId", resource: appOf },
+];

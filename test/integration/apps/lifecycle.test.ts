@@ -1,0 +1,176 @@
+// One app through its life: env and settings changes (and which restart it), a zero-downtime
+// redeploy under a polling client, a failed redeploy that keeps the old release serving,
+// stop/start/restart, and deletion.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, readdirSync } from "node:fs";
+import { TestServer } from "../../helpers/server";
+import { dockerCli } from "../../helpers/docker";
+import { appZip, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
+
+let server: TestServer;
+let key: string;
+let app: any;
+
+const source = (version: string) =>
+  appZip({
+    "package.json": JSON.stringify({ name: "versioned", scripts: { start: "node server.js" } }),
+    "server.js":
+      `require("http").createServer((req, res) => res.end(JSON.stringify({ version: "${version}", shade: process.env.SHADE ?? null })))` +
+      ".listen(process.env.PORT);\n",
+  });
+
+async function current() {
+  return (await server.request("GET", `/api/apps/${app.id}`, { key })).body.app;
+}
+
+async function answer(subdomain = app.subdomain) {
+  return (await viaProxy(server, subdomain)).json();
+}
+
+/** Waits until the app runs a container other than `previous` (a restart happened). */
+async function waitForNewContainer(previousContainerId: string) {
+  for (let attempt = 0; attempt < 240; attempt++) {
+    const containers = await dockerCli("ps", "-q", "--no-trunc", "--filter", `label=platform.app=${app.id}`);
+    const ids = String(containers).trim().split("\n").filter(Boolean);
+    const fresh = await current();
+    if (fresh.status === "running" && ids.length === 1 && ids[0] !== previousContainerId) return ids[0];
+    await Bun.sleep(250);
+  }
+  throw new Error("no new container");
+}
+
+async function servingContainer(): Promise<string> {
+  const ids = String(await dockerCli("ps", "-q", "--no-trunc", "--filter", `label=platform.app=${app.id}`)).trim().split("\n");
+  expect(ids).toHaveLength(1);
+  return ids[0]!;
+}
+
+beforeAll(async () => {
+  server = await TestServer.start();
+  key = (await server.createKey("lifecycle")).key;
+  const deployed = await deployZip(server, key, { name: "versioned", runtime: "node", memoryMB: "96", envVars: JSON.stringify({ SHADE: "red" }) }, source("v1"));
+  app = await waitForStatus(server, key, deployed.body.app.id, ["running", "failed"]);
+  expect(app.status).toBe("running");
+});
+afterAll(() => server.stop());
+
+describe("app lifecycle", () => {
+  test("env vars: GET decrypted, PUT merges and restarts the app with them", async () => {
+    expect((await server.request("GET", `/api/apps/${app.id}/env`, { key })).body.envVars).toEqual({ SHADE: "red" });
+    const before = await servingContainer();
+    const put = await server.request("PUT", `/api/apps/${app.id}/env`, { key, body: { envVars: { SHADE: "blue", SIZE: "xl" } } });
+    expect(put.status).toBe(200);
+    expect(put.body).toMatchObject({ envVars: { SHADE: "blue", SIZE: "xl" }, restarted: true });
+    await waitForNewContainer(before);
+    expect(await answer()).toEqual({ version: "v1", shade: "blue" });
+    const same = await server.request("PUT", `/api/apps/${app.id}/env`, { key, body: { envVars: { SHADE: "blue" } } });
+    expect(same.body.restarted).toBe(false);
+    const badName = await server.request("PUT", `/api/apps/${app.id}/env`, { key, body: { envVars: { "BAD-NAME": "x" } } });
+    expect(badName.status).toBe(400);
+    expect(badName.body.code).toBe("VALIDATION_FAILED");
+  });
+
+  test("settings: memoryMB restarts with the new limit; name alone does not restart", async () => {
+    const before = await servingContainer();
+    const renamed = await server.request("PUT", `/api/apps/${app.id}/settings`, { key, body: { name: "versioned-app" } });
+    expect(renamed.body).toMatchObject({ restarted: false, app: { name: "versioned-app" } });
+    expect(await servingContainer()).toBe(before);
+
+    const resized = await server.request("PUT", `/api/apps/${app.id}/settings`, { key, body: { memoryMB: 160 } });
+    expect(resized.body).toMatchObject({ restarted: true, app: { memoryMB: 160 } });
+    const after = await waitForNewContainer(before);
+    const [inspected] = await dockerCli("inspect", after);
+    expect(inspected.HostConfig.Memory).toBe(160 * 1024 * 1024);
+
+    const invalid = await server.request("PUT", `/api/apps/${app.id}/settings`, { key, body: { memoryMB: 1, exposePort: 70000 } });
+    expect(invalid.status).toBe(400);
+    expect(invalid.body.error).toMatch(/memoryMB|exposePort/);
+    const badSubdomain = await server.request("PUT", `/api/apps/${app.id}/settings`, { key, body: { subdomain: "Not_A-Label" } });
+    expect(badSubdomain.status).toBe(400);
+  });
+
+  test("subdomain: moves the route, unique across the platform", async () => {
+    const moved = await server.request("PUT", `/api/apps/${app.id}/settings`, { key, body: { subdomain: "shiny" } });
+    expect(moved.body.restarted).toBe(false);
+    for (let attempt = 0; attempt < 20 && (await viaProxy(server, "shiny")).status !== 200; attempt++) await Bun.sleep(100);
+    expect((await answer("shiny")).version).toBe("v1");
+    expect((await viaProxy(server, "versioned")).status).toBe(404);
+    app = await current();
+
+    const other = await server.createKey("other", "another-workspace");
+    const clash = await deployZip(server, other.key, { name: "clash", runtime: "node", memoryMB: "64", subdomain: "shiny" }, source("x"));
+    expect(clash.status).toBe(409);
+    expect(clash.body.code).toBe("SUBDOMAIN_TAKEN");
+  });
+
+  test("a redeploy is zero-downtime while a client polls", async () => {
+    let failures = 0;
+    let polls = 0;
+    const versions = new Set<string>();
+    let polling = true;
+    const poller = (async () => {
+      while (polling) {
+        try {
+          const response = await viaProxy(server, app.subdomain);
+          if (response.status !== 200) failures++;
+          else versions.add((await response.json()).version);
+        } catch {
+          failures++;
+        }
+        polls++;
+        await Bun.sleep(20);
+      }
+    })();
+    const redeployed = await deployZip(server, key, { name: "versioned-app", runtime: "node", memoryMB: "160" }, source("v2"));
+    expect(redeployed.status).toBe(202);
+    expect(redeployed.body).toMatchObject({ created: false, app: { id: app.id } });
+    for (let attempt = 0; attempt < 400 && !versions.has("v2"); attempt++) await Bun.sleep(50);
+    await Bun.sleep(1500); // past the old container's retirement
+    polling = false;
+    await poller;
+    expect(versions).toEqual(new Set(["v1", "v2"]));
+    expect(polls).toBeGreaterThan(20);
+    expect(failures).toBe(0);
+    const builds = (await server.request("GET", `/api/apps/${app.id}/builds`, { key })).body.builds;
+    expect(builds[0]).toMatchObject({ id: redeployed.body.buildId, status: "succeeded", trigger: "redeploy" });
+  });
+
+  test("a failed redeploy leaves the previous release serving", async () => {
+    const broken = appZip({ "package.json": JSON.stringify({ name: "versioned", scripts: { build: "exit 1", start: "node server.js" } }) });
+    const response = await deployZip(server, key, { name: "versioned-app", runtime: "node", memoryMB: "160" }, broken);
+    for (let attempt = 0; attempt < 200; attempt++) {
+      const build = (await server.request("GET", `/api/apps/${app.id}/builds`, { key })).body.builds[0];
+      if (build.id === response.body.buildId && build.status === "failed") break;
+      await Bun.sleep(100);
+    }
+    const after = await waitForStatus(server, key, app.id, ["running"]);
+    expect(after.statusReason).toContain("failed");
+    expect((await answer()).version).toBe("v2");
+  });
+
+  test("stop, start and restart", async () => {
+    const stopped = await server.request("POST", `/api/apps/${app.id}/stop`, { key });
+    expect(stopped.body.app.status).toBe("stopped");
+    expect((await viaProxy(server, app.subdomain)).status).toBe(404);
+    const started = await server.request("POST", `/api/apps/${app.id}/start`, { key });
+    expect(started.body.app.status).toBe("running");
+    expect((await answer()).version).toBe("v2");
+    const before = await servingContainer();
+    const restarted = await server.request("POST", `/api/apps/${app.id}/restart`, { key });
+    expect(restarted.body.app.status).toBe("running");
+    expect(await servingContainer()).not.toBe(before);
+    expect((await answer()).version).toBe("v2");
+  });
+
+  test("delete removes containers, images, files and builds; 404 afterwards", async () => {
+    const deleted = await server.request("DELETE", `/api/apps/${app.id}`, { key });
+    expect(deleted.status).toBe(200);
+    expect((await server.request("GET", `/api/apps/${app.id}`, { key })).status).toBe(404);
+    expect((await server.request("GET", `/api/apps/${app.id}/builds`, { key })).status).toBe(404);
+    expect(String(await dockerCli("ps", "-aq", "--filter", `label=platform.app=${app.id}`)).trim()).toBe("");
+    expect(String(await dockerCli("images", "-q", "--filter", `label=platform.app=${app.id}`)).trim()).toBe("");
+    expect(existsSync(`${server.dataDir}/apps/${app.id}`)).toBe(false);
+    expect(readdirSync(`${server.dataDir}/uploads`)).toEqual([]);
+    expect((await viaProxy(server, app.subdomain)).status).toBe(404);
+  });
+});
