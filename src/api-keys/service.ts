@@ -105,14 +105,17 @@ export function createApiKey(
   return { key, apiKey: publicKey(row) };
 }
 
-export function listApiKeys(db: PlatformDb, owner: { workspaceId: string; userId: string }) {
-  return db
+const keysOfOwner = preparedStatement((db) =>
+  db
     .select()
     .from(apiKeys)
-    .where(and(eq(apiKeys.workspaceId, owner.workspaceId), eq(apiKeys.userId, owner.userId)))
+    .where(and(eq(apiKeys.workspaceId, sql.placeholder("workspaceId")), eq(apiKeys.userId, sql.placeholder("userId"))))
     .orderBy(apiKeys.createdAt)
-    .all()
-    .map(publicKey);
+    .prepare(),
+);
+
+export function listApiKeys(db: PlatformDb, owner: { workspaceId: string; userId: string }) {
+  return keysOfOwner(db).all({ workspaceId: owner.workspaceId, userId: owner.userId }).map(publicKey);
 }
 
 /** A key of the caller in the caller's workspace; anyone else's is "not found", never "forbidden". */
