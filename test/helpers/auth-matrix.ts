@@ -3,6 +3,7 @@
 // fails when the server documents an authenticated route that is missing here.
 import { beforeAll, describe, expect, test } from "bun:test";
 import type { TestServer } from "./server";
+import { APP_ROUTES } from "./apps";
 
 /** A key and the workspace it acts in. */
 export interface Tenant {
@@ -62,6 +63,7 @@ export const AUTHENTICATED_ROUTES: AuthenticatedRoute[] = [
   { method: "POST", path: "/api/auth/logout" },
   { method: "GET", path: "/api/machines/" },
   { method: "GET", path: "/api/machines/:machineId", params: { machineId: "local" } },
+  ...APP_ROUTES,
 ];
 
 /** `/api/api-keys/:keyId` -> `/api/api-keys/{keyId}`, the OpenAPI spelling. */
