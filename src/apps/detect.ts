@@ -133,14 +133,30 @@ export function detectPlan(files: AppFiles, runtime: Runtime): BuildPlan {
   throw new DetectionFailed('package.json has no "start" script or "main", and no index/server/app file was found; set a startupCommand');
 }
 
+/** Install and build steps alone, for an app whose start only a custom command knows. */
+function setupSteps(files: AppFiles, runtime: Runtime): BuildPlan {
+  const plan: BuildPlan = { kind: "custom", installCommands: [], buildCommands: [], start: [], explanation: [] };
+  if (runtime === "python") {
+    if (/^\s*[a-z0-9]/im.test(files.read("requirements.txt") ?? "")) plan.installCommands.push("pip install --no-cache-dir -r requirements.txt");
+    return plan;
+  }
+  const pkg = readPackageJson(files);
+  if (!pkg) return plan;
+  if (Object.keys({ ...pkg.dependencies, ...pkg.devDependencies }).length > 0) plan.installCommands.push(nodeInstall(files, runtime));
+  if (pkg.scripts?.build) plan.buildCommands.push(`${runtime === "bun" ? "bun run" : "npm run"} build`);
+  plan.explanation.push(...[...plan.installCommands, ...plan.buildCommands].map((step) => `package.json found: ${step}`));
+  return plan;
+}
+
 /** A custom startupCommand replaces the detected start; install and build steps stay. */
 export function planWithCommand(files: AppFiles, runtime: Runtime, startupCommand: string): BuildPlan {
   if (startupCommand === "auto" || startupCommand.trim() === "") return detectPlan(files, runtime);
   let base: BuildPlan;
   try {
     base = detectPlan(files, runtime);
-  } catch {
-    base = { kind: "custom", installCommands: [], buildCommands: [], start: [], explanation: [] };
+  } catch (error) {
+    if (!(error instanceof DetectionFailed)) throw error;
+    base = setupSteps(files, runtime);
   }
   return {
     ...base,

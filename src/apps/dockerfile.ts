@@ -46,11 +46,16 @@ export function generateDockerfile(plan: BuildPlan, settings: BuildSettings): st
     `FROM ${settings.baseImage}`,
     "WORKDIR /app",
     "COPY --from=build /app /app",
-    `ENV PORT=${settings.port}${settings.runtime === "python" ? " PATH=/app/.venv/bin:$PATH PYTHONUNBUFFERED=1" : " NODE_ENV=production"}`,
+    `ENV PORT=${settings.port}${runtimeEnv(plan, settings.runtime)}`,
     `EXPOSE ${settings.port}`,
     `CMD ${JSON.stringify(plan.start)}`,
   );
   return `${lines.join("\n")}\n`;
+}
+
+function runtimeEnv(plan: BuildPlan, runtime: Runtime): string {
+  if (runtime !== "python") return " NODE_ENV=production";
+  return plan.installCommands.length > 0 ? " PATH=/app/.venv/bin:$PATH PYTHONUNBUFFERED=1" : " PYTHONUNBUFFERED=1";
 }
 
 /** Files the platform adds to the build context beside the app's own. */
