@@ -1,0 +1,91 @@
+// PostgreSQL on the official `postgres` image: POSTGRES_USER (a superuser), POSTGRES_PASSWORD and
+// POSTGRES_DB set up an empty data dir on first start; clients authenticate with the password
+// over TCP. Commands run psql/pg_dump inside the container with PGPASSWORD in their environment.
+import type { Credentials, EngineCommand, EngineDefinition, Probe } from "./types";
+import { majorVersion, sqlString, userInfo } from "./text";
+
+const PORT = 5432;
+const RESERVED_DATABASES = new Set(["template0", "template1"]);
+
+function clientEnv(credentials: Credentials): Record<string, string> {
+  return { PGPASSWORD: credentials.password, PGCONNECT_TIMEOUT: "5" };
+}
+
+/** psql over TCP (not the trusted local socket), so the password is really checked. */
+function psql(credentials: Credentials, ...extra: string[]): string[] {
+  return ["psql", "-X", "-h", "127.0.0.1", "-p", String(PORT), "-U", credentials.username, "-d", credentials.databaseName, ...extra];
+}
+
+function probe(credentials: Credentials): Probe {
+  return { argv: psql(credentials, "-tA", "-c", "SELECT 1"), env: clientEnv(credentials), expectOutput: "1" };
+}
+
+export const postgresql: EngineDefinition = {
+  engine: "postgresql",
+  title: "PostgreSQL",
+  defaultVersion: "17",
+  officialRepository: "postgres",
+  port: PORT,
+  capabilities: ["CHOWN", "SETUID", "SETGID", "DAC_OVERRIDE", "FOWNER"],
+
+  // From 18 on the official image keeps its data under /var/lib/postgresql/<major>/docker and
+  // declares VOLUME /var/lib/postgresql; before, VOLUME /var/lib/postgresql/data. Mount exactly
+  // the declared path, or Docker adds an anonymous volume that would hold the data instead.
+  volumes(version) {
+    const major = majorVersion(version);
+    const modern = major === null || major >= 18;
+    return [{ suffix: "", containerPath: modern ? "/var/lib/postgresql" : "/var/lib/postgresql/data" }];
+  },
+
+  environment({ credentials }) {
+    return {
+      POSTGRES_USER: credentials.username,
+      POSTGRES_PASSWORD: credentials.password,
+      POSTGRES_DB: credentials.databaseName,
+    };
+  },
+
+  command: () => undefined,
+  configFiles: () => ({}),
+
+  credentialProblems({ username, databaseName }) {
+    const problems: string[] = [];
+    if (username.startsWith("pg_")) problems.push("PostgreSQL role names cannot begin with 'pg_'");
+    if (RESERVED_DATABASES.has(databaseName)) problems.push(`'${databaseName}' is a PostgreSQL template database`);
+    return problems;
+  },
+
+  connectionString(credentials, host, port) {
+    return `postgresql://${userInfo(credentials.username, credentials.password)}@${host}:${port}/${credentials.databaseName}`;
+  },
+
+  readinessProbe: probe,
+  passwordProbes: (credentials) => [probe(credentials)],
+
+  rotatePassword(credentials, newPassword): EngineCommand {
+    // log_statement off for this session: the statement carries the new password.
+    const sql = [
+      "SET standard_conforming_strings = on;",
+      "SET log_statement = 'none';",
+      `ALTER ROLE "${credentials.username}" WITH PASSWORD ${sqlString(newPassword)};`,
+      "",
+    ].join("\n");
+    return { argv: psql(credentials, "-q", "-v", "ON_ERROR_STOP=1"), env: clientEnv(credentials), stdin: sql };
+  },
+
+  applyMemory: () => null,
+
+  dump(credentials) {
+    return {
+      argv: [
+        "pg_dump", "-h", "127.0.0.1", "-p", String(PORT), "-U", credentials.username, "-d", credentials.databaseName,
+        "--clean", "--if-exists", "--no-owner", "--no-privileges",
+      ],
+      env: clientEnv(credentials),
+    };
+  },
+
+  restore({ credentials }) {
+    return { mode: "stream", command: { argv: psql(credentials, "-q", "-1", "-v", "ON_ERROR_STOP=1"), env: clientEnv(credentials) } };
+  },
+};

@@ -1,0 +1,102 @@
+// Redis on the official `redis` image, started as `redis-server <config file>`. The platform
+// writes that file before every start: an ACL user named after the database's username holding
+// the SHA-256 of the password (the plaintext is never in the container, nor on a command line),
+// the `default` user switched off, AOF persistence, and maxmemory under the container's limit.
+// Needs Redis 6 or newer (ACL users).
+import type { Credentials, EngineCommand, EngineDefinition, Probe } from "./types";
+import { userInfo } from "./text";
+import { sha256Hex } from "../../crypto/tokens";
+
+const PORT = 6379;
+export const REDIS_CONFIG_PATH = "/usr/local/etc/redis/redis.conf";
+const DATA_PATH = "/data";
+/** Redis' own limit stays below the container's, so it refuses writes instead of being OOM-killed. */
+const MAXMEMORY_SHARE = 0.75;
+
+function maxmemoryMB(memoryMB: number): number {
+  return Math.max(64, Math.floor(memoryMB * MAXMEMORY_SHARE));
+}
+
+/** redis-cli over TCP as the database's user; the password comes from REDISCLI_AUTH. */
+function cli(credentials: Credentials, ...command: string[]): Pick<EngineCommand, "argv" | "env"> {
+  return {
+    argv: ["redis-cli", "-h", "127.0.0.1", "-p", String(PORT), "--user", credentials.username, "--no-auth-warning", ...command],
+    env: { REDISCLI_AUTH: credentials.password },
+  };
+}
+
+function probe(credentials: Credentials): Probe {
+  return { ...cli(credentials, "PING"), expectOutput: "PONG" };
+}
+
+export function redisConfig(credentials: Credentials, memoryMB: number, options: { appendonly?: boolean } = {}): string {
+  const lines = [
+    "# Written by the platform before every start; edits here are replaced.",
+    "bind * -::*",
+    `port ${PORT}`,
+    "protected-mode no",
+    `dir ${DATA_PATH}`,
+    `appendonly ${options.appendonly === false ? "no" : "yes"}`,
+    "appendfsync everysec",
+    `maxmemory ${maxmemoryMB(memoryMB)}mb`,
+    "maxmemory-policy noeviction",
+  ];
+  if (credentials.username !== "default") lines.push("user default off");
+  lines.push(`user ${credentials.username} on #${sha256Hex(credentials.password)} ~* &* +@all`);
+  return `${lines.join("\n")}\n`;
+}
+
+export const redis: EngineDefinition = {
+  engine: "redis",
+  title: "Redis",
+  defaultVersion: "7",
+  officialRepository: "redis",
+  port: PORT,
+  capabilities: ["CHOWN", "SETUID", "SETGID", "DAC_OVERRIDE", "FOWNER"],
+
+  volumes: () => [{ suffix: "", containerPath: DATA_PATH }],
+  environment: () => ({}),
+  command: () => ["redis-server", REDIS_CONFIG_PATH],
+
+  configFiles({ credentials, memoryMB }) {
+    return { [REDIS_CONFIG_PATH]: redisConfig(credentials, memoryMB) };
+  },
+
+  credentialProblems: () => [],
+
+  // Redis has numbered databases rather than named ones: the name is recorded, not part of the URL.
+  connectionString(credentials, host, port) {
+    return `redis://${userInfo(credentials.username, credentials.password)}@${host}:${port}`;
+  },
+
+  readinessProbe: probe,
+  passwordProbes: (credentials) => [probe(credentials)],
+
+  // Only the new password's hash goes into the container; the command travels on stdin.
+  rotatePassword(credentials, newPassword) {
+    return {
+      ...cli(credentials),
+      stdin: `ACL SETUSER ${credentials.username} resetpass #${sha256Hex(newPassword)}\n`,
+      expectOutput: "OK",
+    };
+  },
+
+  applyMemory(credentials, memoryMB) {
+    return { ...cli(credentials, "CONFIG", "SET", "maxmemory", `${maxmemoryMB(memoryMB)}mb`), expectOutput: "OK" };
+  },
+
+  dump(credentials) {
+    return cli(credentials, "--rdb", "-");
+  },
+
+  // An RDB snapshot can only be loaded at start: write it while stopped, start once without AOF
+  // (so Redis reads the snapshot), then turn AOF back on, which rewrites it from memory.
+  restore({ credentials, memoryMB }) {
+    return {
+      mode: "data-file",
+      path: `${DATA_PATH}/dump.rdb`,
+      bootFiles: { [REDIS_CONFIG_PATH]: redisConfig(credentials, memoryMB, { appendonly: false }) },
+      afterStart: [{ ...cli(credentials, "CONFIG", "SET", "appendonly", "yes"), expectOutput: "OK" }],
+    };
+  },
+};

@@ -1,0 +1,84 @@
+// What the platform needs to know about one database engine, as pure data and pure functions:
+// the container's image, environment, command, data path, port and capabilities; the connection
+// string; and the commands run inside the container (readiness probe, password rotation, dump,
+// restore). Commands are argv arrays: secrets travel in `env`, `stdin` or short-lived `files`,
+// never in argv, so `ps` inside or outside the container never shows them.
+import type { Engine } from "../../config";
+import type { Capability } from "../../docker/container-spec";
+
+export type { Engine };
+
+export interface Credentials {
+  username: string;
+  password: string;
+  databaseName: string;
+}
+
+export interface EngineCommand {
+  argv: string[];
+  env?: Record<string, string>;
+  /** Text fed on stdin, e.g. SQL carrying a password. */
+  stdin?: string;
+  /** Files (absolute path -> content) written into the container just before the command and removed after it. */
+  files?: Record<string, string>;
+  /** When set, the command only succeeded if its trimmed stdout is exactly this (redis-cli exits 0 on errors). */
+  expectOutput?: string;
+}
+
+/** A query that needs the credentials and answers `expectOutput` only when they are accepted. */
+export interface Probe extends EngineCommand {
+  expectOutput: string;
+}
+
+export interface VolumeMount {
+  /** Appended to the database's volume name; "" is the main data volume. */
+  suffix: string;
+  containerPath: string;
+}
+
+/**
+ * How a dump goes back in. `stream`: the dump is fed to `command` on stdin while the engine runs.
+ * `data-file`: the engine must be stopped, the dump written to `path`, the engine started once with
+ * `bootFiles` (e.g. persistence off so it loads the file), then `afterStart` run.
+ */
+export type RestorePlan =
+  | { mode: "stream"; command: EngineCommand }
+  | { mode: "data-file"; path: string; bootFiles: Record<string, string>; afterStart: EngineCommand[] };
+
+export interface ContainerSettings {
+  credentials: Credentials;
+  version: string;
+  memoryMB: number;
+}
+
+export interface EngineDefinition {
+  engine: Engine;
+  /** Human name for messages: "PostgreSQL". */
+  title: string;
+  defaultVersion: string;
+  /** Docker Hub repository of the official image ("postgres"): only then is the tag replaced by `version`. */
+  officialRepository: string;
+  port: number;
+  capabilities: Capability[];
+  /** Named volumes and where they are mounted; covers every VOLUME the official image declares, so none is anonymous. */
+  volumes(version: string): VolumeMount[];
+  environment(settings: ContainerSettings): Record<string, string>;
+  /** argv of the container; undefined keeps the image's own CMD. */
+  command(settings: ContainerSettings): string[] | undefined;
+  /** Files (absolute path -> content) written into the container before every start. */
+  configFiles(settings: ContainerSettings): Record<string, string>;
+  /** Engine-specific rules the shared patterns don't cover (reserved names, length); a message per problem. */
+  credentialProblems(credentials: Pick<Credentials, "username" | "databaseName">): string[];
+  connectionString(credentials: Credentials, host: string, port: number): string;
+  /** A real query over TCP with the credentials: the engine is ready only when it answers. */
+  readinessProbe(credentials: Credentials): Probe;
+  /** Probes of every account that holds the database password (old must fail and new must work after a rotation). */
+  passwordProbes(credentials: Credentials): Probe[];
+  /** Changes the password inside the engine, authenticated with the current one. */
+  rotatePassword(credentials: Credentials, newPassword: string): EngineCommand;
+  /** Applies a new memory size to the running engine, when it has its own limit (Redis maxmemory). */
+  applyMemory(credentials: Credentials, memoryMB: number): EngineCommand | null;
+  /** Writes the whole `databaseName` (or the whole instance for Redis) to stdout, uncompressed. */
+  dump(credentials: Credentials): EngineCommand;
+  restore(settings: ContainerSettings): RestorePlan;
+}

@@ -1,0 +1,178 @@
+// The Docker side of one database, through the driver: its container spec (pure), creating the
+// container with its volumes on the workspace network, writing config files before a start,
+// running engine commands with secrets kept out of argv and out of error texts, waiting until the
+// engine answers a real query, and removing everything.
+import type { Config } from "../config";
+import type { databases } from "../db/schema";
+import type { DockerDriver } from "../docker/driver";
+import { LABEL_DATABASE, LABEL_MANAGED, LABEL_WORKSPACE, type ContainerSpec } from "../docker/container-spec";
+import { workspaceNetworkLabels, workspaceNetworkName } from "../docker/workspace-network";
+import { resolveImage, type Credentials, type EngineCommand, type EngineDefinition } from "./engines";
+
+export type DatabaseRow = typeof databases.$inferSelect;
+
+/** The database, its engine and its plaintext credentials on the machine it lives on. */
+export interface DatabaseTarget {
+  driver: DockerDriver;
+  definition: EngineDefinition;
+  row: DatabaseRow;
+  credentials: Credentials;
+  config: Config;
+}
+
+export interface CommandResult {
+  ok: boolean;
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+const COMMAND_TIMEOUT_MS = 60_000;
+const STOP_TIMEOUT_SECONDS = 30;
+const PROBE_INTERVAL_MS = 500;
+
+export function containerNameOf(databaseId: string): string {
+  return `platform-db-${databaseId}`;
+}
+
+export function volumeNameOf(databaseId: string): string {
+  return `platform-db-${databaseId}-data`;
+}
+
+export function labelsOf(row: Pick<DatabaseRow, "id" | "workspaceId">): Record<string, string> {
+  return { [LABEL_MANAGED]: "true", [LABEL_WORKSPACE]: row.workspaceId, [LABEL_DATABASE]: row.id };
+}
+
+/** Every named volume of the database: the data volume plus any other VOLUME its image declares. */
+export function volumesOf(definition: EngineDefinition, row: Pick<DatabaseRow, "volumeName" | "version">) {
+  return definition.volumes(row.version).map((mount) => ({ volumeName: row.volumeName + mount.suffix, containerPath: mount.containerPath }));
+}
+
+export function containerSpecOf(target: Omit<DatabaseTarget, "driver">): ContainerSpec {
+  const { definition, row, credentials, config } = target;
+  const settings = { credentials, version: row.version, memoryMB: row.memoryMB };
+  return {
+    name: containerNameOf(row.id),
+    image: resolveImage(config.images[definition.engine], definition, row.version),
+    command: definition.command(settings),
+    env: definition.environment(settings),
+    labels: labelsOf(row),
+    memoryMB: row.memoryMB,
+    capabilities: definition.capabilities,
+    network: { name: workspaceNetworkName(row.workspaceId), aliases: [row.name] },
+    publish: { containerPort: definition.port, hostIp: config.dbBindAddress },
+    volumes: volumesOf(definition, row),
+    restartPolicy: "unless-stopped",
+  };
+}
+
+/** Replaces every secret in a text shown to users (error texts, operation rows). */
+export function redact(text: string, secrets: string[]): string {
+  let result = text;
+  for (const secret of secrets) if (secret.length >= 4) result = result.replaceAll(secret, "****");
+  return result;
+}
+
+function lastLine(text: string): string {
+  return text.trim().split("\n").filter(Boolean).at(-1) ?? "";
+}
+
+async function withTimeout<T>(work: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)));
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Creates volumes, network and container (not started); answers the container id. */
+export async function createContainer(target: DatabaseTarget, onProgress?: (line: string) => void): Promise<string> {
+  const spec = containerSpecOf(target);
+  await target.driver.ensureImage(spec.image, onProgress);
+  for (const volume of spec.volumes ?? []) await target.driver.createVolume(volume.volumeName, labelsOf(target.row));
+  await target.driver.ensureNetwork(spec.network!.name, workspaceNetworkLabels(target.row.workspaceId));
+  return target.driver.createContainer(spec);
+}
+
+/** Writes the engine's config files (Redis' ACL and settings) into the container, running or not. */
+export async function writeConfigFiles(target: DatabaseTarget, containerId: string, files?: Record<string, string>) {
+  const settings = { credentials: target.credentials, version: target.row.version, memoryMB: target.row.memoryMB };
+  const wanted = files ?? target.definition.configFiles(settings);
+  if (Object.keys(wanted).length === 0) return;
+  await target.driver.copyToContainer(containerId, "/", Object.fromEntries(Object.entries(wanted).map(([path, text]) => [path.replace(/^\/+/, ""), text])));
+}
+
+/** Starts the container with fresh config files; answers the host port Docker published this time. */
+export async function startContainer(target: DatabaseTarget, containerId: string): Promise<number | null> {
+  await writeConfigFiles(target, containerId);
+  await target.driver.startContainer(containerId);
+  return (await target.driver.inspectContainer(containerId)).ports[target.definition.port] ?? null;
+}
+
+export async function stopContainer(target: Pick<DatabaseTarget, "driver">, containerId: string) {
+  await target.driver.stopContainer(containerId, STOP_TIMEOUT_SECONDS);
+}
+
+/** Runs an engine command inside the container; secrets never reach the command line or the answer. */
+export async function runCommand(target: DatabaseTarget, containerId: string, command: EngineCommand, secrets: string[]): Promise<CommandResult> {
+  const files = Object.keys(command.files ?? {});
+  if (files.length > 0) await writeConfigFiles(target, containerId, command.files);
+  try {
+    const result = await withTimeout(
+      target.driver.exec(containerId, {
+        command: command.argv,
+        env: command.env,
+        stdin: command.stdin === undefined ? undefined : new TextEncoder().encode(command.stdin),
+      }),
+      COMMAND_TIMEOUT_MS,
+      `${command.argv[0]} did not finish within ${COMMAND_TIMEOUT_MS / 1000} s`,
+    );
+    const ok = result.exitCode === 0 && (command.expectOutput === undefined || result.stdout.trim() === command.expectOutput);
+    return { ok, exitCode: result.exitCode, stdout: redact(result.stdout, secrets), stderr: redact(result.stderr, secrets) };
+  } finally {
+    if (files.length > 0) await target.driver.exec(containerId, { command: ["rm", "-f", ...files] }).catch(() => undefined);
+  }
+}
+
+/** What a failed command said, for an error text. */
+export function problemOf(result: CommandResult): string {
+  return lastLine(result.stderr) || lastLine(result.stdout) || `exit code ${result.exitCode}`;
+}
+
+async function recentLogs(target: DatabaseTarget, containerId: string): Promise<string> {
+  try {
+    const lines = await target.driver.logs(containerId, { tail: 5, timestamps: false });
+    return redact(lines.map((line) => line.text).join(" | "), [target.credentials.password]);
+  } catch {
+    return "";
+  }
+}
+
+/** Polls the engine with a real query until it answers, the container dies, or time runs out. */
+export async function waitUntilReady(target: DatabaseTarget, containerId: string, timeoutMs: number): Promise<void> {
+  const { definition, credentials } = target;
+  const deadline = Date.now() + timeoutMs;
+  let lastProblem = "no answer yet";
+  for (;;) {
+    const container = await target.driver.inspectContainer(containerId);
+    if (!container.running || container.state === "restarting") {
+      const logs = await recentLogs(target, containerId);
+      throw new Error(`${definition.title} exited with code ${container.exitCode ?? "?"} before answering${logs ? `: ${logs}` : ""}`);
+    }
+    const result = await runCommand(target, containerId, definition.readinessProbe(credentials), [credentials.password]);
+    if (result.ok) return;
+    lastProblem = problemOf(result);
+    if (Date.now() > deadline) {
+      throw new Error(`${definition.title} did not answer a query within ${Math.round(timeoutMs / 1000)} s (last answer: ${lastProblem})`);
+    }
+    await Bun.sleep(PROBE_INTERVAL_MS);
+  }
+}
+
+/** Removes the container and every volume of the database (only volumes carrying the platform's label). */
+export async function removeEverything(target: Pick<DatabaseTarget, "driver" | "definition" | "row">): Promise<void> {
+  await target.driver.removeContainer(containerNameOf(target.row.id));
+  for (const volume of volumesOf(target.definition, target.row)) await target.driver.removeVolume(volume.volumeName);
+}
