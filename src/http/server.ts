@@ -11,6 +11,7 @@ import { authRoutes } from "../auth";
 import { apiKeysRoutes } from "../api-keys";
 import { organizationRoutes } from "../organization";
 import { machinesRoutes } from "../machines";
+import { databasesRoutes } from "../databases";
 import { appsRoutes } from "../apps";
 
 function errorResponse(code: ErrorCode, message: string, headers: Record<string, string> = {}) {
@@ -56,6 +57,7 @@ export function createServer(ctx: ServerContext) {
     .use(apiKeysRoutes(ctx))
     .use(organizationRoutes(ctx))
     .use(machinesRoutes(ctx))
+    .use(databasesRoutes(ctx))
     .use(appsRoutes(ctx));
 }
 

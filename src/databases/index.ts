@@ -1,0 +1,239 @@
+// Routes of /api/databases: validate, call ./service (and its operation files), shape the envelope.
+import { Elysia } from "elysia";
+import type { ServerContext } from "../http/context";
+import { auditActor, authPlugin, type Principal } from "../http/auth";
+import { ok } from "../http/envelope";
+import {
+  createDatabaseBody,
+  databaseIdParams,
+  deleteQuery,
+  LIMITS,
+  logsQuery,
+  rotatePasswordBody,
+  settingsBody,
+  workspaceQuery,
+} from "./model";
+import { DatabaseService } from "./service";
+import { deleteDatabase, startDatabase, stopDatabase, updateSettings } from "./lifecycle";
+import { rotatePassword } from "./rotation";
+
+const STATUSES =
+  "Database `status`: `provisioning` (container being created or started, the engine does not answer yet), `running` " +
+  "(the engine answered a real query with the credentials), `stopped`, `failed` (`statusReason` says why; POST start tries " +
+  "again), `deleting`.";
+const DATABASE_FIELDS =
+  "`database`: id, name, engine, version, status, statusReason, memoryMB, storageGB, username, databaseName, machineId, " +
+  "host and port (published on PLATFORM_DB_BIND_ADDRESS, named by PLATFORM_PUBLIC_HOST), internalHost and internalPort " +
+  "(the name is the database's alias on the workspace network its apps share), connectionString and " +
+  "internalConnectionString (`postgresql://`, `mysql://`, `mongodb://...?authSource=admin`, `redis://`), createdAt, updatedAt. " +
+  "Docker chooses the host port each time the container starts (and on a rename), so read the connection string again after those.";
+const OPERATION =
+  "`operationId` and `operation` (id, type, status `pending` -> `running` -> `succeeded` | `failed`, error, actor, startedAt, finishedAt).";
+const STORAGE =
+  "`storageGB` is an allowance: Docker local volumes cannot enforce a size, so the volume's real use is measured " +
+  "(`storage.usedBytes`, measured again once the last measure is 2 seconds old) and `storage.warning` is set once it is over the allowance.";
+
+function actorOf(principal: Principal) {
+  const actor = auditActor(principal);
+  return { type: actor.type, id: actor.id };
+}
+
+export function databasesRoutes(ctx: ServerContext) {
+  const service = new DatabaseService({ db: ctx.db, machines: ctx.machines, secrets: ctx.secrets, config: ctx.config });
+  ctx.reconciler.register(service.containerOwner());
+  const withOperation = <T extends { operationId: string }>(result: T) => ({ ...result, operation: service.operations.get(result.operationId) });
+
+  return new Elysia({ prefix: "/api/databases", tags: ["Databases"] })
+    .use(authPlugin(ctx))
+    .post(
+      "/",
+      async ({ principal, body, set }) => {
+        const created = await service.create(principal.workspaceId, body, actorOf(principal));
+        set.status = 201;
+        return ok(withOperation(created));
+      },
+      {
+        auth: true,
+        body: createDatabaseBody,
+        query: workspaceQuery,
+        detail: {
+          summary: "Create a database",
+          description:
+            "Creates a PostgreSQL, MySQL, MongoDB or Redis database: a named volume, a container of the engine's image on the " +
+            "workspace network with the memory limit, and a port published on the host. Answers 201 as soon as the container has " +
+            `started, with ${DATABASE_FIELDS} The connection string carries the real password (only here and in GET one). ` +
+            `Then ${OPERATION} The status moves from \`provisioning\` to \`running\` once the engine answers a query with the ` +
+            "credentials, or to `failed` with the reason. Defaults: version postgresql 17, mysql 8.4, mongodb 8, redis 7; " +
+            "memoryMB 512 (>= 256); storageGB 5 (>= 1); username `user_` + 8 random characters; password 32 random characters; " +
+            "databaseName from the name. Image: the engine's PLATFORM_IMAGE_* setting; when it names the official image " +
+            "(postgres, mysql, mongo, redis) its tag is replaced by `version`, otherwise the image is used as set. " +
+            `${STORAGE} MySQL: the password is root's too. Redis: the username is an ACL user (\`default\` is switched off). ` +
+            "409 `NAME_TAKEN` when the name is used in the workspace; 400 `UNKNOWN_MACHINE`; 503 `DOCKER_UNAVAILABLE` or `IMAGE_UNAVAILABLE`.",
+        },
+      },
+    )
+    .get(
+      "/",
+      ({ principal }) => {
+        const databases = service.list(principal.workspaceId);
+        return ok({ databases, meta: { total: databases.length } });
+      },
+      {
+        auth: true,
+        query: workspaceQuery,
+        detail: {
+          summary: "List databases",
+          description:
+            "Answers `databases` (fields as in GET one, without `storage`) with connection strings masked " +
+            "(`postgresql://user:****@host:port/db`), and `meta.total`. Statuses are as last synced. " + STATUSES,
+        },
+      },
+    )
+    .get("/:databaseId", async ({ principal, params }) => ok({ database: await service.get(principal.workspaceId, params.databaseId) }), {
+      auth: true,
+      params: databaseIdParams,
+      query: workspaceQuery,
+      detail: {
+        summary: "Get a database",
+        description:
+          `Reads the container first, so the status is live. ${DATABASE_FIELDS} Plus \`storage\`: allowanceBytes, usedBytes, ` +
+          `overAllowance, warning. ${STORAGE} ${STATUSES}`,
+      },
+    })
+    .patch(
+      "/:databaseId/settings",
+      async ({ principal, params, body }) =>
+        ok(withOperation(await updateSettings(service, principal.workspaceId, params.databaseId, body, actorOf(principal)))),
+      {
+        auth: true,
+        params: databaseIdParams,
+        body: settingsBody,
+        query: workspaceQuery,
+        detail: {
+          summary: "Change name or memory",
+          description:
+            "`memoryMB` (>= 256) is applied to the running container at once, without a restart (Redis' maxmemory follows). " +
+            "A new `name` is also the new alias on the workspace network. Answers `database` and " + OPERATION +
+            " 409 `BUSY` while another operation runs; 409 `OPERATION_FAILED` when Docker refuses the limit (e.g. below current use).",
+        },
+      },
+    )
+    .get("/:databaseId/stats", async ({ principal, params }) => ok({ stats: await service.stats(principal.workspaceId, params.databaseId) }), {
+      auth: true,
+      params: databaseIdParams,
+      query: workspaceQuery,
+      detail: {
+        summary: "Live container stats",
+        description:
+          "Answers `stats`: running (boolean), cpuPercent (percent of one CPU, like `docker stats`), memoryUsedBytes (without " +
+          "reclaimable page cache), memoryLimitBytes, networkRxBytes and networkTxBytes (since the container started), " +
+          "blockReadBytes, blockWriteBytes, pids, storageUsedBytes, storageAllowanceBytes, storageWarning. A stopped database " +
+          "answers zeros with running false.",
+      },
+    })
+    .get(
+      "/:databaseId/logs",
+      async ({ principal, params, query }) => {
+        const lines = await service.logs(principal.workspaceId, params.databaseId, {
+          tail: query.tail ?? LIMITS.logsTail.default,
+          timestamps: query.timestamps ?? false,
+        });
+        return ok({ lines });
+      },
+      {
+        auth: true,
+        params: databaseIdParams,
+        query: logsQuery,
+        detail: {
+          summary: "Recent logs of the database process",
+          description: "Answers `lines`, an array of strings (stdout and stderr interleaved), each prefixed with its RFC 3339 timestamp when `timestamps=true`. `tail` out of 1-2000 is 400.",
+        },
+      },
+    )
+    .post(
+      "/:databaseId/start",
+      ({ principal, params, set }) => {
+        set.status = 202;
+        return ok(withOperation(startDatabase(service, principal.workspaceId, params.databaseId, actorOf(principal))));
+      },
+      {
+        auth: true,
+        params: databaseIdParams,
+        query: workspaceQuery,
+        detail: {
+          summary: "Start a database",
+          description:
+            "Answers 202 at once with `database` (status `provisioning`) and " + OPERATION +
+            " The status becomes `running` when the engine answers a query, else `failed`. A missing container is created again on the kept volume.",
+        },
+      },
+    )
+    .post(
+      "/:databaseId/stop",
+      async ({ principal, params }) => ok(withOperation(await stopDatabase(service, principal.workspaceId, params.databaseId, actorOf(principal)))),
+      {
+        auth: true,
+        params: databaseIdParams,
+        query: workspaceQuery,
+        detail: { summary: "Stop a database", description: "Stops the engine cleanly (data kept on its volume). Answers `database` (status `stopped`) and " + OPERATION },
+      },
+    )
+    .delete(
+      "/:databaseId",
+      async ({ principal, params }) => {
+        const { database } = await deleteDatabase(service, principal.workspaceId, params.databaseId, actorOf(principal));
+        return ok({ deleted: true, database });
+      },
+      {
+        auth: true,
+        params: databaseIdParams,
+        query: deleteQuery,
+        detail: {
+          summary: "Delete a database",
+          description:
+            "Removes the container and its volumes permanently, then the database and its operations history. Answers " +
+            "`deleted: true` and `database` as it was (masked). `keepBackups=true` keeps its backups (there are none yet).",
+        },
+      },
+    )
+    .post(
+      "/:databaseId/rotate-password",
+      ({ principal, params, body, set }) => {
+        set.status = 202;
+        return ok(withOperation(rotatePassword(service, principal.workspaceId, params.databaseId, body?.password, actorOf(principal))));
+      },
+      {
+        auth: true,
+        params: databaseIdParams,
+        body: rotatePasswordBody,
+        query: workspaceQuery,
+        detail: {
+          summary: "Rotate the password",
+          description:
+            "Changes the password inside the engine (PostgreSQL ALTER ROLE; MySQL ALTER USER for the user and root at '%' and " +
+            "'localhost'; Redis ACL SETUSER, kept in the config file read at start; MongoDB changeUserPassword). `password`: " +
+            "8-128 printable ASCII characters without spaces, generated (32 characters) when absent. Answers 202 with " + OPERATION +
+            " The operation succeeds once the new password works and the old one is refused; GET the database for the new " +
+            "connection string. 409 `NOT_RUNNING` unless the database runs.",
+        },
+      },
+    )
+    .get(
+      "/:databaseId/operations",
+      ({ principal, params }) => {
+        const operations = service.listOperations(principal.workspaceId, params.databaseId);
+        return ok({ operations, meta: { total: operations.length } });
+      },
+      {
+        auth: true,
+        params: databaseIdParams,
+        query: workspaceQuery,
+        detail: {
+          summary: "Operations history",
+          description:
+            "Answers `operations`, newest first: id, databaseId, type (`create`, `start`, `stop`, `settings`, `rotate-password`, " +
+            "`delete`; later `backup`, `restore`), status (`pending`, `running`, `succeeded`, `failed`), error, actor {type, id}, startedAt, finishedAt.",
+        },
+      },
+    );
+}

@@ -1,0 +1,128 @@
+// Start, stop, settings and delete of a database. Each is one operation in the history and holds
+// the database while it runs (a second operation meanwhile gets 409 BUSY). Start answers at once
+// and finishes in the background; the others finish before answering.
+import { eq } from "drizzle-orm";
+import { databases } from "../db/schema";
+import { ApiError } from "../http/errors";
+import { workspaceNetworkName } from "../docker/workspace-network";
+import type { SettingsInput } from "./model";
+import type { OperationActor } from "./operations";
+import {
+  createContainer,
+  problemOf,
+  removeEverything,
+  runCommand,
+  startContainer,
+  stopContainer,
+  writeConfigFiles,
+  type DatabaseTarget,
+} from "./runtime";
+import type { DatabaseService } from "./service";
+
+const START_READY_TIMEOUT_MS = 120_000;
+
+/** The container, created again on the kept volumes when it has gone missing. */
+async function ensureContainer(service: DatabaseService, target: DatabaseTarget): Promise<string> {
+  const existing = await service.containerOf(target);
+  if (existing) return existing.id;
+  const containerId = await createContainer(target);
+  service.update(target.row.id, { containerId });
+  return containerId;
+}
+
+/** Starts the engine (recreating a missing container); running once it answers a real query. */
+export function startDatabase(service: DatabaseService, workspaceId: string, databaseId: string, actor: OperationActor) {
+  const row = service.find(workspaceId, databaseId);
+  const target = service.targetOf(row);
+  const operation = service.operations.begin(row, "start", actor);
+  service.update(row.id, { status: "provisioning", statusReason: null });
+  service.track(
+    operation.run(async () => {
+      try {
+        const containerId = await ensureContainer(service, target);
+        service.update(row.id, { hostPort: await startContainer(target, containerId) });
+      } catch (error) {
+        service.update(row.id, { status: "failed", statusReason: `Start failed: ${(error as Error).message}` });
+        throw error;
+      }
+      await service.becomeReady(target, START_READY_TIMEOUT_MS);
+    }),
+  );
+  return { database: service.view(service.reload(row), { masked: false }), operationId: operation.id };
+}
+
+export async function stopDatabase(service: DatabaseService, workspaceId: string, databaseId: string, actor: OperationActor) {
+  const row = service.find(workspaceId, databaseId);
+  const target = service.targetOf(row);
+  const operation = service.operations.begin(row, "stop", actor);
+  await operation.run(async () => {
+    const container = await service.containerOf(target);
+    if (container) await stopContainer(target, container.id);
+    service.update(row.id, { status: "stopped", statusReason: null });
+  });
+  return { database: service.view(service.reload(row), { masked: false }), operationId: operation.id };
+}
+
+/**
+ * Renames (the alias on the workspace network follows; Docker publishes the port anew) and/or
+ * applies a new memory limit to the container as it runs, with no restart and no data loss.
+ */
+export async function updateSettings(service: DatabaseService, workspaceId: string, databaseId: string, input: SettingsInput, actor: OperationActor) {
+  const row = service.find(workspaceId, databaseId);
+  const rename = input.name !== undefined && input.name !== row.name;
+  const resize = input.memoryMB !== undefined && input.memoryMB !== row.memoryMB;
+  if (rename) service.assertNameFree(workspaceId, input.name!);
+  const operation = service.operations.begin(row, "settings", actor);
+  await operation.run(async () => {
+    const updated = { ...row, name: input.name ?? row.name, memoryMB: input.memoryMB ?? row.memoryMB };
+    const target = service.targetOf(updated);
+    const container = await service.containerOf(target);
+    let hostPort = row.hostPort;
+    if (resize && container) {
+      try {
+        await target.driver.updateContainerMemory(container.id, updated.memoryMB);
+      } catch (error) {
+        if (error instanceof ApiError) throw error;
+        throw new ApiError("OPERATION_FAILED", `Docker refused the new memory limit: ${(error as Error).message}`);
+      }
+      await writeConfigFiles(target, container.id);
+      const applyMemory = target.definition.applyMemory(target.credentials, updated.memoryMB);
+      if (applyMemory && container.running) {
+        const result = await runCommand(target, container.id, applyMemory, [target.credentials.password]);
+        if (!result.ok) throw new ApiError("OPERATION_FAILED", `${target.definition.title} refused the new memory size: ${problemOf(result)}`);
+      }
+    }
+    if (rename && container) {
+      await target.driver.setNetworkAliases(container.id, workspaceNetworkName(row.workspaceId), [updated.name]);
+      hostPort = (await target.driver.inspectContainer(container.id)).ports[target.definition.port] ?? null;
+    }
+    try {
+      service.update(row.id, { name: updated.name, memoryMB: updated.memoryMB, hostPort });
+    } catch (error) {
+      if (String(error).includes("UNIQUE")) throw new ApiError("NAME_TAKEN", `A database named '${updated.name}' already exists in this workspace`);
+      throw error;
+    }
+  });
+  return { database: service.view(service.reload(row), { masked: false }), operationId: operation.id };
+}
+
+/**
+ * Removes the container and the volumes for good, then the row (its operations history goes
+ * with it). `keepBackups` is accepted for when backups exist; there are none to keep yet.
+ */
+export async function deleteDatabase(service: DatabaseService, workspaceId: string, databaseId: string, actor: OperationActor) {
+  const row = service.find(workspaceId, databaseId);
+  const target = service.targetOf(row);
+  const operation = service.operations.begin(row, "delete", actor);
+  try {
+    await operation.run(async () => {
+      service.update(row.id, { status: "deleting", statusReason: null });
+      await removeEverything(target);
+      service.db.delete(databases).where(eq(databases.id, row.id)).run();
+    });
+  } catch (error) {
+    service.update(row.id, { status: "failed", statusReason: `Delete failed: ${(error as Error).message}; DELETE again to retry` });
+    throw error;
+  }
+  return { database: { ...service.view(row, { masked: true }), status: "deleting" as const }, operationId: operation.id };
+}

@@ -1,0 +1,144 @@
+// The operations history of databases and the rule that one database runs one operation at a
+// time. Every operation is a database_operations row (pending -> running -> succeeded | failed,
+// with the error text, the actor and its times); while it runs, the database is held in memory
+// and a second operation gets 409 BUSY. The platform is one process, so an in-memory hold is the
+// whole truth; rows left pending or running by a crash are closed as failed at the next start.
+import { desc, eq, inArray, sql } from "drizzle-orm";
+import type { PlatformDb } from "../db";
+import { databaseOperations } from "../db/schema";
+import { newId } from "../crypto/tokens";
+import { ApiError } from "../http/errors";
+import type { OperationStatus, OperationType } from "./model";
+
+export interface OperationActor {
+  type: string;
+  id: string | null;
+}
+
+function operationView(row: typeof databaseOperations.$inferSelect) {
+  return {
+    id: row.id,
+    databaseId: row.databaseId,
+    type: row.type,
+    status: row.status as OperationStatus,
+    error: row.error,
+    actor: { type: row.actorType, id: row.actorId },
+    startedAt: new Date(row.startedAt).toISOString(),
+    finishedAt: row.finishedAt === null ? null : new Date(row.finishedAt).toISOString(),
+  };
+}
+
+export const INTERRUPTED = "interrupted: the platform stopped while this operation ran";
+
+export class Operation {
+  private finished = false;
+
+  constructor(
+    readonly id: string,
+    readonly type: OperationType,
+    private readonly operations: Operations,
+    private readonly databaseId: string,
+  ) {}
+
+  /** Runs the work as this operation: marks it running, then succeeded or failed, and frees the database. */
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    this.operations.mark(this.id, "running");
+    try {
+      const result = await work();
+      this.operations.mark(this.id, "succeeded");
+      return result;
+    } catch (error) {
+      this.operations.mark(this.id, "failed", (error as Error).message || String(error));
+      throw error;
+    } finally {
+      this.release();
+    }
+  }
+
+  /** Frees the database without running (the work could not even start). */
+  release() {
+    if (this.finished) return;
+    this.finished = true;
+    this.operations.release(this.databaseId, this.id);
+  }
+}
+
+export class Operations {
+  private readonly held = new Map<string, { operationId: string; type: OperationType }>();
+
+  constructor(
+    private readonly db: PlatformDb,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Claims the database for one operation (409 BUSY while another one runs) and records it as pending. */
+  begin(database: { id: string; workspaceId: string }, type: OperationType, actor: OperationActor): Operation {
+    const current = this.held.get(database.id);
+    if (current) {
+      throw new ApiError("BUSY", `The database is busy with a '${current.type}' operation (${current.operationId}); try again when it has finished`);
+    }
+    const id = newId("op");
+    this.held.set(database.id, { operationId: id, type });
+    try {
+      this.db
+        .insert(databaseOperations)
+        .values({
+          id,
+          databaseId: database.id,
+          workspaceId: database.workspaceId,
+          type,
+          status: "pending",
+          actorType: actor.type,
+          actorId: actor.id,
+          startedAt: this.now(),
+        })
+        .run();
+    } catch (error) {
+      this.held.delete(database.id);
+      throw error;
+    }
+    return new Operation(id, type, this, database.id);
+  }
+
+  isBusy(databaseId: string): boolean {
+    return this.held.has(databaseId);
+  }
+
+  mark(operationId: string, status: OperationStatus, error: string | null = null) {
+    const done = status === "succeeded" || status === "failed";
+    // The row is gone when its database was deleted (the history goes with it).
+    this.db
+      .update(databaseOperations)
+      .set({ status, error, ...(done ? { finishedAt: this.now() } : {}) })
+      .where(eq(databaseOperations.id, operationId))
+      .run();
+  }
+
+  release(databaseId: string, operationId: string) {
+    if (this.held.get(databaseId)?.operationId === operationId) this.held.delete(databaseId);
+  }
+
+  list(databaseId: string) {
+    return this.db
+      .select()
+      .from(databaseOperations)
+      .where(eq(databaseOperations.databaseId, databaseId))
+      .orderBy(desc(databaseOperations.startedAt), desc(sql`rowid`)) // rowid: insertion order within one millisecond
+      .all()
+      .map(operationView);
+  }
+
+  get(operationId: string) {
+    const row = this.db.select().from(databaseOperations).where(eq(databaseOperations.id, operationId)).get();
+    return row ? operationView(row) : null;
+  }
+
+  /** At start: nothing runs yet, so rows still pending or running were cut off by a stop or crash. */
+  failInterrupted(): void {
+    this.db
+      .update(databaseOperations)
+      .set({ status: "failed", error: INTERRUPTED, finishedAt: this.now() })
+      .where(inArray(databaseOperations.status, ["pending", "running"]))
+      .run();
+  }
+}
