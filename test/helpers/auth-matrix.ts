@@ -3,6 +3,7 @@
 // fails when the server documents an authenticated route that is missing here.
 import { beforeAll, describe, expect, test } from "bun:test";
 import type { TestServer } from "./server";
+import { DATABASE_ROUTES } from "./databases";
 import { APP_ROUTES } from "./apps";
 
 /** A key and the workspace it acts in. */
@@ -63,6 +64,7 @@ export const AUTHENTICATED_ROUTES: AuthenticatedRoute[] = [
   { method: "POST", path: "/api/auth/logout" },
   { method: "GET", path: "/api/machines/" },
   { method: "GET", path: "/api/machines/:machineId", params: { machineId: "local" } },
+  ...DATABASE_ROUTES,
   ...APP_ROUTES,
 ];
 

@@ -1,0 +1,5 @@
+// PostgreSQL through the API, on the real engine with the stand-in image: see ./lifecycle.ts.
+import { sqlClient } from "../../helpers/databases";
+import { describeDatabaseLifecycle } from "./lifecycle";
+
+describeDatabaseLifecycle("postgresql", sqlClient);

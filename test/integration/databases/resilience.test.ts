@@ -1,0 +1,72 @@
+// Databases when things go wrong around them: the Docker engine unreachable, the platform killed
+// in the middle of provisioning, a container stopped behind the platform's back.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { TestServer } from "../../helpers/server";
+import { dockerCli } from "../../helpers/docker";
+import { expectErrorEnvelope } from "../../helpers/auth-matrix";
+import { createDatabase, deleteAllDatabases, removeWorkspaceNetworks, sqlClient, waitForStatus } from "../../helpers/databases";
+
+describe("with the Docker engine unreachable", () => {
+  let server: TestServer;
+  let key: string;
+  beforeAll(async () => {
+    server = await TestServer.start({ PLATFORM_DOCKER_HOST: "unix:///tmp/platform-no-such-docker.sock" });
+    ({ key } = await server.createKey("no docker"));
+  });
+  afterAll(() => server.stop());
+
+  test("create answers 503 DOCKER_UNAVAILABLE with Retry-After and leaves no half-made database", async () => {
+    const response = await server.request("POST", "/api/databases/", { key, body: { name: "orders", engine: "redis" } });
+    expectErrorEnvelope(response, 503, "DOCKER_UNAVAILABLE");
+    expect(Number(response.headers.get("retry-after"))).toBeGreaterThan(0);
+    const list = await server.request("GET", "/api/databases/", { key });
+    expect(list.status).toBe(200);
+    expect(list.body.databases).toEqual([]);
+  });
+});
+
+describe("with the real engine", () => {
+  let server: TestServer;
+  let key: string;
+  let workspaceId: string;
+  let database: any;
+  beforeAll(async () => {
+    server = await TestServer.start();
+    ({ key, workspaceId } = await server.createKey("resilience"));
+  });
+  afterAll(async () => {
+    await deleteAllDatabases(server, key);
+    await server.stop();
+    removeWorkspaceNetworks(workspaceId);
+  });
+
+  test("a platform killed during provisioning closes the operation as interrupted and finds the database again", async () => {
+    ({ database } = await createDatabase(server, key, { name: "survivor", engine: "postgresql", memoryMB: 256 }));
+    await server.stop("SIGKILL");
+    await server.boot();
+
+    const { body } = await server.request("GET", `/api/databases/${database.id}/operations`, { key });
+    expect(body.operations).toEqual([expect.objectContaining({ type: "create", status: "failed", error: expect.stringContaining("interrupted") })]);
+    // The container kept running: once the engine answers, the live status says running, and it serves the connection string.
+    const running = await waitForStatus(server, key, database.id, ["running"], { patient: true });
+    await sqlClient.write(running.connectionString, "kept");
+    expect(await sqlClient.read(running.connectionString)).toEqual(["kept"]);
+  });
+
+  test("a container stopped outside the platform shows as stopped on the next read, and start brings it back", async () => {
+    const containerId = String(await dockerCli("ps", "-q", "--filter", `label=platform.database=${database.id}`)).trim();
+    await dockerCli("stop", containerId);
+    const { body } = await server.request("GET", `/api/databases/${database.id}`, { key });
+    expect(body.database).toMatchObject({ status: "stopped", statusReason: "Stopped outside the platform" });
+
+    expect((await server.request("POST", `/api/databases/${database.id}/start`, { key })).status).toBe(202);
+    const running = await waitForStatus(server, key, database.id, ["running"]);
+    expect(await sqlClient.read(running.connectionString)).toEqual(["kept"]);
+  });
+
+  test("DELETE with keepBackups=true still removes the volume (it only spares backups)", async () => {
+    const response = await server.request("DELETE", `/api/databases/${database.id}?keepBackups=true`, { key });
+    expect(response.status).toBe(200);
+    expect(String(await dockerCli("volume", "ls", "-q", "--filter", `label=platform.database=${database.id}`)).trim()).toBe("");
+  });
+});
