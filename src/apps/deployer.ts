@@ -194,6 +194,7 @@ export class Deployer {
       network: { name: network, aliases: [app.name] },
       publish: { containerPort: port, hostIp: "127.0.0.1" },
       restartPolicy: app.autoRestart ? "unless-stopped" : "no",
+      init: true,
     });
     log(`==> Starting container ${containerId.slice(0, 12)} (${app.memoryMB} MB, port ${port})`);
     await driver.startContainer(containerId);

@@ -38,6 +38,8 @@ export interface ContainerSpec {
   /** Named volumes only: host paths are never mounted. */
   volumes?: { volumeName: string; containerPath: string }[];
   restartPolicy?: "no" | "on-failure" | "unless-stopped";
+  /** Run a tiny init as PID 1: it forwards SIGTERM (an app as PID 1 ignores it) and reaps zombies. */
+  init?: boolean;
 }
 
 const CONTAINER_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/;
@@ -79,6 +81,7 @@ export function toCreateOptions(spec: ContainerSpec): Docker.ContainerCreateOpti
         ? { [port]: [{ HostIp: spec.publish!.hostIp, HostPort: spec.publish!.hostPort ? String(spec.publish!.hostPort) : "" }] }
         : undefined,
       RestartPolicy: { Name: spec.restartPolicy ?? "no" },
+      Init: spec.init ?? false,
       NetworkMode: spec.network?.name,
     },
     NetworkingConfig: spec.network

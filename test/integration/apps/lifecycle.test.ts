@@ -149,8 +149,11 @@ describe("app lifecycle", () => {
   });
 
   test("stop, start and restart", async () => {
+    const stopStarted = performance.now();
     const stopped = await server.request("POST", `/api/apps/${app.id}/stop`, { key });
     expect(stopped.body.app.status).toBe("stopped");
+    // The app has no SIGTERM handler; the init process still ends it at once (no 10 s kill timeout).
+    expect(performance.now() - stopStarted).toBeLessThan(5_000);
     expect((await viaProxy(server, app.subdomain)).status).toBe(404);
     const started = await server.request("POST", `/api/apps/${app.id}/start`, { key });
     expect(started.body.app.status).toBe("running");
