@@ -68,7 +68,8 @@ export function databasesRoutes(ctx: ServerContext) {
             "databaseName from the name. Image: the engine's PLATFORM_IMAGE_* setting; when it names the official image " +
             "(postgres, mysql, mongo, redis) its tag is replaced by `version`, otherwise the image is used as set. " +
             `${STORAGE} MySQL: the password is root's too. Redis: the username is an ACL user (\`default\` is switched off). ` +
-            "409 `NAME_TAKEN` when the name is used in the workspace; 400 `UNKNOWN_MACHINE`; 503 `DOCKER_UNAVAILABLE` or `IMAGE_UNAVAILABLE`.",
+            "409 `NAME_TAKEN` when the name is used in the workspace; 400 `UNKNOWN_MACHINE`; 409 `OPERATION_FAILED` when Docker " +
+            "refuses to create or start the container (nothing is kept); 503 `DOCKER_UNAVAILABLE` or `IMAGE_UNAVAILABLE`.",
         },
       },
     )

@@ -9,6 +9,7 @@ import type { SettingsInput } from "./model";
 import type { OperationActor } from "./operations";
 import {
   createContainer,
+  dockerFailure,
   problemOf,
   removeEverything,
   runCommand,
@@ -55,11 +56,13 @@ export async function stopDatabase(service: DatabaseService, workspaceId: string
   const row = service.find(workspaceId, databaseId);
   const target = service.targetOf(row);
   const operation = service.operations.begin(row, "stop", actor);
-  await operation.run(async () => {
-    const container = await service.containerOf(target);
-    if (container) await stopContainer(target, container.id);
-    service.update(row.id, { status: "stopped", statusReason: null });
-  });
+  await operation
+    .run(async () => {
+      const container = await service.containerOf(target);
+      if (container) await stopContainer(target, container.id);
+      service.update(row.id, { status: "stopped", statusReason: null });
+    })
+    .catch((error) => Promise.reject(dockerFailure(error, "Docker could not stop the database")));
   return { database: service.view(service.reload(row), { masked: false }), operationId: operation.id };
 }
 
@@ -79,12 +82,9 @@ export async function updateSettings(service: DatabaseService, workspaceId: stri
     const container = await service.containerOf(target);
     let hostPort = row.hostPort;
     if (resize && container) {
-      try {
-        await target.driver.updateContainerMemory(container.id, updated.memoryMB);
-      } catch (error) {
-        if (error instanceof ApiError) throw error;
-        throw new ApiError("OPERATION_FAILED", `Docker refused the new memory limit: ${(error as Error).message}`);
-      }
+      await target.driver.updateContainerMemory(container.id, updated.memoryMB).catch((error) => {
+        throw dockerFailure(error, "Docker refused the new memory limit");
+      });
       await writeConfigFiles(target, container.id);
       const applyMemory = target.definition.applyMemory(target.credentials, updated.memoryMB);
       if (applyMemory && container.running) {
@@ -93,7 +93,9 @@ export async function updateSettings(service: DatabaseService, workspaceId: stri
       }
     }
     if (rename && container) {
-      await target.driver.setNetworkAliases(container.id, workspaceNetworkName(row.workspaceId), [updated.name]);
+      await target.driver.setNetworkAliases(container.id, workspaceNetworkName(row.workspaceId), [updated.name]).catch((error) => {
+        throw dockerFailure(error, "Docker could not give the container its new alias");
+      });
       hostPort = (await target.driver.inspectContainer(container.id)).ports[target.definition.port] ?? null;
     }
     try {
@@ -122,7 +124,7 @@ export async function deleteDatabase(service: DatabaseService, workspaceId: stri
     });
   } catch (error) {
     service.update(row.id, { status: "failed", statusReason: `Delete failed: ${(error as Error).message}; DELETE again to retry` });
-    throw error;
+    throw dockerFailure(error, "Docker could not remove the database");
   }
   return { database: { ...service.view(row, { masked: true }), status: "deleting" as const }, operationId: operation.id };
 }

@@ -7,6 +7,7 @@ import type { databases } from "../db/schema";
 import type { DockerDriver } from "../docker/driver";
 import { LABEL_DATABASE, LABEL_MANAGED, LABEL_WORKSPACE, type ContainerSpec } from "../docker/container-spec";
 import { workspaceNetworkLabels, workspaceNetworkName } from "../docker/workspace-network";
+import { ApiError } from "../http/errors";
 import { resolveImage, type Credentials, type EngineCommand, type EngineDefinition } from "./engines";
 
 export type DatabaseRow = typeof databases.$inferSelect;
@@ -64,6 +65,12 @@ export function containerSpecOf(target: Omit<DatabaseTarget, "driver">): Contain
     volumes: volumesOf(definition, row),
     restartPolicy: "unless-stopped",
   };
+}
+
+/** Docker's own refusals become 409 OPERATION_FAILED with its message; API errors (503 DOCKER_UNAVAILABLE...) pass through. */
+export function dockerFailure(error: unknown, what: string): Error {
+  if (error instanceof ApiError) return error;
+  return new ApiError("OPERATION_FAILED", `${what}: ${(error as Error).message}`);
 }
 
 /** Replaces every secret in a text shown to users (error texts, operation rows). */

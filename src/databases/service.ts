@@ -20,6 +20,7 @@ import { INTERRUPTED, Operations, type OperationActor } from "./operations";
 import {
   containerNameOf,
   createContainer,
+  dockerFailure,
   problemOf,
   redact,
   runCommand,
@@ -293,7 +294,7 @@ export class DatabaseService {
       operation.release();
       await removeEverything(target).catch(() => undefined);
       this.db.delete(databases).where(eq(databases.id, id)).run();
-      throw error;
+      throw dockerFailure(error, "Docker could not create the database");
     }
     this.track(operation.run(() => this.becomeReady(target, CREATE_READY_TIMEOUT_MS)));
     return { database: this.view(this.reload(row), { masked: false }), operationId: operation.id };

@@ -1,5 +1,5 @@
-// Databases when things go wrong around them: the Docker engine unreachable, the platform killed
-// in the middle of provisioning, a container stopped behind the platform's back.
+// Databases when things go wrong around them: the Docker engine unreachable or refusing, the
+// platform killed in the middle of provisioning, a container stopped behind the platform's back.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { TestServer } from "../../helpers/server";
 import { dockerCli } from "../../helpers/docker";
@@ -22,6 +22,29 @@ describe("with the Docker engine unreachable", () => {
     const list = await server.request("GET", "/api/databases/", { key });
     expect(list.status).toBe(200);
     expect(list.body.databases).toEqual([]);
+  });
+});
+
+describe("with a bind address Docker cannot publish on", () => {
+  let server: TestServer;
+  let key: string;
+  let workspaceId: string;
+  beforeAll(async () => {
+    server = await TestServer.start({ PLATFORM_DB_BIND_ADDRESS: "192.0.2.1" }); // TEST-NET-1: on no interface here
+    ({ key, workspaceId } = await server.createKey("bad bind address"));
+  });
+  afterAll(async () => {
+    await server.stop();
+    removeWorkspaceNetworks(workspaceId);
+  });
+
+  test("create answers 409 OPERATION_FAILED with Docker's reason and keeps nothing", async () => {
+    const response = await server.request("POST", "/api/databases/", { key, body: { name: "orders", engine: "redis", memoryMB: 256 } });
+    expectErrorEnvelope(response, 409, "OPERATION_FAILED");
+    expect(response.body.error).toContain("192.0.2.1");
+    expect((await server.request("GET", "/api/databases/", { key })).body.databases).toEqual([]);
+    expect(String(await dockerCli("ps", "-aq", "--filter", `label=platform.workspace=${workspaceId}`)).trim()).toBe("");
+    expect(String(await dockerCli("volume", "ls", "-q", "--filter", `label=platform.workspace=${workspaceId}`)).trim()).toBe("");
   });
 });
 
