@@ -1,5 +1,5 @@
-// Uploaded ZIP archives, treated as hostile input. `saveUpload` streams an upload to disk under a
-// byte cap; `inspectZip` and `extractZip` read the archive with the small central-directory
+// Uploaded ZIP archives, treated as hostile input (uploads reach disk through
+// src/http/multipart.ts). `inspectZip` and `extractZip` read the archive with the small central-directory
 // parser below, refuse anything unsafe with a stable code, and count the bytes actually inflated
 // (headers can lie). `extractZip` writes into a fresh temp dir beside the destination and renames
 // it into place only when every entry came out whole, so a refused archive leaves nothing behind.
@@ -55,8 +55,6 @@ const MAX_PATH_BYTES = 1024;
 const DEFLATE_READ_BYTES = 16 * 1024;
 const STORED_READ_BYTES = 256 * 1024;
 const READ_WINDOW_BYTES = 1024 * 1024;
-/** saveUpload hands its buffer to the disk at least this often, so memory stays flat. */
-const UPLOAD_FLUSH_BYTES = 1024 * 1024;
 
 const SIG_LOCAL = 0x04034b50;
 const SIG_CENTRAL = 0x02014b50;
@@ -92,49 +90,6 @@ function shown(name: string): string {
 
 // ---------------------------------------------------------------------------------------------
 // Upload
-
-/**
- * Streams `stream` into `destinationFile`, returning the byte count. Past `maxBytes` it stops
- * reading, deletes the partial file and throws 413 PAYLOAD_TOO_LARGE; any other failure also
- * deletes the partial file. Memory stays flat: the writer is flushed every megabyte.
- */
-export async function saveUpload(
-  stream: ReadableStream<Uint8Array>,
-  destinationFile: string,
-  maxBytes: number,
-): Promise<number> {
-  const sink = Bun.file(destinationFile).writer({ highWaterMark: UPLOAD_FLUSH_BYTES });
-  const reader = stream.getReader();
-  let received = 0;
-  let unflushed = 0;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      received += value.byteLength;
-      if (received > maxBytes) {
-        refuse("PAYLOAD_TOO_LARGE", `Upload exceeds the limit of ${maxBytes} bytes (see /api/platform/config)`);
-      }
-      sink.write(value);
-      unflushed += value.byteLength;
-      if (unflushed >= UPLOAD_FLUSH_BYTES) {
-        await sink.flush();
-        unflushed = 0;
-      }
-    }
-    await sink.end();
-    return received;
-  } catch (error) {
-    await reader.cancel().catch(() => {});
-    try {
-      await sink.end();
-    } catch {
-      // The file is deleted next; a failed final flush does not matter.
-    }
-    await rm(destinationFile, { force: true });
-    throw error;
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Central directory parser

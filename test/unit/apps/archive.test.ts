@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { deflateSync, zipSync } from "fflate";
-import { extractZip, inspectZip, saveUpload, type ArchiveLimits } from "../../../src/apps/archive";
+import { extractZip, inspectZip, type ArchiveLimits } from "../../../src/apps/archive";
 import { ApiError, type ErrorCode } from "../../../src/http/errors";
 import { tempDir } from "../../helpers/temp";
 import { makeZip, type ZipEntrySpec } from "../../helpers/zip";
@@ -361,82 +361,5 @@ describe("extracting well-formed archives", () => {
       totalBytes: 6,
     });
     expect(listing(appsDir)).toEqual(before);
-  });
-});
-
-/**
- * A stream of `total` bytes in fresh 64 KiB chunks, recording how many bytes were pulled and the
- * highest RSS seen at each pull (a timer would not fire while the copy loop keeps the thread busy).
- */
-function generated(total: number, failAfter?: number) {
-  const state = { pulled: 0, peakRss: 0 };
-  const stream = new ReadableStream<Uint8Array>({
-    pull(controller) {
-      state.peakRss = Math.max(state.peakRss, process.memoryUsage().rss);
-      if (failAfter !== undefined && state.pulled >= failAfter) {
-        controller.error(new Error("client went away"));
-        return;
-      }
-      const size = Math.min(64 * 1024, total - state.pulled);
-      if (size === 0) return controller.close();
-      const chunk = new Uint8Array(size).fill(state.pulled / (64 * 1024));
-      state.pulled += size;
-      controller.enqueue(chunk);
-    },
-  });
-  return { stream, state };
-}
-
-describe("saveUpload", () => {
-  test("streams 200 MB to disk with flat memory", async () => {
-    const file = join(tempDir(), "upload.zip");
-    const total = 200 * MB;
-    const { stream, state } = generated(total);
-    Bun.gc(true);
-    const baseline = process.memoryUsage().rss;
-    expect(await saveUpload(stream, file, 256 * MB)).toBe(total);
-    const peak = Math.max(state.peakRss, process.memoryUsage().rss);
-    expect(statSync(file).size).toBe(total);
-    expect(peak - baseline).toBeLessThan(50 * MB);
-    rmSync(file);
-  });
-
-  test("a stream past the limit is refused with 413, stops being read and leaves no file", async () => {
-    const dir = tempDir();
-    const file = join(dir, "upload.zip");
-    const { stream, state } = generated(200 * MB);
-    const error = await failure(saveUpload(stream, file, 10 * MB));
-    expect(error.code).toBe("PAYLOAD_TOO_LARGE");
-    expect(error.status).toBe(413);
-    expect(existsSync(file)).toBe(false);
-    expect(readdirSync(dir)).toEqual([]);
-    expect(state.pulled).toBeLessThan(12 * MB);
-  });
-
-  test("exactly the limit is accepted", async () => {
-    const file = join(tempDir(), "upload.zip");
-    expect(await saveUpload(generated(3 * MB).stream, file, 3 * MB)).toBe(3 * MB);
-    expect(statSync(file).size).toBe(3 * MB);
-  });
-
-  test("a stream that fails midway leaves no file and passes the error on", async () => {
-    const dir = tempDir();
-    const file = join(dir, "upload.zip");
-    await expect(saveUpload(generated(50 * MB, 5 * MB).stream, file, 100 * MB)).rejects.toThrow("client went away");
-    expect(readdirSync(dir)).toEqual([]);
-  });
-
-  test("an empty upload saves an empty file", async () => {
-    const file = join(tempDir(), "upload.zip");
-    expect(await saveUpload(new Blob([]).stream(), file, MB)).toBe(0);
-    expect(statSync(file).size).toBe(0);
-  });
-
-  test("the saved upload is byte-for-byte what was sent", async () => {
-    const file = join(tempDir(), "upload.zip");
-    const zip = makeZip(good);
-    const stream = new Blob([zip]).stream();
-    expect(await saveUpload(stream, file, MB)).toBe(zip.length);
-    expect(new Uint8Array(readFileSync(file))).toEqual(zip);
   });
 });
