@@ -1,6 +1,10 @@
 // Preloaded by `bun test` (bunfig.toml): points the platform's image settings at the locally
 // built stand-in images (scripts/test-env.sh), unless the caller chose others.
+import { afterAll } from "bun:test";
 import { existsSync } from "node:fs";
+import { removeTempDirs } from "./helpers/temp";
+
+afterAll(removeTempDirs);
 
 const STAND_INS: Record<string, string> = {
   PLATFORM_IMAGE_NODE: "platform-test/node:latest",
