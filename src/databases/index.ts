@@ -26,7 +26,7 @@ const DATABASE_FIELDS =
   "host and port (published on PLATFORM_DB_BIND_ADDRESS, named by PLATFORM_PUBLIC_HOST), internalHost and internalPort " +
   "(the name is the database's alias on the workspace network its apps share), connectionString and " +
   "internalConnectionString (`postgresql://`, `mysql://`, `mongodb://...?authSource=admin`, `redis://`), createdAt, updatedAt. " +
-  "Docker chooses the host port each time the container starts (and on a rename), so read the connection string again after those.";
+  "The host port is chosen once at creation and kept across restarts and renames.";
 const OPERATION =
   "`operationId` and `operation` (id, type, status `pending` -> `running` -> `succeeded` | `failed`, error, actor, startedAt, finishedAt).";
 const STORAGE =

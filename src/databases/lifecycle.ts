@@ -67,7 +67,7 @@ export async function stopDatabase(service: DatabaseService, workspaceId: string
 }
 
 /**
- * Renames (the alias on the workspace network follows; Docker publishes the port anew) and/or
+ * Renames (the alias on the workspace network follows; the host port stays) and/or
  * applies a new memory limit to the container as it runs, with no restart and no data loss.
  */
 export async function updateSettings(service: DatabaseService, workspaceId: string, databaseId: string, input: SettingsInput, actor: OperationActor) {

@@ -19,6 +19,7 @@ import { LIMITS, type CreateDatabaseInput, type DatabaseStatus } from "./model";
 import { INTERRUPTED, Operations, type OperationActor } from "./operations";
 import {
   containerNameOf,
+  allocateHostPort,
   createContainer,
   dockerFailure,
   problemOf,
@@ -272,7 +273,7 @@ export class DatabaseService {
       machineId: driver.machineId,
       containerId: null,
       volumeName: volumeNameOf(id),
-      hostPort: null,
+      hostPort: await allocateHostPort(this.config.dbBindAddress),
       createdAt: now,
       updatedAt: now,
     };

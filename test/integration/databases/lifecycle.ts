@@ -149,7 +149,8 @@ export function describeDatabaseLifecycle(engine: "postgresql" | "mysql" | "redi
       expect(await connectionError(client, urlBeforeRotation)).not.toBeNull();
     });
 
-    test("stop and start keep the data and the rotated password", async () => {
+    test("stop and start keep the data, the rotated password and the connection string", async () => {
+      const before = (await server.request("GET", `/api/databases/${database.id}`, { key })).body.database;
       const stopped = await server.request("POST", `/api/databases/${database.id}/stop`, { key });
       expect(stopped.status).toBe(200);
       expect(stopped.body.database.status).toBe("stopped");
@@ -160,9 +161,10 @@ export function describeDatabaseLifecycle(engine: "postgresql" | "mysql" | "redi
       expect(started.status).toBe(202);
       expect(started.body.database.status).toBe("provisioning");
       const running = await waitForStatus(server, key, database.id, ["running"]);
-      // Docker publishes the port anew at each start: the connection string follows it.
+      // The host port was chosen once at creation: connection strings given out stay valid.
       const [bindings] = Object.values<any>((await containerOf(database.id)).NetworkSettings.Ports);
       expect(running.port).toBe(Number(bindings[0].HostPort));
+      expect(running.connectionString).toBe(before.connectionString);
       expect(await client.read(running.connectionString)).toEqual(["alpha", "beta"]);
       const withOldPassword = running.connectionString.replace(encodeURIComponent(secondPassword), encodeURIComponent(firstPassword));
       expect(await connectionError(client, withOldPassword)).not.toBeNull();

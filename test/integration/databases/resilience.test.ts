@@ -25,7 +25,7 @@ describe("with the Docker engine unreachable", () => {
   });
 });
 
-describe("with a bind address Docker cannot publish on", () => {
+describe("with a bind address nothing can publish on", () => {
   let server: TestServer;
   let key: string;
   let workspaceId: string;
@@ -38,7 +38,7 @@ describe("with a bind address Docker cannot publish on", () => {
     removeWorkspaceNetworks(workspaceId);
   });
 
-  test("create answers 409 OPERATION_FAILED with Docker's reason and keeps nothing", async () => {
+  test("create answers 409 OPERATION_FAILED naming the address, and keeps nothing", async () => {
     const response = await server.request("POST", "/api/databases/", { key, body: { name: "orders", engine: "redis", memoryMB: 256 } });
     expectErrorEnvelope(response, 409, "OPERATION_FAILED");
     expect(response.body.error).toContain("192.0.2.1");
