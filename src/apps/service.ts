@@ -16,7 +16,7 @@ import { extractZip } from "./archive";
 import { inspectEnvInZip } from "./inspect-env";
 import { mergeEnvVars, parseEnvVarsField, readEnvVars, validateEnvVars } from "./env-vars";
 import { Deployer, type AppRow, type AppsContext } from "./deployer";
-import { workspaceNetworkName } from "../docker/workspace-network";
+import { releaseWorkspaceNetwork, workspaceNetworkName } from "../docker/workspace-network";
 import { DEFAULT_EXPOSE_PORT, MAX_STARTUP_COMMAND, MEMORY_MB, NAME_PATTERN, SUBDOMAIN_PATTERN, type AppStatus } from "./model";
 
 type BuildRow = typeof builds.$inferSelect;
@@ -319,6 +319,7 @@ export class AppsService implements ContainerOwner {
     const driver = this.ctx.machines.get(app.machineId);
     for (const container of await driver.listContainers({ [LABEL_APP]: app.id })) await driver.removeContainer(container.id);
     for (const image of await driver.listImages({ [LABEL_APP]: app.id })) for (const tag of image.tags) await driver.removeImage(tag);
+    await releaseWorkspaceNetwork(driver, app.workspaceId);
     this.ctx.db.delete(apps).where(eq(apps.id, app.id)).run();
     this.ctx.storage.removeApp(app.id);
     return this.publicApp({ ...app, status: "deleting" });

@@ -7,7 +7,7 @@ import type { Config } from "../config";
 import type { databases } from "../db/schema";
 import type { DockerDriver } from "../docker/driver";
 import { LABEL_DATABASE, LABEL_MANAGED, LABEL_WORKSPACE, type ContainerSpec } from "../docker/container-spec";
-import { workspaceNetworkLabels, workspaceNetworkName } from "../docker/workspace-network";
+import { releaseWorkspaceNetwork, workspaceNetworkLabels, workspaceNetworkName } from "../docker/workspace-network";
 import { ApiError } from "../http/errors";
 import { resolveImage, type Credentials, type EngineCommand, type EngineDefinition } from "./engines";
 
@@ -200,4 +200,5 @@ export async function waitUntilReady(target: DatabaseTarget, containerId: string
 export async function removeEverything(target: Pick<DatabaseTarget, "driver" | "definition" | "row">): Promise<void> {
   await target.driver.removeContainer(containerNameOf(target.row.id));
   for (const volume of volumesOf(target.definition, target.row)) await target.driver.removeVolume(volume.volumeName);
+  await releaseWorkspaceNetwork(target.driver, target.row.workspaceId);
 }

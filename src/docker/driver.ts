@@ -430,6 +430,19 @@ export class DockerDriver {
     });
   }
 
+  /** Removes a platform-labelled network nothing is attached to; answers whether it did. */
+  async removeNetworkIfUnused(name: string): Promise<boolean> {
+    try {
+      const info = await this.call(`inspect network ${name}`, () => this.docker.getNetwork(name).inspect());
+      if (!info.Labels?.[LABEL_MANAGED] || Object.keys(info.Containers ?? {}).length > 0) return false;
+      await this.call(`remove network ${name}`, () => this.docker.getNetwork(name).remove());
+      return true;
+    } catch (error) {
+      if (error instanceof DockerNotFound) return false;
+      throw error;
+    }
+  }
+
   async createVolume(name: string, labels: Record<string, string>): Promise<void> {
     await this.call(`create volume ${name}`, () => this.docker.createVolume({ Name: name, Labels: labels }));
   }

@@ -175,5 +175,8 @@ describe("app lifecycle", () => {
     expect(existsSync(`${server.dataDir}/apps/${app.id}`)).toBe(false);
     expect(readdirSync(`${server.dataDir}/uploads`)).toEqual([]);
     expect((await viaProxy(server, app.subdomain)).status).toBe(404);
+    // It was the workspace's last app: its network (one of the engine's few address pools) is given back.
+    const networks = String(await dockerCli("network", "ls", "-q", "--filter", `label=platform.workspace=${app.workspaceId}`)).trim();
+    expect(networks).toBe("");
   });
 });
