@@ -97,6 +97,7 @@ function labelFilter(labels: Record<string, string>): string[] {
 export class DockerDriver {
   private readonly docker: Docker;
   private unavailableUntil = 0;
+  private readonly networkCreations = new Map<string, Promise<void>>();
 
   constructor(
     readonly machineId: string,
@@ -416,10 +417,21 @@ export class DockerDriver {
 
   // ---- networks and volumes -----------------------------------------------------------------
 
-  async ensureNetwork(name: string, labels: Record<string, string>): Promise<void> {
-    const existing = await this.call("list networks", () => this.docker.listNetworks({ filters: { name: [name] } }));
-    if (existing.some((network) => network.Name === name)) return;
-    await this.call(`create network ${name}`, () => this.docker.createNetwork({ Name: name, Driver: "bridge", Labels: labels }));
+  /** Creates the network unless it exists. Calls for one name are serialized: the engine would make two of the same name. */
+  ensureNetwork(name: string, labels: Record<string, string>): Promise<void> {
+    const previous = this.networkCreations.get(name) ?? Promise.resolve();
+    const next = previous.catch(() => {}).then(async () => {
+      const existing = await this.call("list networks", () => this.docker.listNetworks({ filters: { name: [name] } }));
+      if (existing.some((network) => network.Name === name)) return;
+      await this.call(`create network ${name}`, () =>
+        this.docker.createNetwork({ Name: name, Driver: "bridge", Labels: labels, CheckDuplicate: true }),
+      );
+    });
+    this.networkCreations.set(name, next);
+    void next.finally(() => {
+      if (this.networkCreations.get(name) === next) this.networkCreations.delete(name);
+    }).catch(() => {});
+    return next;
   }
 
   /** Replaces a container's aliases on a network (disconnect, then connect): Docker publishes its ports anew. */
@@ -434,7 +446,10 @@ export class DockerDriver {
   async removeNetworkIfUnused(name: string): Promise<boolean> {
     try {
       const info = await this.call(`inspect network ${name}`, () => this.docker.getNetwork(name).inspect());
-      if (!info.Labels?.[LABEL_MANAGED] || Object.keys(info.Containers ?? {}).length > 0) return false;
+      if (!info.Labels?.[LABEL_MANAGED]) return false;
+      // The network's own container list holds running ones only; stopped ones would lose their network.
+      const attached = await this.call(`containers on ${name}`, () => this.docker.listContainers({ all: true, filters: { network: [name] } }));
+      if (attached.length > 0) return false;
       await this.call(`remove network ${name}`, () => this.docker.getNetwork(name).remove());
       return true;
     } catch (error) {

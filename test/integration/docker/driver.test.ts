@@ -180,6 +180,31 @@ describe("docker driver on the real engine", () => {
     expect(info.Labels[LABEL_MANAGED]).toBe("true");
   });
 
+  test("concurrent ensureNetwork calls make one network, not two of the same name", async () => {
+    const network = uniqueName("platform-test-race");
+    created.networks.push(network);
+    await Promise.all(Array.from({ length: 5 }, () => driver.ensureNetwork(network, { [LABEL_MANAGED]: "true" })));
+    const listed = String(await dockerCli("network", "ls", "-q", "--filter", `name=^${network}$`)).trim().split("\n");
+    expect(listed).toHaveLength(1);
+  });
+
+  test("a network is released only when no container, running or stopped, is attached", async () => {
+    const network = uniqueName("platform-test-release");
+    created.networks.push(network);
+    await driver.ensureNetwork(network, { [LABEL_MANAGED]: "true" });
+    const id = await driver.createContainer(spec({ network: { name: network, aliases: [] } }));
+    created.containers.push(id);
+    expect(await driver.removeNetworkIfUnused(network)).toBe(false); // created, never started
+    await driver.startContainer(id);
+    expect(await driver.removeNetworkIfUnused(network)).toBe(false);
+    await driver.stopContainer(id, 1);
+    expect(await driver.removeNetworkIfUnused(network)).toBe(false);
+    await driver.startContainer(id); // still has its network
+    await driver.removeContainer(id);
+    expect(await driver.removeNetworkIfUnused(network)).toBe(true);
+    expect(String(await dockerCli("network", "ls", "-q", "--filter", `name=^${network}$`)).trim()).toBe("");
+  });
+
   test("only platform-labelled images and volumes are ever removed", async () => {
     const foreign = uniqueName("user-volume");
     await dockerCli("volume", "create", foreign);
