@@ -145,6 +145,7 @@ export class AppsService implements ContainerOwner {
   /** POST /api/apps/deploy: streams the upload to disk, checks it, and starts the build in the background. */
   async deploy(principal: Principal, request: Request) {
     const upload = join(this.ctx.storage.uploadsDir(), `${crypto.randomUUID()}.zip`);
+    const staging = this.ctx.storage.stagingDir();
     try {
       const { fields, file } = await readMultipart(request, {
         fileField: "file",
@@ -159,7 +160,6 @@ export class AppsService implements ContainerOwner {
       }
       const existing = this.findByName(principal.workspaceId, input.name);
       const appId = existing?.id ?? newId("app");
-      const staging = this.ctx.storage.stagingDir(appId);
       await extractZip(upload, staging, this.ctx.config.uploads);
       const now = Date.now();
       if (existing) {
@@ -205,6 +205,8 @@ export class AppsService implements ContainerOwner {
       return { app: this.publicApp(this.get(principal.workspaceId, appId)), buildId, created: !existing };
     } finally {
       rmSync(upload, { force: true });
+      // Gone already once it became the app's source; still there when a later step failed.
+      rmSync(staging, { recursive: true, force: true });
     }
   }
 

@@ -24,11 +24,12 @@ export class AppStorage {
     return join(this.appDir(appId), "builds", `${buildId}.log`);
   }
 
-  /** A fresh folder beside the app's files to extract an upload into before it replaces the source. */
-  stagingDir(appId: string) {
-    const dir = join(this.appDir(appId), `staging-${crypto.randomUUID()}`);
-    mkdirSync(join(this.appDir(appId), "builds"), { recursive: true, mode: 0o700 });
-    return dir;
+  /**
+   * A fresh path in the uploads folder to extract an upload into. Nothing is made under apps/
+   * until the upload is accepted (replaceSource), so a refused one leaves no folder behind.
+   */
+  stagingDir() {
+    return join(this.uploadsDir(), `staging-${crypto.randomUUID()}`);
   }
 
   uploadsDir() {
@@ -39,6 +40,7 @@ export class AppStorage {
 
   /** Makes an extracted upload the app's source tree (the old tree is removed). */
   replaceSource(appId: string, extractedDir: string) {
+    mkdirSync(join(this.appDir(appId), "builds"), { recursive: true, mode: 0o700 });
     const target = this.sourceDir(appId);
     const old = `${target}.old-${crypto.randomUUID()}`;
     if (existsSync(target)) renameSync(target, old);
