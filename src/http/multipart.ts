@@ -18,6 +18,9 @@ export interface MultipartOptions {
 }
 
 const CRLF_CRLF = Buffer.from("\r\n\r\n");
+const MAX_PREAMBLE_BYTES = 8 * 1024;
+/** Text fields are held in memory: their number is bounded as well as each one's size. */
+const MAX_FIELDS = 50;
 /**
  * Every body chunk is a fresh buffer that only the garbage collector frees, and it runs by heap
  * growth: in a server with a large heap, ~100 MB of spent chunks piled up during a 200 MB upload.
@@ -72,12 +75,15 @@ export async function readMultipart(request: Request, options: MultipartOptions)
   let part: { name: string; filename: string | null; chunks: Buffer[]; size: number } | null = null;
   let received = 0;
   let hintedAt = 0;
+  let fieldCount = 0;
 
   const finishPart = async () => {
     if (!part) return;
     if (part.filename !== null && part.name === options.fileField) {
       file = { filename: part.filename, size: part.size };
     } else if (part.filename === null) {
+      fieldCount += 1;
+      if (fieldCount > MAX_FIELDS) throw new ApiError("VALIDATION_FAILED", `At most ${MAX_FIELDS} form fields`);
       fields[part.name] = Buffer.concat(part.chunks).toString("utf8");
     }
     part = null;
@@ -116,6 +122,9 @@ export async function readMultipart(request: Request, options: MultipartOptions)
             buffer = buffer.subarray(at + opening.length);
             state = "headers";
             progressed = true;
+          } else if (buffer.length > MAX_PREAMBLE_BYTES) {
+            // Clients send none; searching an ever-growing preamble would be quadratic.
+            throw new ApiError("VALIDATION_FAILED", "Malformed multipart body: no opening boundary");
           }
         } else if (state === "headers") {
           if (buffer.length >= 2 && buffer.subarray(0, 2).toString() === "--") {

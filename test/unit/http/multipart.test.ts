@@ -65,4 +65,26 @@ describe("streaming multipart reader", () => {
       code: "UNSUPPORTED_MEDIA_TYPE",
     });
   });
+
+  test("a body with no opening boundary is refused early, not searched to the end", async () => {
+    const boundary = "----platform-test";
+    const junk = new Uint8Array(5 * 1024 * 1024).fill(65);
+    const request = new Request("http://x/", { method: "POST", body: junk, headers: { "content-type": `multipart/form-data; boundary=${boundary}` } });
+    const started = performance.now();
+    await expect(readMultipart(request, { fileField: "file", destinationFile: `${tempDir()}/x`, maxBytes: 10_000_000 })).rejects.toMatchObject({
+      code: "VALIDATION_FAILED",
+      message: expect.stringContaining("opening boundary"),
+    });
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+
+  test("the number of text fields is bounded", async () => {
+    const form = new FormData();
+    for (let index = 0; index < 60; index++) form.set(`field${index}`, "x");
+    const request = await chunkedRequest(form, 4096);
+    await expect(readMultipart(request, { fileField: "file", destinationFile: `${tempDir()}/x`, maxBytes: 10_000_000 })).rejects.toMatchObject({
+      code: "VALIDATION_FAILED",
+      message: expect.stringContaining("form fields"),
+    });
+  });
 });
