@@ -2,7 +2,7 @@
 // session and its active workspace (organization).
 import { Elysia, t } from "elysia";
 import type { ServerContext } from "../http/context";
-import { assertSameOrigin, authPlugin, clientAddressOf } from "../http/auth";
+import { assertSameOrigin, authPlugin, bearerKeyOf, clientAddressOf, limitFailedAttempts } from "../http/auth";
 import { ok } from "../http/envelope";
 import { ApiError } from "../http/errors";
 import { findUserById, workspacesOf } from "../workspaces/service";
@@ -12,6 +12,7 @@ import {
   deleteSession,
   sessionCookie,
   setActiveWorkspace,
+  setupKeyRequired,
   setupRequired,
   verifyLogin,
 } from "./service";
@@ -29,10 +30,13 @@ export function authRoutes(ctx: ServerContext) {
 
   return new Elysia({ prefix: "/api/auth", tags: ["Session"] })
     .use(authPlugin(ctx))
-    .get("/setup", () => ok({ setupRequired: setupRequired(ctx.db) }), {
+    .get("/setup", () => ok({ setupRequired: setupRequired(ctx.db), keyRequired: setupKeyRequired(ctx.db) }), {
       detail: {
         summary: "Is the owner account still to be created?",
-        description: "Public. `setupRequired` is true on a fresh instance until the owner account exists.",
+        description:
+          "Public. `setupRequired` is true on a fresh instance until the owner account exists. `keyRequired` is true " +
+          "when keys were made with `platform keys create` before the setup: then `POST /api/auth/setup` must send one " +
+          "of them as `Authorization: Bearer svc_...`.",
         security: [],
       },
     })
@@ -40,7 +44,8 @@ export function authRoutes(ctx: ServerContext) {
       "/setup",
       async ({ body, request, server, set }) => {
         assertSameOrigin(request, false);
-        const owner = await createOwner(ctx.db, body, clientAddressOf(server, request));
+        const clientAddress = clientAddressOf(server, request);
+        const owner = await limitFailedAttempts(ctx, clientAddress, () => createOwner(ctx.db, body, bearerKeyOf(request), clientAddress));
         startSession(request, set, owner.userId);
         set.status = 201;
         return ok({ user: { id: owner.userId, email: body.email.toLowerCase() }, organizationId: owner.workspaceId });
@@ -51,7 +56,9 @@ export function authRoutes(ctx: ServerContext) {
           summary: "Create the owner account (first visit only)",
           description:
             "Only while `GET /api/auth/setup` says `setupRequired`; afterwards 409 `ALREADY_SET_UP`. Sets the HttpOnly " +
-            "session cookie. If keys were made with `platform keys create` before, this account becomes their owner.",
+            "session cookie. If keys were made with `platform keys create` before (`keyRequired`), this account becomes " +
+            "their owner, so the request must prove it comes from the operator: `Authorization: Bearer svc_...` with one " +
+            "of those keys, else 401 `SETUP_KEY_REQUIRED`. Failures are rate limited per client address (429 with Retry-After).",
           security: [],
         },
       },
@@ -61,19 +68,9 @@ export function authRoutes(ctx: ServerContext) {
       async ({ body, request, server, set }) => {
         assertSameOrigin(request, false);
         const clientAddress = clientAddressOf(server, request);
-        const addressKey = clientAddress ?? "unknown";
-        const allowance = ctx.limits.authFailures.check(addressKey);
-        if (!allowance.allowed) {
-          throw new ApiError("RATE_LIMITED", "Too many failed login attempts", { "Retry-After": String(allowance.retryAfterSeconds) });
-        }
-        try {
-          const { userId } = await verifyLogin(ctx.db, body, clientAddress);
-          startSession(request, set, userId);
-          return ok({ user: { id: userId, email: body.email.toLowerCase() } });
-        } catch (error) {
-          ctx.limits.authFailures.take(addressKey);
-          throw error;
-        }
+        const { userId } = await limitFailedAttempts(ctx, clientAddress, () => verifyLogin(ctx.db, body, clientAddress));
+        startSession(request, set, userId);
+        return ok({ user: { id: userId, email: body.email.toLowerCase() } });
       },
       {
         body: credentialsBody,

@@ -7,6 +7,7 @@ import { sessions, users } from "../db/schema";
 import { randomBase62, sha256Hex } from "../crypto/tokens";
 import { ApiError } from "../http/errors";
 import { recordAuditEvent } from "../audit/service";
+import { findUsableKey, type ApiKeyRow } from "../api-keys/service";
 import {
   addMember,
   createUser,
@@ -28,9 +29,34 @@ export function setupRequired(db: PlatformDb): boolean {
   return !hasAccountWithPassword(db);
 }
 
+/**
+ * Whether the owner setup must prove it is the operator: once `platform keys create` has made a
+ * passwordless owner, whoever sets the password takes over its workspaces and keys, so the setup
+ * has to present one of those keys (the operator has them from the command line).
+ */
+export function setupKeyRequired(db: PlatformDb): boolean {
+  return setupRequired(db) && passwordlessOwner(db) !== undefined;
+}
+
+function assertOwnsKey(db: PlatformDb, presentedKey: string | null, ownerId: string, now: number) {
+  const howTo = "paste a key printed by `platform keys create` on this server (sent as 'Authorization: Bearer svc_...')";
+  if (presentedKey === null) {
+    throw new ApiError("SETUP_KEY_REQUIRED", `Keys were already made on the command line, so claiming the owner account needs one: ${howTo}`);
+  }
+  let key: ApiKeyRow | undefined;
+  try {
+    key = findUsableKey(db, presentedKey, now);
+  } catch {}
+  if (key?.userId !== ownerId) {
+    throw new ApiError("SETUP_KEY_REQUIRED", `That key is not one of the owner's keys: ${howTo}`);
+  }
+}
+
 export async function createOwner(
   db: PlatformDb,
   input: { email: string; password: string },
+  /** A key of the passwordless owner made by `platform keys create`, when there is one. */
+  presentedKey: string | null,
   clientAddress: string | null,
   now = Date.now(),
 ): Promise<{ userId: string; workspaceId: string }> {
@@ -43,6 +69,7 @@ export async function createOwner(
     const placeholder = passwordlessOwner(txDb);
     let userId: string;
     if (placeholder) {
+      assertOwnsKey(txDb, presentedKey, placeholder.id, now);
       tx.update(users).set({ email, passwordHash }).where(eq(users.id, placeholder.id)).run();
       userId = placeholder.id;
     } else {

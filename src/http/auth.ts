@@ -22,6 +22,30 @@ export interface Principal {
 const BEARER_FORM = /^Bearer (svc_[A-Za-z0-9_]{32,256})$/;
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
+/** The `svc_...` key of an `Authorization: Bearer svc_...` header; null when there is none or it has another form. */
+export function bearerKeyOf(request: Request): string | null {
+  const header = request.headers.get("authorization");
+  return header === null ? null : (BEARER_FORM.exec(header)?.[1] ?? null);
+}
+
+/**
+ * For the password forms (login, owner setup, invitation acceptance), where a guess is cheap to
+ * make: refuse at once while the address has no failed attempts left, and count every refusal.
+ */
+export async function limitFailedAttempts<T>(ctx: ServerContext, clientAddress: string | null, attempt: () => Promise<T>): Promise<T> {
+  const addressKey = clientAddress ?? "unknown";
+  const allowance = ctx.limits.authFailures.check(addressKey);
+  if (!allowance.allowed) {
+    throw rateLimited("RATE_LIMITED", "Too many failed attempts from this address; try again later", allowance.retryAfterSeconds);
+  }
+  try {
+    return await attempt();
+  } catch (error) {
+    if (error instanceof ApiError && error.status < 500) ctx.limits.authFailures.take(addressKey);
+    throw error;
+  }
+}
+
 export function clientAddressOf(server: { requestIP(request: Request): { address: string } | null } | null, request: Request) {
   return server?.requestIP(request)?.address ?? null;
 }

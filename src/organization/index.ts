@@ -1,9 +1,8 @@
 // Routes of /api/organization: invitations, members and the audit log of the active workspace.
 import { Elysia, t } from "elysia";
 import type { ServerContext } from "../http/context";
-import { assertSameOrigin, auditActor, authPlugin, clientAddressOf, requireRole } from "../http/auth";
+import { assertSameOrigin, auditActor, authPlugin, clientAddressOf, limitFailedAttempts, requireRole } from "../http/auth";
 import { ok } from "../http/envelope";
-import { ApiError } from "../http/errors";
 import { listAuditEvents } from "../audit/service";
 import { membersOf } from "../workspaces/service";
 import { createSession, sessionCookie, setActiveWorkspace } from "../auth/service";
@@ -77,21 +76,13 @@ export function organizationRoutes(ctx: ServerContext) {
       async ({ params, body, request, server, set }) => {
         assertSameOrigin(request, false);
         const clientAddress = clientAddressOf(server, request);
-        const addressKey = clientAddress ?? "unknown";
-        const allowance = ctx.limits.authFailures.check(addressKey);
-        if (!allowance.allowed) {
-          throw new ApiError("RATE_LIMITED", "Too many failed attempts", { "Retry-After": String(allowance.retryAfterSeconds) });
-        }
-        try {
-          const accepted = await acceptInvitation(ctx.db, params.invitationId, body.password, clientAddress);
-          const token = createSession(ctx.db, accepted.userId, ctx.config.sessionTtlSeconds);
-          setActiveWorkspace(ctx.db, sha256Hex(token), accepted.userId, accepted.workspaceId);
-          set.headers["set-cookie"] = sessionCookie(token, ctx.config.sessionTtlSeconds, request);
-          return ok({ organizationId: accepted.workspaceId, user: { id: accepted.userId } });
-        } catch (error) {
-          if (error instanceof ApiError && error.status < 500) ctx.limits.authFailures.take(addressKey);
-          throw error;
-        }
+        const accepted = await limitFailedAttempts(ctx, clientAddress, () =>
+          acceptInvitation(ctx.db, params.invitationId, body.password, clientAddress),
+        );
+        const token = createSession(ctx.db, accepted.userId, ctx.config.sessionTtlSeconds);
+        setActiveWorkspace(ctx.db, sha256Hex(token), accepted.userId, accepted.workspaceId);
+        set.headers["set-cookie"] = sessionCookie(token, ctx.config.sessionTtlSeconds, request);
+        return ok({ organizationId: accepted.workspaceId, user: { id: accepted.userId } });
       },
       {
         params: invitationIdParams,

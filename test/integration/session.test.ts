@@ -38,8 +38,9 @@ describe("first visit", () => {
     expect((await server.request("GET", "/api/auth/setup")).body.setupRequired).toBe(true);
   });
 
-  test("setup creates the owner, sets an HttpOnly cookie and claims the command line's keys", async () => {
-    const response = await server.request("POST", "/api/auth/setup", { body: OWNER });
+  test("setup with one of those keys creates the owner, sets an HttpOnly cookie and claims the command line's keys", async () => {
+    expectErrorEnvelope(await server.request("POST", "/api/auth/setup", { body: OWNER }), 401, "SETUP_KEY_REQUIRED");
+    const response = await server.request("POST", "/api/auth/setup", { body: OWNER, key: cliKey.key });
     expect(response.status).toBe(201);
     const setCookie = response.headers.get("set-cookie")!;
     expect(setCookie).toMatch(/^platform_session=[A-Za-z0-9]{32,};/);
