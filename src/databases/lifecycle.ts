@@ -40,8 +40,7 @@ export function startDatabase(service: DatabaseService, workspaceId: string, dat
   service.track(
     operation.run(async () => {
       try {
-        const containerId = await ensureContainer(service, target);
-        service.update(row.id, { hostPort: await startContainer(target, containerId) });
+        await startContainer(target, await ensureContainer(service, target));
       } catch (error) {
         service.update(row.id, { status: "failed", statusReason: `Start failed: ${(error as Error).message}` });
         throw error;
@@ -80,7 +79,6 @@ export async function updateSettings(service: DatabaseService, workspaceId: stri
     const updated = { ...row, name: input.name ?? row.name, memoryMB: input.memoryMB ?? row.memoryMB };
     const target = service.targetOf(updated);
     const container = await service.containerOf(target);
-    let hostPort = row.hostPort;
     if (resize && container) {
       await target.driver.updateContainerMemory(container.id, updated.memoryMB).catch((error) => {
         throw dockerFailure(error, "Docker refused the new memory limit");
@@ -96,10 +94,10 @@ export async function updateSettings(service: DatabaseService, workspaceId: stri
       await target.driver.setNetworkAliases(container.id, workspaceNetworkName(row.workspaceId), [updated.name]).catch((error) => {
         throw dockerFailure(error, "Docker could not give the container its new alias");
       });
-      hostPort = (await target.driver.inspectContainer(container.id)).ports[target.definition.port] ?? null;
     }
     try {
-      service.update(row.id, { name: updated.name, memoryMB: updated.memoryMB, hostPort });
+      // hostPort is left as it is: it was chosen at creation and the container keeps publishing it.
+      service.update(row.id, { name: updated.name, memoryMB: updated.memoryMB });
     } catch (error) {
       if (String(error).includes("UNIQUE")) throw new ApiError("NAME_TAKEN", `A database named '${updated.name}' already exists in this workspace`);
       throw error;

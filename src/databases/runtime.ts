@@ -129,11 +129,10 @@ export async function writeConfigFiles(target: DatabaseTarget, containerId: stri
   await target.driver.copyToContainer(containerId, "/", Object.fromEntries(Object.entries(wanted).map(([path, text]) => [path.replace(/^\/+/, ""), text])));
 }
 
-/** Starts the container with fresh config files; answers the host port it is published on. */
-export async function startContainer(target: DatabaseTarget, containerId: string): Promise<number | null> {
+/** Starts the container with fresh config files; it publishes the host port chosen at creation. */
+export async function startContainer(target: DatabaseTarget, containerId: string): Promise<void> {
   await writeConfigFiles(target, containerId);
   await target.driver.startContainer(containerId);
-  return (await target.driver.inspectContainer(containerId)).ports[target.definition.port] ?? null;
 }
 
 export async function stopContainer(target: Pick<DatabaseTarget, "driver">, containerId: string) {

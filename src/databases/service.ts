@@ -150,7 +150,8 @@ export class DatabaseService {
     const target = this.targetOf(row);
     const container = await this.containerOf(target);
     const next = await this.confirmedStatus(target, container);
-    const hostPort = container?.running ? (container.ports[target.definition.port] ?? row.hostPort) : row.hostPort;
+    // The port is fixed at creation; only a row from before that (hostPort null) adopts what Docker published.
+    const hostPort = row.hostPort ?? (container?.running ? (container.ports[target.definition.port] ?? null) : null);
     if (next.status !== row.status || next.reason !== row.statusReason || hostPort !== row.hostPort) {
       this.update(row.id, { status: next.status, statusReason: next.reason, hostPort });
       return this.reload(row);
@@ -289,7 +290,7 @@ export class DatabaseService {
       this.operations.mark(operation.id, "running");
       const containerId = await createContainer(target);
       this.update(id, { containerId });
-      this.update(id, { hostPort: await startContainer(target, containerId) });
+      await startContainer(target, containerId);
     } catch (error) {
       // Nothing usable exists: undo it all and answer the error itself (503 while Docker is away).
       operation.release();

@@ -149,13 +149,19 @@ export function describeDatabaseLifecycle(engine: "postgresql" | "mysql" | "redi
       expect(await connectionError(client, urlBeforeRotation)).not.toBeNull();
     });
 
-    test("stop and start keep the data, the rotated password and the connection string", async () => {
+    test("stop, a rename while stopped, and start keep the data, the rotated password and the connection string", async () => {
       const before = (await server.request("GET", `/api/databases/${database.id}`, { key })).body.database;
       const stopped = await server.request("POST", `/api/databases/${database.id}/stop`, { key });
       expect(stopped.status).toBe(200);
       expect(stopped.body.database.status).toBe("stopped");
       expect((await containerOf(database.id)).State.Running).toBe(false);
       expect((await server.request("GET", `/api/databases/${database.id}`, { key })).body.database.status).toBe("stopped");
+
+      // A stopped container publishes no port; the rename must not read the port from it.
+      const renamed = await server.request("PATCH", `/api/databases/${database.id}/settings`, { key, body: { name: `renamed-${engine}` } });
+      expect(renamed.status).toBe(200);
+      expect(renamed.body.database).toMatchObject({ name: `renamed-${engine}`, port: before.port, connectionString: before.connectionString });
+      expect((await server.request("GET", `/api/databases/${database.id}`, { key })).body.database.connectionString).toBe(before.connectionString);
 
       const started = await server.request("POST", `/api/databases/${database.id}/start`, { key });
       expect(started.status).toBe(202);
@@ -168,11 +174,14 @@ export function describeDatabaseLifecycle(engine: "postgresql" | "mysql" | "redi
       expect(await client.read(running.connectionString)).toEqual(["alpha", "beta"]);
       const withOldPassword = running.connectionString.replace(encodeURIComponent(secondPassword), encodeURIComponent(firstPassword));
       expect(await connectionError(client, withOldPassword)).not.toBeNull();
+      const aliases = Object.values<any>((await containerOf(database.id)).NetworkSettings.Networks)[0].Aliases;
+      expect(aliases).toContain(`renamed-${engine}`);
+      expect(aliases).not.toContain(`app-${engine}`);
     });
 
     test("the operations history lists every operation, newest first, with its actor", async () => {
       const { body } = await server.request("GET", `/api/databases/${database.id}/operations`, { key });
-      expect(body.operations.map((operation: any) => operation.type)).toEqual(["start", "stop", "rotate-password", "settings", "create"]);
+      expect(body.operations.map((operation: any) => operation.type)).toEqual(["start", "settings", "stop", "rotate-password", "settings", "create"]);
       for (const operation of body.operations) {
         expect(operation.status).toBe("succeeded");
         expect(operation.actor.type).toBe("api_key");
