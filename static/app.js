@@ -19,8 +19,8 @@ class ApiFailure extends Error {
 }
 
 /** Calls the API and returns the payload of the envelope; throws ApiFailure with its message. */
-async function api(method, path, body) {
-  const init = { method, headers: { accept: "application/json" } };
+async function api(method, path, body, headers = {}) {
+  const init = { method, headers: { accept: "application/json", ...headers } };
   if (body !== undefined) {
     init.headers["content-type"] = "application/json";
     init.body = JSON.stringify(body);
@@ -151,8 +151,8 @@ async function start() {
   const [first, invitationId] = route();
   if (first === "invite" && invitationId) return showInvite(invitationId);
   try {
-    const { setupRequired } = await api("GET", "/api/auth/setup");
-    if (setupRequired) return showSetup();
+    const { setupRequired, keyRequired } = await api("GET", "/api/auth/setup");
+    if (setupRequired) return showSetup(keyRequired);
     session = await api("GET", "/api/auth/session");
     showWorkspace();
   } catch (failure) {
@@ -189,12 +189,27 @@ async function enterWorkspace() {
   showWorkspace();
 }
 
-function showSetup() {
+/**
+ * The owner setup. When keys were made with `platform keys create` before (`keyRequired`), the
+ * account takes them over, so the server wants one of them to know this is the operator.
+ */
+function showSetup(keyRequired) {
+  const keyField =
+    keyRequired &&
+    field(
+      "API key (from platform keys create)",
+      { type: "password", name: "apiKey", class: "key-input", required: true, autocomplete: "off", spellcheck: "false" },
+      "Keys were already made on this server's command line: paste one (svc_...) to show that you run it.",
+    );
   authCard(
     "Create the owner account",
-    "This platform has no account yet. The first account owns it and its workspace.",
-    form({ "aria-label": "Create the owner account" }, credentialFields("new-password"), "Create owner account", async (values) => {
-      await api("POST", "/api/auth/setup", values);
+    keyRequired
+      ? "This platform has no account yet. The owner account takes over the workspaces and keys made with platform keys create."
+      : "This platform has no account yet. The first account owns it and its workspace.",
+    form({ "aria-label": "Create the owner account" }, [keyField, credentialFields("new-password")], "Create owner account", async ({ apiKey, ...credentials }) => {
+      // The command prints a JSON line; pasting all of it works too.
+      const key = apiKey && (/svc_[A-Za-z0-9_]+/.exec(apiKey)?.[0] ?? apiKey.trim());
+      await api("POST", "/api/auth/setup", credentials, key ? { authorization: `Bearer ${key}` } : {});
       await enterWorkspace();
     }),
   );

@@ -167,3 +167,34 @@ describe("dashboard", () => {
     expect(pageErrors).toEqual([]);
   });
 });
+
+describe("a headless install whose first key came from the command line", () => {
+  test("the setup form asks for that key, refuses another and claims the owner with it", async () => {
+    const headless = await TestServer.start();
+    const context = await chromium.newContext();
+    try {
+      const cli = await headless.createKey("headless");
+      const setupPage = await context.newPage();
+      watch(setupPage);
+      await setupPage.goto(headless.baseUrl);
+      await setupPage.getByRole("heading", { name: "Create the owner account" }).waitFor();
+      const keyField = setupPage.getByLabel("API key (from platform keys create)");
+      await keyField.fill(`svc_${"W1x2Y3z4A5".repeat(4)}`);
+      await setupPage.getByLabel("Email").fill(OWNER.email);
+      await setupPage.getByLabel("Password").fill(OWNER.password);
+      await setupPage.getByRole("button", { name: "Create owner account" }).click();
+      await setupPage.getByRole("alert").getByText(/platform keys create/).waitFor();
+
+      // The command prints a JSON line; pasting it whole works.
+      await keyField.fill(JSON.stringify(cli));
+      await setupPage.getByRole("button", { name: "Create owner account" }).click();
+      await setupPage.getByRole("banner").getByText(OWNER.email).waitFor();
+      const session = await headless.request("GET", "/api/auth/session", { key: cli.key });
+      expect(session.body.user.email).toBe(OWNER.email);
+      expect(pageErrors).toEqual([]);
+    } finally {
+      await context.close();
+      await headless.stop();
+    }
+  });
+});
