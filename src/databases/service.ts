@@ -152,6 +152,8 @@ export class DatabaseService {
     const next = await this.confirmedStatus(target, container);
     // The port is fixed at creation; only a row from before that (hostPort null) adopts what Docker published.
     const hostPort = row.hostPort ?? (container?.running ? (container.ports[target.definition.port] ?? null) : null);
+    // Docker and the probe took time: an operation that began meanwhile owns the status now.
+    if (this.operations.isBusy(row.id)) return this.reload(row);
     if (next.status !== row.status || next.reason !== row.statusReason || hostPort !== row.hostPort) {
       this.update(row.id, { status: next.status, statusReason: next.reason, hostPort });
       return this.reload(row);

@@ -1,0 +1,79 @@
+// The database service's own rules, on a real SQLite file with a stand-in Docker driver that
+// answers only what a test scripts: what a GET may overwrite, and which names a database may take.
+import { beforeEach, describe, expect, test } from "bun:test";
+import { randomBytes } from "node:crypto";
+import { join } from "node:path";
+import { loadConfig } from "../../../src/config";
+import { SecretBox } from "../../../src/crypto/secrets";
+import { openDatabase, type PlatformDb } from "../../../src/db";
+import { databases, workspaces } from "../../../src/db/schema";
+import type { ContainerSummary, DockerDriver } from "../../../src/docker/driver";
+import { Machines } from "../../../src/machines/service";
+import { DatabaseService } from "../../../src/databases/service";
+import { tempDir } from "../../helpers/temp";
+
+const actor = { type: "api_key", id: "key_1" };
+
+/** A Docker driver whose container inspection waits until the test answers it. */
+class ScriptedDriver {
+  readonly machineId = "local";
+  private answer: ((container: Partial<ContainerSummary>) => void) | null = null;
+  inspected = Promise.withResolvers<void>();
+
+  inspectContainer(): Promise<Partial<ContainerSummary>> {
+    this.inspected.resolve();
+    return new Promise((resolve) => (this.answer = resolve));
+  }
+
+  answerInspect(container: Partial<ContainerSummary>) {
+    this.answer!(container);
+  }
+}
+
+let db: PlatformDb;
+let driver: ScriptedDriver;
+let service: DatabaseService;
+let secrets: SecretBox;
+
+function insertDatabase(id: string, name: string, status = "running") {
+  db.insert(databases)
+    .values({
+      id, workspaceId: "ws_1", name, engine: "redis", version: "7", status, memoryMB: 256, storageGB: 1, username: "app_user",
+      passwordCiphertext: secrets.encrypt("a-long-password", id), databaseName: "app_db", machineId: "local",
+      volumeName: `platform-db-${id}-data`, hostPort: 15_400, createdAt: 0, updatedAt: 0,
+    })
+    .run();
+  return db.select().from(databases).all().find((row) => row.id === id)!;
+}
+
+beforeEach(() => {
+  db = openDatabase(join(tempDir(), "platform.sqlite"));
+  db.insert(workspaces).values([{ id: "ws_1", name: "one", createdAt: 0 }, { id: "ws_2", name: "two", createdAt: 0 }]).run();
+  driver = new ScriptedDriver();
+  secrets = new SecretBox(randomBytes(32));
+  const machines = new Machines(new Map([["local", driver as unknown as DockerDriver]]));
+  service = new DatabaseService({ db, machines, secrets, config: loadConfig({}) });
+});
+
+describe("the status sync of a GET", () => {
+  test("does not overwrite the status an operation set while Docker was being asked", async () => {
+    const row = insertDatabase("db_1", "orders");
+    const sync = service.syncStatus(row);
+    await driver.inspected.promise;
+    // A start begins while the GET waits for Docker: it owns the status from now on.
+    service.operations.begin(row, "start", actor);
+    service.update(row.id, { status: "provisioning", statusReason: null });
+    driver.answerInspect({ id: "c1", state: "exited", running: false, exitCode: 0, ports: {} });
+
+    expect((await sync).status).toBe("provisioning");
+    expect(service.find("ws_1", row.id).status).toBe("provisioning");
+  });
+
+  test("records what the container says when nothing else runs", async () => {
+    const row = insertDatabase("db_1", "orders");
+    const sync = service.syncStatus(row);
+    await driver.inspected.promise;
+    driver.answerInspect({ id: "c1", state: "exited", running: false, exitCode: 0, ports: {} });
+    expect(await sync).toMatchObject({ status: "stopped", statusReason: "Stopped outside the platform" });
+  });
+});
