@@ -6,7 +6,7 @@
 import { and, eq, inArray } from "drizzle-orm";
 import type { Config } from "../config";
 import type { PlatformDb } from "../db";
-import { databases } from "../db/schema";
+import { apps, databases } from "../db/schema";
 import type { SecretBox } from "../crypto/secrets";
 import { newId, randomBase62 } from "../crypto/tokens";
 import { DockerNotFound, type ContainerSummary } from "../docker/driver";
@@ -117,13 +117,21 @@ export class DatabaseService {
     }
   }
 
+  /**
+   * A name is the database's alias on the workspace network, where apps use their names too:
+   * it must be free among the workspace's databases and its apps (src/apps checks the mirror case).
+   */
   assertNameFree(workspaceId: string, name: string) {
-    const taken = this.db
+    const database = this.db
       .select({ id: databases.id })
       .from(databases)
       .where(and(eq(databases.workspaceId, workspaceId), eq(databases.name, name)))
       .get();
-    if (taken) throw new ApiError("NAME_TAKEN", `A database named '${name}' already exists in this workspace`);
+    if (database) throw new ApiError("NAME_TAKEN", `A database named '${name}' already exists in this workspace`);
+    const app = this.db.select({ id: apps.id }).from(apps).where(and(eq(apps.workspaceId, workspaceId), eq(apps.name, name))).get();
+    if (app) {
+      throw new ApiError("NAME_TAKEN", `An app named '${name}' exists in this workspace; apps and databases share names on the workspace network`);
+    }
   }
 
   /** Lets a background operation finish on its own; its outcome is already recorded in its operation row. */

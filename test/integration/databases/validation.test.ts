@@ -1,11 +1,13 @@
 // Bad input to /api/databases is refused before anything reaches Docker or an engine: every
 // limit of the spec's table, unknown engines and machines, hostile names; another workspace's
-// database is not found on any route; conflicting operations get 409 BUSY; names are unique.
+// database is not found on any route; conflicting operations get 409 BUSY; names are unique
+// among the workspace's databases and apps.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { TestServer } from "../../helpers/server";
 import { dockerCli } from "../../helpers/docker";
 import { expectErrorEnvelope } from "../../helpers/auth-matrix";
 import { createDatabase, deleteAllDatabases, removeWorkspaceNetworks, waitForStatus } from "../../helpers/databases";
+import { appZip, deployZip, waitForStatus as waitForAppStatus } from "../../helpers/apps";
 
 let server: TestServer;
 let key: string;
@@ -116,6 +118,24 @@ describe("the other routes refuse bad input", () => {
     const response = await server.request("PATCH", `/api/databases/${second.id}/settings`, { key, body: { name: "shared" } });
     expectErrorEnvelope(response, 409, "NAME_TAKEN");
     expect((await server.request("DELETE", `/api/databases/${second.id}`, { key })).status).toBe(200);
+  });
+});
+
+describe("apps and databases share names on the workspace network", () => {
+  test("creating or renaming a database to the name of an app of the workspace -> 409 NAME_TAKEN", async () => {
+    const deployed = await deployZip(server, key, { name: "storefront", runtime: "node", memoryMB: "64" }, appZip({ "index.html": "shop" }));
+    expect(deployed.status).toBe(202);
+    try {
+      const created = await create({ name: "storefront", engine: "redis", memoryMB: 256 });
+      expectErrorEnvelope(created, 409, "NAME_TAKEN");
+      expect(created.body.error).toContain("app named 'storefront'");
+      const renamed = await server.request("PATCH", `/api/databases/${database.id}/settings`, { key, body: { name: "storefront" } });
+      expectErrorEnvelope(renamed, 409, "NAME_TAKEN");
+      expect((await server.request("GET", "/api/databases/", { key })).body.databases.map((listed: any) => listed.name)).toEqual(["shared"]);
+    } finally {
+      await waitForAppStatus(server, key, deployed.body.app.id, ["running", "failed"]);
+      expect((await server.request("DELETE", `/api/apps/${deployed.body.app.id}`, { key })).status).toBe(200);
+    }
   });
 });
 

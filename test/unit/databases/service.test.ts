@@ -6,10 +6,12 @@ import { join } from "node:path";
 import { loadConfig } from "../../../src/config";
 import { SecretBox } from "../../../src/crypto/secrets";
 import { openDatabase, type PlatformDb } from "../../../src/db";
-import { databases, workspaces } from "../../../src/db/schema";
+import { apps, databases, workspaces } from "../../../src/db/schema";
 import type { ContainerSummary, DockerDriver } from "../../../src/docker/driver";
 import { Machines } from "../../../src/machines/service";
 import { DatabaseService } from "../../../src/databases/service";
+import { updateSettings } from "../../../src/databases/lifecycle";
+import { ApiError } from "../../../src/http/errors";
 import { tempDir } from "../../helpers/temp";
 
 const actor = { type: "api_key", id: "key_1" };
@@ -46,6 +48,24 @@ function insertDatabase(id: string, name: string, status = "running") {
   return db.select().from(databases).all().find((row) => row.id === id)!;
 }
 
+function insertApp(workspaceId: string, name: string) {
+  db.insert(apps)
+    .values({
+      id: `app_${workspaceId}_${name}`, workspaceId, name, runtime: "node", status: "running", memoryMB: 256, startupCommand: "auto",
+      autoRestart: true, autoDeploy: false, machineId: "local", createdAt: 0, updatedAt: 0,
+    })
+    .run();
+}
+
+function refusal(run: () => unknown): ApiError {
+  try {
+    run();
+  } catch (error) {
+    return error as ApiError;
+  }
+  throw new Error("expected a refusal");
+}
+
 beforeEach(() => {
   db = openDatabase(join(tempDir(), "platform.sqlite"));
   db.insert(workspaces).values([{ id: "ws_1", name: "one", createdAt: 0 }, { id: "ws_2", name: "two", createdAt: 0 }]).run();
@@ -75,5 +95,30 @@ describe("the status sync of a GET", () => {
     await driver.inspected.promise;
     driver.answerInspect({ id: "c1", state: "exited", running: false, exitCode: 0, ports: {} });
     expect(await sync).toMatchObject({ status: "stopped", statusReason: "Stopped outside the platform" });
+  });
+});
+
+describe("a database's name is its alias on the workspace network", () => {
+  test("creating one with the name of an app of the workspace -> 409 NAME_TAKEN, before Docker is asked", async () => {
+    insertApp("ws_1", "shop");
+    const refused = await service.create("ws_1", { name: "shop", engine: "redis" }, actor).catch((error: ApiError) => error);
+    expect(refused).toBeInstanceOf(ApiError);
+    expect(refused).toMatchObject({ code: "NAME_TAKEN", status: 409, message: expect.stringContaining("app named 'shop'") });
+    expect(db.select().from(databases).all()).toEqual([]);
+  });
+
+  test("renaming one to the name of an app of the workspace -> 409 NAME_TAKEN, nothing changed", async () => {
+    insertApp("ws_1", "shop");
+    const row = insertDatabase("db_1", "orders");
+    const refused = await updateSettings(service, "ws_1", row.id, { name: "shop" }, actor).catch((error: ApiError) => error);
+    expect(refused).toMatchObject({ code: "NAME_TAKEN", status: 409 });
+    expect(service.find("ws_1", row.id).name).toBe("orders");
+    expect(service.listOperations("ws_1", row.id)).toEqual([]);
+  });
+
+  test("an app of another workspace does not hold the name", () => {
+    insertApp("ws_2", "shop");
+    expect(() => service.assertNameFree("ws_1", "shop")).not.toThrow();
+    expect(refusal(() => service.assertNameFree("ws_2", "shop")).code).toBe("NAME_TAKEN");
   });
 });
