@@ -59,6 +59,7 @@ export function organizationRoutes(ctx: ServerContext) {
           summary: "Invite someone by email",
           description:
             "Owners and admins. The email is lowercased; one pending invitation per email (409 `INVITATION_PENDING`). " +
+            "409 `PASSWORDLESS_ACCOUNT` for the email of the owner `platform keys create` made, which only the owner setup claims. " +
             "Valid 48 hours. The invitee accepts with `POST /api/organization/invitations/{invitationId}/accept`.",
         },
       },
@@ -91,7 +92,8 @@ export function organizationRoutes(ctx: ServerContext) {
           summary: "Accept an invitation",
           description:
             "No API key needed: the invitation id is the secret. With the password of the account that has the invited " +
-            "email, or a new password to create that account. Starts a session in the organization. " +
+            "email, or a new password to create that account; it never sets the password of an existing account (409 " +
+            "`PASSWORDLESS_ACCOUNT` for one without). Starts a session in the organization. " +
             "404 `INVITATION_NOT_FOUND` (unknown, canceled or used), 410 `INVITATION_EXPIRED`.",
           security: [],
         },

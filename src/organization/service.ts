@@ -2,7 +2,7 @@
 // accept), list, cancel and accept. The invitation id is the unguessable secret of the invite link.
 import { and, desc, eq } from "drizzle-orm";
 import type { PlatformDb } from "../db";
-import { invitations, users, workspaces } from "../db/schema";
+import { invitations, workspaces } from "../db/schema";
 import { newId } from "../crypto/tokens";
 import { ApiError } from "../http/errors";
 import { recordAuditEvent, type AuditActor } from "../audit/service";
@@ -36,6 +36,18 @@ export function listInvitations(db: PlatformDb, workspaceId: string, now = Date.
     .map((invitation) => publicInvitation(invitation, now));
 }
 
+/**
+ * The owner `platform keys create` makes has no password until the owner setup claims it with
+ * one of its keys. Accepting an invitation sets the password of an account that has none, so an
+ * invitation to that email would hand the owner to whoever holds the link: neither is allowed.
+ */
+function passwordlessAccount(email: string) {
+  return new ApiError(
+    "PASSWORDLESS_ACCOUNT",
+    `${email} belongs to an account without a password (made by \`platform keys create\`); it is claimed through the owner setup, not an invitation`,
+  );
+}
+
 export function createInvitation(
   db: PlatformDb,
   workspaceId: string,
@@ -47,6 +59,7 @@ export function createInvitation(
   return db.transaction((tx) => {
     const txDb = tx as unknown as PlatformDb;
     const existingUser = findUserByEmail(txDb, email);
+    if (existingUser && !existingUser.passwordHash) throw passwordlessAccount(email);
     if (existingUser && roleIn(txDb, workspaceId, existingUser.id)) {
       throw new ApiError("ALREADY_MEMBER", `${email} is already a member of this organization`);
     }
@@ -109,7 +122,8 @@ export function cancelInvitation(db: PlatformDb, workspaceId: string, invitation
 
 /**
  * Accepts an invitation with the invitee's password: it logs in the account that has the
- * invited email, or creates that account when there is none. Returns the user to start a session for.
+ * invited email, or creates that account when there is none; it never sets the password of an
+ * existing account. Returns the user to start a session for.
  */
 export async function acceptInvitation(
   db: PlatformDb,
@@ -122,15 +136,14 @@ export async function acceptInvitation(
   if (!invitation || invitation.status !== "pending") throw new ApiError("INVITATION_NOT_FOUND", "Invitation not found");
   if (now >= invitation.expiresAt) throw new ApiError("INVITATION_EXPIRED", "Invitation has expired; ask for a new one");
   const existing = findUserByEmail(db, invitation.email);
-  if (existing?.passwordHash && !(await Bun.password.verify(password, existing.passwordHash))) {
+  if (existing && !existing.passwordHash) throw passwordlessAccount(existing.email);
+  if (existing && !(await Bun.password.verify(password, existing.passwordHash!))) {
     throw new ApiError("INVALID_CREDENTIALS", "Wrong password for the invited account");
   }
-  const newPasswordHash = existing?.passwordHash ? null : await Bun.password.hash(password);
+  const newPasswordHash = existing ? null : await Bun.password.hash(password);
   return db.transaction((tx) => {
     const txDb = tx as unknown as PlatformDb;
-    let userId = existing?.id;
-    if (!userId) userId = createUser(txDb, invitation.email, newPasswordHash, now).id;
-    else if (newPasswordHash) tx.update(users).set({ passwordHash: newPasswordHash }).where(eq(users.id, userId)).run();
+    const userId = existing?.id ?? createUser(txDb, invitation.email, newPasswordHash, now).id;
     if (!roleIn(txDb, invitation.workspaceId, userId)) addMember(txDb, invitation.workspaceId, userId, invitation.role, now);
     tx.update(invitations).set({ status: "accepted", updatedAt: now }).where(eq(invitations.id, invitation.id)).run();
     recordAuditEvent(txDb, {
