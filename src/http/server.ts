@@ -31,8 +31,31 @@ function validationMessage(error: any): string {
   return `Invalid ${where} field '${field}': ${detail ?? first.summary ?? "invalid value"}`;
 }
 
+/** Every body but an upload's is a small JSON document. */
+const MAX_JSON_BODY_BYTES = 1024 * 1024;
+/** The uploads stream through src/http/multipart.ts, which enforces the upload limit itself. */
+const STREAMED_UPLOADS = new Set(["POST /api/apps/deploy", "POST /api/apps/inspect-env"]);
+
+/**
+ * Elysia parses a body before the routes' authentication runs, and the server's own limit is the
+ * upload limit: without this an anonymous caller could have hundreds of MB held in memory. Runs
+ * on the headers alone, before anything is read.
+ */
+function refuseOversizedBody(request: Request): Response | undefined {
+  const length = request.headers.get("content-length");
+  const chunked = length === null && request.headers.has("transfer-encoding");
+  if (!chunked && (length === null || Number(length) <= MAX_JSON_BODY_BYTES)) return undefined;
+  const path = new URL(request.url).pathname.replace(/\/+$/, "");
+  if (STREAMED_UPLOADS.has(`${request.method} ${path}`)) return undefined;
+  if (chunked) {
+    return errorResponse("LENGTH_REQUIRED", "Send a Content-Length: request bodies without one (chunked) are refused, except for uploads");
+  }
+  return errorResponse("PAYLOAD_TOO_LARGE", `Request body is larger than ${MAX_JSON_BODY_BYTES} bytes; only uploads may be larger`);
+}
+
 export function createServer(ctx: ServerContext) {
   return new Elysia({ serve: { maxRequestBodySize: ctx.config.uploads.maxUploadBytes + 1024 * 1024 } })
+    .onRequest(({ request }) => refuseOversizedBody(request))
     .onError({ as: "global" }, ({ code, error, request }) => {
       if (error instanceof ApiError) return errorResponse(error.code, error.message, error.headers);
       switch (code) {
