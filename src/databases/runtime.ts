@@ -160,8 +160,12 @@ export async function runCommand(target: DatabaseTarget, containerId: string, co
   }
 }
 
+/** `timeout`'s exit code when it had to end the command (Redis' short commands run under it). */
+const TIMED_OUT_EXIT_CODE = 124;
+
 /** What a failed command said, for an error text. */
 export function problemOf(result: CommandResult): string {
+  if (result.exitCode === TIMED_OUT_EXIT_CODE && !result.stderr.trim()) return "no answer within the command's time limit";
   return lastLine(result.stderr) || lastLine(result.stdout) || `exit code ${result.exitCode}`;
 }
 

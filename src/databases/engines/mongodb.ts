@@ -11,10 +11,13 @@ const PORT = 27017;
 export const MONGO_TOOLS_CONFIG = "/tmp/platform-mongo-tools.yaml";
 const RESERVED_DATABASES = new Set(["admin", "local", "config"]);
 
+/** The driver's own limits, so a script ends by itself when the server hangs before or after connecting. */
+export const CLIENT_TIMEOUTS = "serverSelectionTimeoutMS=5000&connectTimeoutMS=5000&socketTimeoutMS=10000";
+
 const CONNECT =
   "const env = process.env;" +
   " const uri = 'mongodb://' + encodeURIComponent(env.MONGO_USER) + ':' + encodeURIComponent(env.MONGO_PASSWORD)" +
-  ` + '@127.0.0.1:${PORT}/?authSource=admin&serverSelectionTimeoutMS=5000';` +
+  ` + '@127.0.0.1:${PORT}/?authSource=admin&${CLIENT_TIMEOUTS}';` +
   " const client = new Mongo(uri);";
 const PROBE_SCRIPT = `${CONNECT} print(client.getDB(env.MONGO_DATABASE).runCommand({ listCollections: 1, nameOnly: true }).ok);`;
 const ROTATE_SCRIPT = `${CONNECT} client.getDB('admin').changeUserPassword(env.MONGO_USER, env.MONGO_NEW_PASSWORD); print('OK');`;

@@ -11,6 +11,7 @@ const ROOT = "root";
 const MAX_USERNAME = 32;
 const RESERVED_DATABASES = new Set(["mysql", "information_schema", "performance_schema", "sys"]);
 
+/** --connect-timeout bounds the connection and the server's greeting, so a hung server cannot hold a probe. */
 function client(user: string, password: string, ...extra: string[]): Pick<EngineCommand, "argv" | "env"> {
   return {
     argv: ["mysql", "-h", "127.0.0.1", "-P", String(PORT), "-u", user, "--connect-timeout=5", ...extra],

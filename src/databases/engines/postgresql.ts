@@ -7,6 +7,7 @@ import { majorVersion, sqlString, userInfo } from "./text";
 const PORT = 5432;
 const RESERVED_DATABASES = new Set(["template0", "template1"]);
 
+/** libpq's connect_timeout: it bounds the connection and the authentication, so a hung server cannot hold a probe. */
 function clientEnv(credentials: Credentials): Record<string, string> {
   return { PGPASSWORD: credentials.password, PGCONNECT_TIMEOUT: "5" };
 }

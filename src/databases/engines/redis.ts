@@ -17,12 +17,26 @@ function maxmemoryMB(memoryMB: number): number {
   return Math.max(64, Math.floor(memoryMB * MAXMEMORY_SHARE));
 }
 
+/**
+ * redis-cli has no timeout of its own before Redis 7.2 (`-t`, refused by 7.0's redis-cli) and
+ * waits forever on a server that accepts the connection but never answers; the platform's own
+ * time limit cannot stop an exec, so short commands run under `timeout` (coreutils in the Debian
+ * images, busybox in the Alpine ones) and end by themselves.
+ */
+export const REDIS_CLI_TIMEOUT_SECONDS = 10;
+
 /** redis-cli over TCP as the database's user; the password comes from REDISCLI_AUTH. */
-function cli(credentials: Credentials, ...command: string[]): Pick<EngineCommand, "argv" | "env"> {
+function unboundedCli(credentials: Credentials, ...command: string[]): Pick<EngineCommand, "argv" | "env"> {
   return {
     argv: ["redis-cli", "-h", "127.0.0.1", "-p", String(PORT), "--user", credentials.username, "--no-auth-warning", ...command],
     env: { REDISCLI_AUTH: credentials.password },
   };
+}
+
+/** redis-cli for a command that answers at once: probes, ACL and CONFIG changes. */
+function cli(credentials: Credentials, ...command: string[]): Pick<EngineCommand, "argv" | "env"> {
+  const client = unboundedCli(credentials, ...command);
+  return { ...client, argv: ["timeout", String(REDIS_CLI_TIMEOUT_SECONDS), ...client.argv] };
 }
 
 function probe(credentials: Credentials): Probe {
@@ -85,8 +99,9 @@ export const redis: EngineDefinition = {
     return { ...cli(credentials, "CONFIG", "SET", "maxmemory", `${maxmemoryMB(memoryMB)}mb`), expectOutput: "OK" };
   },
 
+  // A snapshot of a large instance takes as long as it takes: no time limit here.
   dump(credentials) {
-    return cli(credentials, "--rdb", "-");
+    return unboundedCli(credentials, "--rdb", "-");
   },
 
   // An RDB snapshot can only be loaded at start: write it while stopped, start once without AOF

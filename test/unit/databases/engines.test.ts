@@ -5,9 +5,9 @@ import { describe, expect, test } from "bun:test";
 import { loadConfig } from "../../../src/config";
 import { toCreateOptions } from "../../../src/docker/container-spec";
 import { ENGINES, ENGINE_NAMES, connectionStringOf, resolveImage, type EngineCommand } from "../../../src/databases/engines";
-import { MONGO_TOOLS_CONFIG } from "../../../src/databases/engines/mongodb";
-import { REDIS_CONFIG_PATH } from "../../../src/databases/engines/redis";
-import { containerSpecOf, type DatabaseRow } from "../../../src/databases/runtime";
+import { CLIENT_TIMEOUTS, MONGO_TOOLS_CONFIG } from "../../../src/databases/engines/mongodb";
+import { REDIS_CLI_TIMEOUT_SECONDS, REDIS_CONFIG_PATH } from "../../../src/databases/engines/redis";
+import { containerSpecOf, problemOf, type DatabaseRow } from "../../../src/databases/runtime";
 import { sha256Hex } from "../../../src/crypto/tokens";
 
 const PASSWORD = `p@ss:w/rd'"\\x`;
@@ -82,6 +82,51 @@ describe("every engine", () => {
     expect(connectionStringOf(definition, credentials, "db.example.com", 5433, true)).toBe("postgresql://app_user:****@db.example.com:5433/app_db");
     expect(connectionStringOf(ENGINES.mysql, credentials, "::1", 3306, true)).toBe("mysql://app_user:****@[::1]:3306/app_db");
     expect(connectionStringOf(ENGINES.redis, credentials, "h", 1, true)).toBe("redis://app_user:****@h:1");
+  });
+});
+
+describe("probes end by themselves when the engine hangs (the platform's own time limit cannot stop an exec)", () => {
+  const probesOf = (engine: keyof typeof ENGINES) => [ENGINES[engine].readinessProbe(credentials), ...ENGINES[engine].passwordProbes(credentials)];
+
+  test("PostgreSQL: psql gets libpq's connect_timeout from PGCONNECT_TIMEOUT", () => {
+    for (const probe of probesOf("postgresql")) {
+      expect(probe.argv[0]).toBe("psql");
+      expect(Number(probe.env!.PGCONNECT_TIMEOUT)).toBeGreaterThan(0);
+    }
+  });
+
+  test("MySQL: the client gets --connect-timeout", () => {
+    for (const probe of probesOf("mysql")) {
+      expect(probe.argv[0]).toBe("mysql");
+      expect(probe.argv).toContain("--connect-timeout=5");
+    }
+  });
+
+  test("MongoDB: the driver gets server selection, connect and socket timeouts in its URI", () => {
+    expect(CLIENT_TIMEOUTS).toBe("serverSelectionTimeoutMS=5000&connectTimeoutMS=5000&socketTimeoutMS=10000");
+    for (const command of [...probesOf("mongodb"), ENGINES.mongodb.rotatePassword(credentials, "the-NEW-password")]) {
+      expect(command.argv.at(-1)).toContain(`authSource=admin&${CLIENT_TIMEOUTS}'`);
+    }
+  });
+
+  test("Redis: redis-cli (no -t before 7.2) runs under `timeout`, except the dump of a whole snapshot", () => {
+    const redis = ENGINES.redis;
+    const restore = redis.restore({ credentials, version: "7", memoryMB: 512 });
+    const short = [...probesOf("redis"), redis.rotatePassword(credentials, "x-new-password"), redis.applyMemory(credentials, 512)!];
+    if (restore.mode === "data-file") short.push(...restore.afterStart);
+    for (const command of short) {
+      expect(command.argv.slice(0, 3)).toEqual(["timeout", String(REDIS_CLI_TIMEOUT_SECONDS), "redis-cli"]);
+      expect(command.argv).not.toContain("-t");
+    }
+    expect(REDIS_CLI_TIMEOUT_SECONDS).toBeLessThan(60); // under runCommand's own limit
+    expect(redis.dump(credentials).argv[0]).toBe("redis-cli");
+  });
+
+  test("a command ended by `timeout` reads as a time-out, not a bare exit code", () => {
+    expect(problemOf({ ok: false, exitCode: 124, stdout: "", stderr: "" })).toBe("no answer within the command's time limit");
+    expect(problemOf({ ok: false, exitCode: 1, stdout: "", stderr: "FATAL: password authentication failed\n" })).toBe(
+      "FATAL: password authentication failed",
+    );
   });
 });
 
