@@ -76,7 +76,10 @@ export function authRoutes(ctx: ServerContext) {
         body: credentialsBody,
         detail: {
           summary: "Log in to the dashboard",
-          description: "Sets the HttpOnly `platform_session` cookie. Failures are rate limited per client address (429 with Retry-After).",
+          description:
+            "Sets the HttpOnly `platform_session` cookie. Failures are rate limited per client address: once they are " +
+            "spent every login from it, right or wrong, gets 429 with Retry-After. (API keys and session cookies are " +
+            "never refused for their address's failures: only failed ones get 429 instead of 401 then.)",
           security: [],
         },
       },
@@ -108,7 +111,13 @@ export function authRoutes(ctx: ServerContext) {
       },
       {
         auth: true,
-        detail: { summary: "Who is calling", description: "The user, the active organization (workspace), the role there, and every organization the user belongs to." },
+        detail: {
+          summary: "Who is calling",
+          description:
+            "The user, the active organization (workspace), the role there, and every organization the user belongs to. " +
+            "Like every authenticated route: a wrong key or cookie gets 401, or 429 `RATE_LIMITED` with Retry-After once " +
+            "its client address has spent its failed attempts; a valid one is never refused for its address.",
+        },
       },
     )
     .post(

@@ -1,7 +1,8 @@
 // Authentication of every API route: `Authorization: Bearer svc_...` or the dashboard's session
 // cookie. Routes opt in with `{ auth: true }` and receive `principal`. Also applies the
-// per-address limit on failed attempts, the per-caller rate limit, the key's usage quota, the
-// Origin check on cookie requests that change state, and the `workspaceId` query parameter.
+// per-address limit on failed attempts (counted after the credential for keys and cookies, checked
+// first for the password forms), the per-caller rate limit, the key's usage quota, the Origin
+// check on cookie requests that change state, and the `workspaceId` query parameter.
 import { Elysia } from "elysia";
 import { ApiError } from "./errors";
 import type { ServerContext } from "./context";
@@ -71,12 +72,19 @@ function rateLimited(code: "RATE_LIMITED", message: string, retryAfterSeconds: n
   return new ApiError(code, message, { "Retry-After": String(retryAfterSeconds) });
 }
 
+/**
+ * Keys and session cookies are long random secrets, which no address can guess by trying, and
+ * behind a TLS proxy every client shares one address: a valid one is never refused because of
+ * the address's failures. Only failed attempts are counted, and once the address has none left
+ * they are answered 429 instead of 401.
+ */
+function failedAttempt(ctx: ServerContext, clientAddress: string | null, failure: ApiError): ApiError {
+  const allowance = ctx.limits.authFailures.take(clientAddress ?? "unknown");
+  if (allowance.allowed) return failure;
+  return rateLimited("RATE_LIMITED", "Too many failed authentication attempts", allowance.retryAfterSeconds);
+}
+
 export function authenticate(ctx: ServerContext, request: Request, clientAddress: string | null): Principal {
-  const addressKey = clientAddress ?? "unknown";
-  const failureAllowance = ctx.limits.authFailures.check(addressKey);
-  if (!failureAllowance.allowed) {
-    throw rateLimited("RATE_LIMITED", "Too many failed authentication attempts", failureAllowance.retryAfterSeconds);
-  }
   const header = request.headers.get("authorization");
   let identity: Omit<Principal, "workspaceId" | "role" | "clientAddress"> & { defaultWorkspaceId: string | null };
   try {
@@ -107,7 +115,7 @@ export function authenticate(ctx: ServerContext, request: Request, clientAddress
   } catch (error) {
     // Only presented credentials that fail count: the dashboard asks "am I logged in?" without any.
     const presented = header !== null || readCookie(request.headers.get("cookie"), SESSION_COOKIE) !== undefined;
-    if (error instanceof ApiError && error.status === 401 && presented) ctx.limits.authFailures.take(addressKey);
+    if (error instanceof ApiError && error.status === 401 && presented) throw failedAttempt(ctx, clientAddress, error);
     throw error;
   }
   const { defaultWorkspaceId, ...principal } = identity;

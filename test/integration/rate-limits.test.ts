@@ -1,4 +1,5 @@
-// Rate limits with small settings: failed authentication per client address, and every
+// Rate limits with small settings: failed authentication per client address (failed keys and
+// cookies are counted, valid ones always pass; password forms are checked first), and every
 // authenticated route per key. Both answer 429 RATE_LIMITED with Retry-After.
 import { afterAll, describe, expect, test } from "bun:test";
 import { TestServer } from "../helpers/server";
@@ -33,6 +34,22 @@ describe("failed authentication, per client address", () => {
     for (let i = 0; i < 3; i++) expectErrorEnvelope(await server.request("GET", "/api/api-keys/", { key: badKey }), 401);
     expectRateLimited(await server.request("GET", "/api/api-keys/", { key: badKey }), 60);
     expectRateLimited(await server.request("GET", "/api/organization/members", { headers: { authorization: "Basic abc" } }), 60);
+    expectRateLimited(await server.request("GET", "/api/auth/session", { headers: { cookie: `platform_session=${"x".repeat(43)}` } }), 60);
+  });
+
+  test("a valid key or session cookie is never refused for its address's failures", async () => {
+    // Behind a TLS proxy every client has the proxy's address: bad keys from anyone must not lock out the rest.
+    const server = await start(FAILURE_LIMIT);
+    const setup = await server.request("POST", "/api/auth/setup", { body: { email: "owner@example.com", password: "right-password" } });
+    const cookie = setup.headers.get("set-cookie")!.split(";")[0]!;
+    const valid = await server.createKey("valid");
+    const badKey = `svc_${"Z9y8X7w6V5".repeat(4)}`;
+    for (let i = 0; i < 10; i++) await server.request("GET", "/api/api-keys/", { key: badKey });
+    expectRateLimited(await server.request("GET", "/api/api-keys/", { key: badKey }), 60);
+    expect((await server.request("GET", "/api/api-keys/", { key: valid.key })).status).toBe(200);
+    expect((await server.request("GET", "/api/auth/session", { headers: { cookie } })).status).toBe(200);
+    // No credential is no failed attempt: still the plain 401 that tells the dashboard to log in.
+    expectErrorEnvelope(await server.request("GET", "/api/auth/session"), 401, "UNAUTHORIZED");
   });
 
   test("wrong passwords get 401 until the burst is spent, then 429, even for the right password", async () => {
