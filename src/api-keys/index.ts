@@ -50,7 +50,9 @@ export function apiKeysRoutes(ctx: ServerContext) {
           description:
             "Returns `key`, the full value (`svc_` + optional custom prefix + 40 random base62 characters), only in this " +
             "response; only its SHA-256 is stored. `remaining` is a quota counted down by every authenticated request; " +
-            "at 0 requests get 429 `USAGE_EXCEEDED`, with `Retry-After` when a refill is configured. An expired key gets 401 `KEY_EXPIRED`.",
+            "at 0 requests get 429 `USAGE_EXCEEDED`, with `Retry-After` when a refill is configured. An expired key gets 401 `KEY_EXPIRED`. " +
+            "A request made with a key that has a quota or an expiry may only create keys within it (a quota no larger than " +
+            "its `remaining`, a refill no faster than its own, an expiry no later than its own); otherwise 403 `FORBIDDEN`.",
         },
       },
     )
@@ -66,7 +68,9 @@ export function apiKeysRoutes(ctx: ServerContext) {
         body: updateKeyBody,
         detail: {
           summary: "Update an API key",
-          description: "Changes name, enabled, remaining, refill settings or metadata. Answers `apiKey`, the updated key.",
+          description:
+            "Changes name, enabled, remaining, refill settings or metadata. Answers `apiKey`, the updated key. A key cannot " +
+            "change its own remaining, refill settings or enabled (403 `FORBIDDEN`): use another key or the dashboard.",
         },
       },
     )

@@ -8,6 +8,7 @@ import { newId, randomBase62, sha256Hex } from "../crypto/tokens";
 import { ApiError } from "../http/errors";
 import { recordAuditEvent, type AuditActor } from "../audit/service";
 import { decideUsage } from "./usage";
+import { issueRefusal, selfUpdateRefusal } from "./limits";
 
 export const KEY_PREFIX = "svc_";
 /** Random characters after the prefix: 40 base62 characters is about 238 bits. */
@@ -62,21 +63,22 @@ function checkRefill(refillAmount: number | null | undefined, refillInterval: nu
   }
 }
 
-export function createApiKey(
-  db: PlatformDb,
-  owner: { workspaceId: string; userId: string },
-  input: CreateKeyInput,
-  actor: AuditActor,
-  now = Date.now(),
-) {
+/** Who acts on keys: the owner of the keys and, when the request came with an API key, that key. */
+export interface KeyCaller {
+  workspaceId: string;
+  userId: string;
+  apiKeyId?: string | null;
+}
+
+export function createApiKey(db: PlatformDb, caller: KeyCaller, input: CreateKeyInput, actor: AuditActor, now = Date.now()) {
   checkRefill(input.refillAmount, input.refillInterval);
   const custom = input.prefix?.replace(/_+$/, "");
   const prefix = custom ? `${KEY_PREFIX}${custom}_` : KEY_PREFIX;
   const key = `${prefix}${randomBase62(KEY_RANDOM_LENGTH)}`;
   const row: ApiKeyRow = {
     id: newId("key"),
-    workspaceId: owner.workspaceId,
-    userId: owner.userId,
+    workspaceId: caller.workspaceId,
+    userId: caller.userId,
     name: input.name,
     prefix,
     start: key.slice(0, prefix.length + 4),
@@ -93,9 +95,16 @@ export function createApiKey(
     lastUsedAt: null,
   };
   db.transaction((tx) => {
+    // Read in the transaction: the issuer's quota as it is now, after this very request spent from it.
+    if (caller.apiKeyId) {
+      const issuer = tx.select().from(apiKeys).where(eq(apiKeys.id, caller.apiKeyId)).get();
+      if (!issuer) throw new ApiError("INVALID_API_KEY", "Invalid API key");
+      const refusal = issueRefusal(issuer, input, now);
+      if (refusal) throw new ApiError("FORBIDDEN", refusal);
+    }
     tx.insert(apiKeys).values(row).run();
     recordAuditEvent(tx as unknown as PlatformDb, {
-      workspaceId: owner.workspaceId,
+      workspaceId: caller.workspaceId,
       action: "api_key.created",
       actor,
       target: `${row.name} (${row.id})`,
@@ -131,13 +140,15 @@ function ownKey(db: PlatformDb, owner: { workspaceId: string; userId: string }, 
 
 export function updateApiKey(
   db: PlatformDb,
-  owner: { workspaceId: string; userId: string },
+  caller: KeyCaller,
   keyId: string,
   input: UpdateKeyInput,
   actor: AuditActor,
   now = Date.now(),
 ) {
-  const key = ownKey(db, owner, keyId);
+  const key = ownKey(db, caller, keyId);
+  const refusal = key.id === caller.apiKeyId ? selfUpdateRefusal(input) : null;
+  if (refusal) throw new ApiError("FORBIDDEN", refusal);
   const refillAmount = input.refillAmount !== undefined ? input.refillAmount : key.refillAmount;
   const refillInterval = input.refillInterval !== undefined ? input.refillInterval : key.refillIntervalSeconds;
   checkRefill(refillAmount, refillInterval);
