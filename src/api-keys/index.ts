@@ -5,7 +5,7 @@ import { auditActor, authPlugin } from "../http/auth";
 import { ok } from "../http/envelope";
 import { ApiError } from "../http/errors";
 import { createKeyBody, keyIdParams, updateKeyBody } from "./model";
-import { createApiKey, listApiKeys, revokeApiKey, updateApiKey } from "./service";
+import { createApiKey, listApiKeys, MAX_KEYS_PER_USER_PER_WORKSPACE, revokeApiKey, updateApiKey } from "./service";
 
 const MAX_METADATA_BYTES = 4096;
 
@@ -52,7 +52,8 @@ export function apiKeysRoutes(ctx: ServerContext) {
             "response; only its SHA-256 is stored. `remaining` is a quota counted down by every authenticated request; " +
             "at 0 requests get 429 `USAGE_EXCEEDED`, with `Retry-After` when a refill is configured. An expired key gets 401 `KEY_EXPIRED`. " +
             "A request made with a key that has a quota or an expiry may only create keys within it (a quota no larger than " +
-            "its `remaining`, a refill no faster than its own, an expiry no later than its own); otherwise 403 `FORBIDDEN`.",
+            "its `remaining`, a refill no faster than its own, an expiry no later than its own); otherwise 403 `FORBIDDEN`. " +
+            `A user may hold at most ${MAX_KEYS_PER_USER_PER_WORKSPACE} keys per workspace (the rate limit is per key): past that 409 \`KEY_LIMIT_REACHED\`.`,
         },
       },
     )

@@ -1,6 +1,6 @@
 // API keys: create (the full key is returned once, only its SHA-256 is stored), list, update,
 // revoke, and authenticate a presented key including expiry and the usage quota.
-import { and, eq, sql } from "drizzle-orm";
+import { and, count, eq, sql } from "drizzle-orm";
 import { preparedStatement } from "../db/prepared";
 import type { PlatformDb } from "../db";
 import { apiKeys } from "../db/schema";
@@ -13,6 +13,8 @@ import { issueRefusal, selfUpdateRefusal } from "./limits";
 export const KEY_PREFIX = "svc_";
 /** Random characters after the prefix: 40 base62 characters is about 238 bits. */
 const KEY_RANDOM_LENGTH = 40;
+/** The rate limit is per key: without a cap, more keys would multiply it. */
+export const MAX_KEYS_PER_USER_PER_WORKSPACE = 100;
 /** lastUsedAt is a "last seen" hint: writing it at most once a minute keeps reads write-free. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
@@ -101,6 +103,17 @@ export function createApiKey(db: PlatformDb, caller: KeyCaller, input: CreateKey
       if (!issuer) throw new ApiError("INVALID_API_KEY", "Invalid API key");
       const refusal = issueRefusal(issuer, input, now);
       if (refusal) throw new ApiError("FORBIDDEN", refusal);
+    }
+    const held = tx
+      .select({ count: count() })
+      .from(apiKeys)
+      .where(and(eq(apiKeys.workspaceId, caller.workspaceId), eq(apiKeys.userId, caller.userId)))
+      .get()!.count;
+    if (held >= MAX_KEYS_PER_USER_PER_WORKSPACE) {
+      throw new ApiError(
+        "KEY_LIMIT_REACHED",
+        `You already have ${held} API keys in this workspace, the most one user may have: revoke one you no longer use`,
+      );
     }
     tx.insert(apiKeys).values(row).run();
     recordAuditEvent(tx as unknown as PlatformDb, {

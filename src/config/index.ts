@@ -5,6 +5,12 @@ import { resolve } from "node:path";
 export type Runtime = "node" | "bun" | "python";
 export type Engine = "postgresql" | "mysql" | "mongodb" | "redis";
 
+/** Ports `first` to `last`, both included. */
+export interface PortRange {
+  first: number;
+  last: number;
+}
+
 export interface RateLimit {
   /** Bucket size: how many requests may come at once. */
   burst: number;
@@ -22,6 +28,7 @@ export interface Config {
   publicHost: string;
   dockerHost: string | undefined;
   dbBindAddress: string;
+  dbPortRange: PortRange;
   images: Record<Runtime | Engine, string>;
   buildCaFile: string | undefined;
   buildNpmRegistry: string | undefined;
@@ -47,6 +54,18 @@ function textSetting(env: Record<string, string | undefined>, name: string, fall
   return raw === undefined || raw === "" ? fallback : raw;
 }
 
+/** "first-last", e.g. "15400-15999". */
+function portRangeSetting(env: Record<string, string | undefined>, name: string, fallback: string): PortRange {
+  const raw = textSetting(env, name, fallback);
+  const match = /^(\d{1,5})-(\d{1,5})$/.exec(raw.trim());
+  const first = Number(match?.[1]);
+  const last = Number(match?.[2]);
+  if (!match || first < 1 || last > 65_535 || first > last) {
+    throw new Error(`${name} must be "first-last" with 1 <= first <= last <= 65535, got "${raw}"`);
+  }
+  return { first, last };
+}
+
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const dataDir = resolve(textSetting(env, "PLATFORM_DATA_DIR", "./data"));
   return {
@@ -59,6 +78,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     publicHost: textSetting(env, "PLATFORM_PUBLIC_HOST", "localhost"),
     dockerHost: env.PLATFORM_DOCKER_HOST || env.DOCKER_HOST || undefined,
     dbBindAddress: textSetting(env, "PLATFORM_DB_BIND_ADDRESS", "127.0.0.1"),
+    dbPortRange: portRangeSetting(env, "PLATFORM_DB_PORT_RANGE", "15400-15999"),
     images: {
       node: textSetting(env, "PLATFORM_IMAGE_NODE", "node:22-bookworm-slim"),
       bun: textSetting(env, "PLATFORM_IMAGE_BUN", "oven/bun:1"),

@@ -2,7 +2,6 @@
 // container with its volumes on the workspace network, writing config files before a start,
 // running engine commands with secrets kept out of argv and out of error texts, waiting until the
 // engine answers a real query, and removing everything.
-import { createServer, type AddressInfo } from "node:net";
 import type { Config } from "../config";
 import type { databases } from "../db/schema";
 import type { DockerDriver } from "../docker/driver";
@@ -66,23 +65,6 @@ export function containerSpecOf(target: Omit<DatabaseTarget, "driver">): Contain
     volumes: volumesOf(definition, row),
     restartPolicy: "unless-stopped",
   };
-}
-
-/**
- * A free port on the bind address, chosen once when the database is created and published on
- * every start after, so connection strings given out stay valid across restarts and renames.
- */
-export function allocateHostPort(bindAddress: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once("error", (error) =>
-      reject(new ApiError("OPERATION_FAILED", `No port can be published on PLATFORM_DB_BIND_ADDRESS ${bindAddress}: ${error.message}`)),
-    );
-    probe.listen(0, bindAddress, () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 /** Docker's own refusals become 409 OPERATION_FAILED with its message; API errors (503 DOCKER_UNAVAILABLE...) pass through. */

@@ -19,7 +19,6 @@ import { LIMITS, type CreateDatabaseInput, type DatabaseStatus } from "./model";
 import { INTERRUPTED, Operations, type OperationActor } from "./operations";
 import {
   containerNameOf,
-  allocateHostPort,
   createContainer,
   dockerFailure,
   problemOf,
@@ -34,6 +33,7 @@ import {
   type DatabaseTarget,
 } from "./runtime";
 import { databaseView, liveStatus, storageView, type ContainerState } from "./view";
+import { bindCheck, chooseHostPort } from "./ports";
 
 export interface DatabaseServiceDeps {
   db: PlatformDb;
@@ -59,6 +59,8 @@ export class DatabaseService {
   readonly now: () => number;
   readonly operations: Operations;
   private readonly volumeUsageCache = new Map<string, { at: number; sizes: Promise<Record<string, number>> }>();
+  /** Ports chosen for databases whose rows are not written yet. */
+  private readonly portsBeingTaken = new Set<number>();
 
   constructor(deps: DatabaseServiceDeps) {
     this.db = deps.db;
@@ -131,6 +133,23 @@ export class DatabaseService {
     const app = this.db.select({ id: apps.id }).from(apps).where(and(eq(apps.workspaceId, workspaceId), eq(apps.name, name))).get();
     if (app) {
       throw new ApiError("NAME_TAKEN", `An app named '${name}' exists in this workspace; apps and databases share names on the workspace network`);
+    }
+  }
+
+  /**
+   * A host port for a new database on the machine, from PLATFORM_DB_PORT_RANGE: not held by
+   * another database (recorded, or being created right now) and free on the bind address. The
+   * caller writes the row, then calls `release`.
+   */
+  async takeHostPort(machineId: string): Promise<{ port: number; release: () => void }> {
+    for (;;) {
+      const recorded = this.db.select({ hostPort: databases.hostPort }).from(databases).where(eq(databases.machineId, machineId)).all();
+      const taken = new Set([...recorded.map((row) => row.hostPort).filter((port) => port !== null), ...this.portsBeingTaken]);
+      const port = await chooseHostPort(this.config.dbPortRange, taken, bindCheck(this.config.dbBindAddress));
+      // Another creation may have chosen the same port while this one was checking: choose again.
+      if (this.portsBeingTaken.has(port)) continue;
+      this.portsBeingTaken.add(port);
+      return { port, release: () => this.portsBeingTaken.delete(port) };
     }
   }
 
@@ -267,6 +286,7 @@ export class DatabaseService {
     const credentials = this.credentialsFor(input, definition);
     this.assertNameFree(workspaceId, input.name);
     const id = newId("db");
+    const hostPort = await this.takeHostPort(driver.machineId);
     const now = this.now();
     const row: DatabaseRow = {
       id,
@@ -284,7 +304,7 @@ export class DatabaseService {
       machineId: driver.machineId,
       containerId: null,
       volumeName: volumeNameOf(id),
-      hostPort: await allocateHostPort(this.config.dbBindAddress),
+      hostPort: hostPort.port,
       createdAt: now,
       updatedAt: now,
     };
@@ -293,6 +313,8 @@ export class DatabaseService {
     } catch (error) {
       if (String(error).includes("UNIQUE")) throw new ApiError("NAME_TAKEN", `A database named '${input.name}' already exists in this workspace`);
       throw error;
+    } finally {
+      hostPort.release();
     }
     const operation = this.operations.begin(row, "create", actor);
     const target: DatabaseTarget = { driver, definition, row, credentials, config: this.config };

@@ -88,3 +88,20 @@ describe("a key with a quota or an expiry creates keys only within them", () => 
     expect((await createKey(admin.key, { name: "unlimited child" })).apiKey).toEqual(expect.objectContaining({ remaining: null, expiresAt: null }));
   });
 });
+
+describe("keys per user per workspace", () => {
+  test("at most 100: the 101st -> 409 KEY_LIMIT_REACHED, also from the command line, until one is revoked", async () => {
+    const first = await server.createKey("first", "capped");
+    const created: string[] = [];
+    for (let i = 2; i <= 100; i++) created.push((await createKey(first.key, { name: `key ${i}` })).id);
+    const refused = await server.request("POST", "/api/api-keys/", { key: first.key, body: { name: "key 101" } });
+    expectErrorEnvelope(refused, 409, "KEY_LIMIT_REACHED");
+    expect(refused.body.error).toContain("revoke");
+    await expect(server.createKey("key 101", "capped")).rejects.toThrow(/revoke/);
+    // Another workspace counts its own keys.
+    expect((await server.request("POST", "/api/api-keys/", { key: admin.key, body: { name: "elsewhere" } })).status).toBe(201);
+
+    expect((await server.request("DELETE", `/api/api-keys/${created[0]}`, { key: first.key })).status).toBe(200);
+    expect((await server.request("POST", "/api/api-keys/", { key: first.key, body: { name: "key 101" } })).status).toBe(201);
+  });
+});

@@ -48,6 +48,43 @@ describe("with a bind address nothing can publish on", () => {
   });
 });
 
+describe("with a port range of two ports, one of them in use on the host", () => {
+  let server: TestServer;
+  let key: string;
+  let workspaceId: string;
+  let holder: { stop(closeActiveConnections?: boolean): void } | undefined;
+  let first = 0;
+  beforeAll(async () => {
+    // Two neighbouring free ports outside the default range; the first is then held by this test.
+    for (first = 21_000; first < 31_000; first += 2) {
+      try {
+        Bun.listen({ hostname: "127.0.0.1", port: first + 1, socket: { data() {} } }).stop(true);
+        holder = Bun.listen({ hostname: "127.0.0.1", port: first, socket: { data() {} } });
+        break;
+      } catch {
+        continue;
+      }
+    }
+    server = await TestServer.start({ PLATFORM_DB_PORT_RANGE: `${first}-${first + 1}` });
+    ({ key, workspaceId } = await server.createKey("port range"));
+  });
+  afterAll(async () => {
+    holder?.stop(true);
+    await deleteAllDatabases(server, key);
+    await server.stop();
+    removeWorkspaceNetworks(workspaceId);
+  });
+
+  test("a database gets the port nothing holds; the next one -> 409 PORT_RANGE_EXHAUSTED", async () => {
+    const { database } = await createDatabase(server, key, { name: "first", engine: "redis", memoryMB: 256 });
+    expect(database.port).toBe(first + 1);
+    const response = await server.request("POST", "/api/databases/", { key, body: { name: "second", engine: "redis", memoryMB: 256 } });
+    expectErrorEnvelope(response, 409, "PORT_RANGE_EXHAUSTED");
+    expect(response.body.error).toContain(`PLATFORM_DB_PORT_RANGE (${first}-${first + 1})`);
+    expect((await server.request("GET", "/api/databases/", { key })).body.databases.map((listed: any) => listed.name)).toEqual(["first"]);
+  });
+});
+
 describe("with the real engine", () => {
   let server: TestServer;
   let key: string;

@@ -12,6 +12,7 @@ import { Machines } from "../../../src/machines/service";
 import { DatabaseService } from "../../../src/databases/service";
 import { updateSettings } from "../../../src/databases/lifecycle";
 import { ApiError } from "../../../src/http/errors";
+import { bindCheck } from "../../../src/databases/ports";
 import { tempDir } from "../../helpers/temp";
 
 const actor = { type: "api_key", id: "key_1" };
@@ -37,12 +38,12 @@ let driver: ScriptedDriver;
 let service: DatabaseService;
 let secrets: SecretBox;
 
-function insertDatabase(id: string, name: string, status = "running") {
+function insertDatabase(id: string, name: string, status = "running", hostPort = 15_400) {
   db.insert(databases)
     .values({
       id, workspaceId: "ws_1", name, engine: "redis", version: "7", status, memoryMB: 256, storageGB: 1, username: "app_user",
       passwordCiphertext: secrets.encrypt("a-long-password", id), databaseName: "app_db", machineId: "local",
-      volumeName: `platform-db-${id}-data`, hostPort: 15_400, createdAt: 0, updatedAt: 0,
+      volumeName: `platform-db-${id}-data`, hostPort, createdAt: 0, updatedAt: 0,
     })
     .run();
   return db.select().from(databases).all().find((row) => row.id === id)!;
@@ -120,5 +121,33 @@ describe("a database's name is its alias on the workspace network", () => {
     insertApp("ws_2", "shop");
     expect(() => service.assertNameFree("ws_1", "shop")).not.toThrow();
     expect(refusal(() => service.assertNameFree("ws_2", "shop")).code).toBe("NAME_TAKEN");
+  });
+});
+
+describe("host ports", () => {
+  /** The first of `count` consecutive ports that can be bound now. */
+  async function freePorts(count: number): Promise<number> {
+    const canBind = bindCheck("127.0.0.1");
+    for (let first = 20_000; first < 30_000; first += count) {
+      let free = true;
+      for (let port = first; free && port < first + count; port++) free = await canBind(port);
+      if (free) return first;
+    }
+    throw new Error("no free ports to test with");
+  }
+
+  test("a new database gets a port no other database holds, nor one being created at the same time", async () => {
+    const first = await freePorts(3);
+    const machines = new Machines(new Map([["local", driver as unknown as DockerDriver]]));
+    service = new DatabaseService({ db, machines, secrets, config: loadConfig({ PLATFORM_DB_PORT_RANGE: `${first}-${first + 2}` }) });
+    insertDatabase("db_1", "orders", "stopped", first);
+
+    const [one, two] = await Promise.all([service.takeHostPort("local"), service.takeHostPort("local")]);
+    expect([one.port, two.port].sort()).toEqual([first + 1, first + 2]);
+    const refused = await service.takeHostPort("local").catch((error: ApiError) => error);
+    expect(refused).toMatchObject({ code: "PORT_RANGE_EXHAUSTED", status: 409 });
+
+    one.release(); // its creation failed before its row was written
+    expect((await service.takeHostPort("local")).port).toBe(one.port);
   });
 });
