@@ -94,7 +94,8 @@ export function organizationRoutes(ctx: ServerContext) {
             "No API key needed: the invitation id is the secret. With the password of the account that has the invited " +
             "email, or a new password to create that account; it never sets the password of an existing account (409 " +
             "`PASSWORDLESS_ACCOUNT` for one without). Starts a session in the organization. " +
-            "404 `INVITATION_NOT_FOUND` (unknown, canceled or used), 410 `INVITATION_EXPIRED`.",
+            "404 `INVITATION_NOT_FOUND` (unknown, canceled or used, also by an acceptance at the same moment), 410 " +
+            "`INVITATION_EXPIRED`, 409 `CONFLICT` when the invited account was created meanwhile (accept again with its password).",
           security: [],
         },
       },

@@ -143,6 +143,17 @@ export async function acceptInvitation(
   const newPasswordHash = existing ? null : await Bun.password.hash(password);
   return db.transaction((tx) => {
     const txDb = tx as unknown as PlatformDb;
+    // Read again: while the password was hashed, another acceptance may have used this invitation
+    // or created the invited account.
+    const stillPending = tx
+      .select({ id: invitations.id })
+      .from(invitations)
+      .where(and(eq(invitations.id, invitation.id), eq(invitations.status, "pending")))
+      .get();
+    if (!stillPending) throw new ApiError("INVITATION_NOT_FOUND", "Invitation not found");
+    if (findUserByEmail(txDb, invitation.email)?.id !== existing?.id) {
+      throw new ApiError("CONFLICT", "The invited account was created meanwhile; accept again with its password");
+    }
     const userId = existing?.id ?? createUser(txDb, invitation.email, newPasswordHash, now).id;
     if (!roleIn(txDb, invitation.workspaceId, userId)) addMember(txDb, invitation.workspaceId, userId, invitation.role, now);
     tx.update(invitations).set({ status: "accepted", updatedAt: now }).where(eq(invitations.id, invitation.id)).run();

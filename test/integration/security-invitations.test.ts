@@ -58,3 +58,35 @@ describe("the passwordless owner made by platform keys create", () => {
     expect((await server.request("GET", "/api/auth/setup")).body.keyRequired).toBe(true);
   });
 });
+
+describe("accepting at the same time", () => {
+  const accept = (invitationId: string, password: string) =>
+    server.request("POST", `/api/organization/invitations/${invitationId}/accept`, { body: { password } });
+  const invite = async (key: string, email: string) => {
+    const response = await server.request("POST", "/api/organization/invitations", { key, body: { email } });
+    expect(response.status).toBe(201);
+    return response.body.invitation.id as string;
+  };
+
+  test("one invitation accepted twice at once: one 200, the other 404, never 500", async () => {
+    for (let round = 0; round < 5; round++) {
+      const invitationId = await invite(cli.key, `twice-${round}@example.com`);
+      const statuses = (await Promise.all([accept(invitationId, "password-one"), accept(invitationId, "password-two")])).map((response) => response.status);
+      expect(statuses.sort()).toEqual([200, 404]);
+    }
+  });
+
+  test("two workspaces' invitations to one new email accepted at once: never 500, and the account is made once", async () => {
+    const second = await server.createKey("second", "second");
+    for (let round = 0; round < 5; round++) {
+      const email = `both-${round}@example.com`;
+      const [first, other] = [await invite(cli.key, email), await invite(second.key, email)];
+      const responses = await Promise.all([accept(first, "same-password"), accept(other, "same-password")]);
+      for (const response of responses) {
+        if (response.status !== 200) expectErrorEnvelope(response, 409, "CONFLICT");
+      }
+      expect(responses.some((response) => response.status === 200)).toBe(true);
+      expect(sqlite((db) => db.query("SELECT count(*) AS accounts FROM users WHERE email = ?").get(email))).toEqual({ accounts: 1 });
+    }
+  });
+});
