@@ -19,21 +19,9 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } 
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { strToU8, zipSync } from "fflate";
+import { useStandInImages } from "../../test/helpers/stand-ins";
 
-// The stand-in images and build settings test/setup.ts selects (that file registers a bun:test
-// hook, so it cannot be imported outside `bun test`); a caller's own PLATFORM_* settings win.
-const STAND_IN_IMAGES: Record<string, string> = {
-  PLATFORM_IMAGE_NODE: "platform-test/node:latest",
-  PLATFORM_IMAGE_BUN: "platform-test/bun:latest",
-  PLATFORM_IMAGE_PYTHON: "platform-test/python:latest",
-};
-for (const [name, image] of Object.entries(STAND_IN_IMAGES)) process.env[name] ??= image;
-const hostCaBundle = "/etc/ssl/certs/ca-certificates.crt";
-if (existsSync(hostCaBundle)) process.env.PLATFORM_BUILD_CA_FILE ??= hostCaBundle;
-if (!process.env.PLATFORM_BUILD_NPM_REGISTRY) {
-  const registry = Bun.spawnSync(["npm", "config", "get", "registry"], { stderr: "ignore" }).stdout.toString().trim();
-  if (registry.startsWith("http")) process.env.PLATFORM_BUILD_NPM_REGISTRY = registry;
-}
+useStandInImages();
 
 const ROOT = resolve(import.meta.dir, "../..");
 const BINARY = join(ROOT, "platform");

@@ -26,10 +26,6 @@ export class BuildLogs {
     this.listeners.delete(buildId);
   }
 
-  isLive(buildId: string) {
-    return this.listeners.has(buildId) || this.live.has(buildId);
-  }
-
   private readonly live = new Set<string>();
 
   open(buildId: string) {

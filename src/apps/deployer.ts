@@ -49,15 +49,24 @@ export class Deployer {
 
   constructor(private readonly ctx: AppsContext) {}
 
-  /** Runs `task` after every earlier task of the same app has finished. */
-  enqueue(appId: string, task: () => Promise<void>): Promise<void> {
+  /** Runs `task` after every earlier task of the same app has finished; its outcome is the caller's. */
+  enqueue<T>(appId: string, task: () => Promise<T>): Promise<T> {
     const previous = this.queues.get(appId) ?? Promise.resolve();
-    const next = previous.then(task, task).catch((error) => console.error(`[apps] ${appId}:`, error));
-    this.queues.set(appId, next);
-    void next.then(() => {
-      if (this.queues.get(appId) === next) this.queues.delete(appId);
+    const run = previous.then(task);
+    const settled = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.queues.set(appId, settled);
+    void settled.then(() => {
+      if (this.queues.get(appId) === settled) this.queues.delete(appId);
     });
-    return next;
+    return run;
+  }
+
+  /** Queues background work nobody waits for; a failure is logged (the task records its own status). */
+  schedule(appId: string, task: () => Promise<void>): void {
+    this.enqueue(appId, task).catch((error) => console.error(`[apps] ${appId}:`, error));
   }
 
   busy(appId: string): boolean {
@@ -82,10 +91,14 @@ export class Deployer {
     return (line: string) => secrets.reduce((text, secret) => text.split(secret).join("****"), line);
   }
 
-  /** Build from the kept source, then release; a build that fails leaves the serving container alone. */
-  async buildAndRelease(appId: string, buildId: string): Promise<void> {
+  /**
+   * Build from the kept source (first replaced by `newSource`, an accepted upload, when given),
+   * then release; a build that fails leaves the serving container alone.
+   */
+  async buildAndRelease(appId: string, buildId: string, newSource?: string): Promise<void> {
     const app = this.app(appId);
     if (!app || app.status === "deleting") return;
+    if (newSource) this.ctx.storage.replaceSource(appId, newSource);
     const envVars = readEnvVars(this.ctx.db, this.ctx.secrets, appId);
     const redact = this.redactor(envVars);
     const log = (line: string) => this.ctx.buildLogs.append(appId, buildId, redact(line));
@@ -104,7 +117,7 @@ export class Deployer {
       log(`==> Build failed: ${reason}`);
       this.ctx.db.update(builds).set({ status: "failed", error: reason, finishedAt: Date.now() }).where(eq(builds.id, buildId)).run();
       this.ctx.buildLogs.finish(buildId);
-      this.afterFailure(appId, `Build ${buildId} failed: ${reason}`);
+      await this.afterFailure(appId, `Build ${buildId} failed: ${reason}`);
       return;
     }
     try {
@@ -124,8 +137,10 @@ export class Deployer {
     const buildArgs = Object.fromEntries(
       Object.entries(envVars).filter(([name]) => BUILD_TIME_ENV_PREFIXES.some((prefix) => name.startsWith(prefix))),
     );
+    const labels = { [LABEL_MANAGED]: "true", [LABEL_WORKSPACE]: app.workspaceId, [LABEL_APP]: app.id, [LABEL_BUILD]: buildId };
     const settings = {
       baseImage: this.ctx.config.images[app.runtime],
+      labels,
       runtime: app.runtime,
       port: app.exposePort ?? DEFAULT_EXPOSE_PORT,
       caBundle: this.ctx.config.buildCaFile ? readFileSync(this.ctx.config.buildCaFile, "utf8") : undefined,
@@ -141,7 +156,8 @@ export class Deployer {
       context: tarStream(contextEntries(sourceDir, platformFiles)),
       dockerfile: ".platform/Dockerfile",
       tag,
-      labels: { [LABEL_MANAGED]: "true", [LABEL_WORKSPACE]: app.workspaceId, [LABEL_APP]: app.id, [LABEL_BUILD]: buildId },
+      labels,
+      memoryMB: this.ctx.config.buildMemoryMB,
       buildArgs,
       onLog: log,
     });
@@ -160,6 +176,7 @@ export class Deployer {
       const upstream = await this.waitForContainer(driver, app, containerId, log);
       const previous = this.app(appId);
       if (!previous || previous.status === "deleting") throw new ReleaseFailed("the app was deleted during the deploy");
+      if (app.autoRestart) await driver.setRestartPolicy(containerId, "unless-stopped");
       const hostPort = (await driver.inspectContainer(containerId)).ports[upstream.port] ?? null;
       this.setStatus(appId, "running", null, { containerId, hostPort, currentBuildId: buildId });
       if (app.subdomain) this.ctx.proxyRoutes.set(app.subdomain, upstream);
@@ -175,7 +192,7 @@ export class Deployer {
       if (reason === "internal error") console.error(`[apps] release of ${appId}:`, error);
       log(`==> Release failed: ${reason}`);
       if (containerId) await driver.removeContainer(containerId).catch(() => {});
-      this.afterFailure(appId, `Deploy of build ${buildId} failed: ${reason}`);
+      await this.afterFailure(appId, `Deploy of build ${buildId} failed: ${reason}`);
     }
   }
 
@@ -193,7 +210,8 @@ export class Deployer {
       capabilities: port < 1024 ? ["NET_BIND_SERVICE"] : [],
       network: { name: network, aliases: [app.name] },
       publish: { containerPort: port, hostIp: "127.0.0.1" },
-      restartPolicy: app.autoRestart ? "unless-stopped" : "no",
+      // Restarts begin once it listens (see release): a crash while starting must fail the deploy, not loop.
+      restartPolicy: "no",
       init: true,
     });
     log(`==> Starting container ${containerId.slice(0, 12)} (${app.memoryMB} MB, port ${port})`);
@@ -203,11 +221,7 @@ export class Deployer {
 
   private async waitForContainer(driver: DockerDriver, app: AppRow, containerId: string, log: (line: string) => void) {
     const port = app.exposePort ?? DEFAULT_EXPOSE_PORT;
-    // A restart by the engine (autoRestart) means it exited: it would otherwise look "running".
-    const stillRunning = async () => {
-      const state = await driver.inspectContainer(containerId);
-      return state.running && state.restartCount === 0;
-    };
+    const stillRunning = async () => (await driver.inspectContainer(containerId)).running;
     const host = (await driver.inspectContainer(containerId)).networks[workspaceNetworkName(app.workspaceId)];
     const outcome = host
       ? await waitUntilListening({ host, port, timeoutMs: START_TIMEOUT_MS, stillRunning })
@@ -226,11 +240,14 @@ export class Deployer {
     throw new ReleaseFailed(`the app did not accept connections on port ${port} within ${START_TIMEOUT_MS / 1000} s`);
   }
 
-  private afterFailure(appId: string, reason: string) {
+  private async afterFailure(appId: string, reason: string) {
     const app = this.app(appId);
     if (!app || app.status === "deleting") return;
-    // The previous container, if there is one, is still serving.
-    if (app.containerId) this.setStatus(appId, "running", `${reason}; still serving build ${app.currentBuildId}`);
+    const serving = app.containerId
+      ? await this.ctx.machines.get(app.machineId).inspectContainer(app.containerId).then((state) => state.running, () => false)
+      : false;
+    if (serving) this.setStatus(appId, "running", `${reason}; still serving build ${app.currentBuildId}`);
     else this.setStatus(appId, "failed", reason);
   }
+
 }

@@ -20,12 +20,16 @@ export interface BuildSettings {
   npmRegistry?: string;
   /** Names of app variables given to the build as build arguments. */
   buildArgNames?: string[];
+  /** Put on the build stage too: the engine labels only the final image, and the build stage stays behind as an image of its own. */
+  labels?: Record<string, string>;
 }
 
 const CA_IN_BUILD = "/usr/local/share/platform-build-ca.pem";
 
 export function generateDockerfile(plan: BuildPlan, settings: BuildSettings): string {
   const lines = [`FROM ${settings.baseImage} AS build`, "WORKDIR /app"];
+  const labels = Object.entries(settings.labels ?? {}).map(([name, value]) => `${name}=${JSON.stringify(value)}`);
+  if (labels.length) lines.push(`LABEL ${labels.join(" ")}`);
   if (settings.caBundle !== undefined) {
     lines.push(
       `COPY ${BUILD_CA_PATH} ${CA_IN_BUILD}`,

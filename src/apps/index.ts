@@ -56,7 +56,7 @@ export function appsRoutes(ctx: ServerContext) {
     )
     .post(
       "/inspect-env",
-      async ({ request }) => ok({ variables: (await service.inspectEnv(request)).variables }),
+      async ({ principal, request }) => ok({ variables: (await service.inspectEnv(principal, request)).variables }),
       {
         auth: true,
         parse: "none",
@@ -97,12 +97,26 @@ export function appsRoutes(ctx: ServerContext) {
     })
     .get(
       "/:appId/logs",
-      async ({ principal, params, query }) => ok({ lines: await service.logs(principal.workspaceId, params.appId, { tail: query.tail ?? 100, timestamps: query.timestamps ?? false }) }),
+      async ({ principal, params, query, request }) => {
+        const options = { tail: query.tail ?? 100, timestamps: query.timestamps ?? false };
+        if (query.follow) {
+          return new Response(service.followLogs(principal.workspaceId, params.appId, options, request.signal), {
+            headers: { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store", "x-content-type-options": "nosniff" },
+          });
+        }
+        return ok({ lines: await service.logs(principal.workspaceId, params.appId, options) });
+      },
       {
         auth: true,
         params: appIdParams,
         query: logsQuery,
-        detail: { summary: "Read the app's output", description: "`lines`: the last `tail` lines (1-5000, default 100) of stdout and stderr as clean text, each prefixed with its RFC 3339 time when `timestamps=true`." },
+        detail: {
+          summary: "Read the app's output",
+          description:
+            "`lines`: the last `tail` lines (0-5000, default 100) of stdout and stderr as clean text, each prefixed with its " +
+            "RFC 3339 time when `timestamps=true`. With `follow=true` the answer is text/plain instead: those lines, then every " +
+            "new line as the app writes it, until the client disconnects.",
+        },
       },
     )
     .get("/:appId/env", ({ principal, params }) => ok({ envVars: service.getEnv(principal.workspaceId, params.appId) }), {
@@ -116,16 +130,16 @@ export function appsRoutes(ctx: ServerContext) {
       body: envBody,
       detail: { summary: "Merge env vars", description: "Adds or replaces the given variables and keeps the others. A change restarts a running app (zero-downtime). Answers `envVars` (all, decrypted) and `restarted`." },
     })
-    .put("/:appId/settings", ({ principal, params, body }) => ok(service.updateSettings(principal.workspaceId, params.appId, body)), {
+    .put("/:appId/settings", async ({ principal, params, body }) => ok(await service.updateSettings(principal.workspaceId, params.appId, body)), {
       auth: true,
       params: appIdParams,
       body: settingsBody,
       detail: {
         summary: "Change settings",
         description:
-          `A change of ${RESTARTING_FIELDS.map((field) => `\`${field}\``).join(", ")} or \`autoRestart\` restarts a running ` +
-          "app with a new container (zero-downtime; `runtime` and `startupCommand` also rebuild); `name` and `subdomain` do " +
-          "not restart it. 409 `SUBDOMAIN_TAKEN` / `NAME_TAKEN`. Answers `app`, `restarted` and `buildId` (when a rebuild started).",
+          `A change of ${RESTARTING_FIELDS.map((field) => `\`${field}\``).join(", ")} restarts a running ` +
+          "app with a new container (zero-downtime; `runtime` and `startupCommand` also rebuild); `name`, `subdomain` and " +
+          "`autoRestart` (applied to the running container in place) do not restart it. 409 `SUBDOMAIN_TAKEN` / `NAME_TAKEN`. Answers `app`, `restarted` and `buildId` (when a rebuild started).",
       },
     })
     .get("/:appId/builds", ({ principal, params }) => ok({ builds: service.builds(principal.workspaceId, params.appId) }), {

@@ -48,8 +48,9 @@ export const envBody = t.Object({ envVars: t.Record(t.String(), t.String()) });
 export const appIdParams = t.Object({ appId: t.String({ minLength: 1, maxLength: 64 }) });
 export const buildParams = t.Object({ appId: t.String({ minLength: 1, maxLength: 64 }), buildId: t.String({ minLength: 1, maxLength: 64 }) });
 export const logsQuery = t.Object({
-  tail: t.Optional(t.Integer({ minimum: 1, maximum: 5000, default: 100 })),
+  tail: t.Optional(t.Integer({ minimum: 0, maximum: 5000, default: 100 })),
   timestamps: t.Optional(t.Boolean({ default: false })),
+  follow: t.Optional(t.Boolean({ default: false })),
   workspaceId: t.Optional(t.String()),
   organizationId: t.Optional(t.String()),
 });

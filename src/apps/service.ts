@@ -1,15 +1,16 @@
 // Apps: deploy from an uploaded ZIP (a new app, or a new release of the app with that name),
 // settings, env vars, lifecycle, logs, builds and deletion. Docker work goes through the
 // Deployer's per-app queue, so two changes to one app never race.
-import { and, desc, eq, ne } from "drizzle-orm";
+import { and, desc, eq, inArray, ne } from "drizzle-orm";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { apps, builds } from "../db/schema";
+import { apps, builds, databases } from "../db/schema";
 import { newId, randomBase62 } from "../crypto/tokens";
 import { ApiError } from "../http/errors";
 import { readMultipart } from "../http/multipart";
 import { LABEL_APP } from "../docker/container-spec";
 import type { ContainerOwner, ManagedContainer } from "../machines/reconciler";
+import { DockerNotFound } from "../docker/driver";
 import type { Principal } from "../http/auth";
 import type { Runtime } from "../config";
 import { extractZip } from "./archive";
@@ -22,6 +23,31 @@ import { DEFAULT_EXPOSE_PORT, MAX_STARTUP_COMMAND, MEMORY_MB, NAME_PATTERN, SUBD
 type BuildRow = typeof builds.$inferSelect;
 const RUNTIMES: Runtime[] = ["node", "bun", "python"];
 const BUILD_HISTORY = 50;
+/** Uploads of one workspace handled at once: each may extract up to the uncompressed limit to disk. */
+const UPLOADS_PER_WORKSPACE = 2;
+
+class UploadSlots {
+  private readonly inUse = new Map<string, number>();
+
+  constructor(private readonly perWorkspace: number) {}
+
+  /** Takes a slot or refuses with 429; returns the function that gives it back. */
+  take(workspaceId: string): () => void {
+    const used = this.inUse.get(workspaceId) ?? 0;
+    if (used >= this.perWorkspace) {
+      throw new ApiError("RATE_LIMITED", `At most ${this.perWorkspace} uploads of a workspace are handled at once`, { "Retry-After": "5" });
+    }
+    this.inUse.set(workspaceId, used + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.inUse.get(workspaceId) ?? 1) - 1;
+      if (left > 0) this.inUse.set(workspaceId, left);
+      else this.inUse.delete(workspaceId);
+    };
+  }
+}
 
 export interface SettingsInput {
   name?: string;
@@ -82,6 +108,7 @@ export function parseDeployFields(fields: Record<string, string>) {
 export class AppsService implements ContainerOwner {
   readonly label = LABEL_APP;
   readonly deployer: Deployer;
+  private readonly uploadSlots = new UploadSlots(UPLOADS_PER_WORKSPACE);
   /** Port of the public proxy in app URLs: the configured one, or the one bound when it was 0. */
   proxyPort: number;
 
@@ -139,11 +166,14 @@ export class AppsService implements ContainerOwner {
   private newBuild(appId: string, trigger: string): string {
     const id = newId("bld");
     this.ctx.db.insert(builds).values({ id, appId, status: "queued", trigger, startedAt: Date.now() }).run();
+    this.ctx.buildLogs.open(id); // followable while queued, not only once it runs
     return id;
   }
 
   /** POST /api/apps/deploy: streams the upload to disk, checks it, and starts the build in the background. */
   async deploy(principal: Principal, request: Request) {
+    const workspaceId = principal.workspaceId;
+    const releaseSlot = this.uploadSlots.take(workspaceId);
     const upload = join(this.ctx.storage.uploadsDir(), `${crypto.randomUUID()}.zip`);
     const staging = this.ctx.storage.stagingDir();
     try {
@@ -155,12 +185,14 @@ export class AppsService implements ContainerOwner {
       const input = parseDeployFields(fields);
       if (!file) invalid("file", "a ZIP archive of the app is required");
       const machineId = this.ctx.machines.place(input.machineId).machineId;
-      if (input.subdomain && this.subdomainTaken(input.subdomain, this.findByName(principal.workspaceId, input.name)?.id)) {
+      await extractZip(upload, staging, this.ctx.config.uploads);
+      // From here to the end nothing awaits: no other request can slip in between checks and writes.
+      const existing = this.findByName(workspaceId, input.name);
+      if (!existing) this.assertNameFree(workspaceId, input.name);
+      if (input.subdomain && this.subdomainTaken(input.subdomain, existing?.id)) {
         throw new ApiError("SUBDOMAIN_TAKEN", `Subdomain '${input.subdomain}' is taken`);
       }
-      const existing = this.findByName(principal.workspaceId, input.name);
       const appId = existing?.id ?? newId("app");
-      await extractZip(upload, staging, this.ctx.config.uploads);
       const now = Date.now();
       if (existing) {
         this.ctx.db
@@ -176,12 +208,13 @@ export class AppsService implements ContainerOwner {
           })
           .where(eq(apps.id, appId))
           .run();
+        if (input.subdomain !== undefined && input.subdomain !== existing.subdomain) this.moveRoute(existing, input.subdomain);
       } else {
         this.ctx.db
           .insert(apps)
           .values({
             id: appId,
-            workspaceId: principal.workspaceId,
+            workspaceId,
             name: input.name,
             runtime: input.runtime,
             status: "building",
@@ -198,16 +231,25 @@ export class AppsService implements ContainerOwner {
           .run();
       }
       mergeEnvVars(this.ctx.db, this.ctx.secrets, appId, input.envVars);
-      this.ctx.storage.replaceSource(appId, staging);
       const buildId = this.newBuild(appId, existing ? "redeploy" : "upload");
+      // The tree becomes the app's source when its build starts, never under a build still reading the old one.
+      const newSource = this.ctx.storage.keepForBuild(appId, buildId, staging);
       this.ctx.buildLogs.append(appId, buildId, `==> Upload of ${file.size} bytes accepted (${file.filename || "archive"})`);
-      void this.deployer.enqueue(appId, () => this.deployer.buildAndRelease(appId, buildId));
-      return { app: this.publicApp(this.get(principal.workspaceId, appId)), buildId, created: !existing };
+      this.deployer.schedule(appId, () => this.deployer.buildAndRelease(appId, buildId, newSource));
+      return { app: this.publicApp(this.get(workspaceId, appId)), buildId, created: !existing };
     } finally {
+      releaseSlot();
       rmSync(upload, { force: true });
-      // Gone already once it became the app's source; still there when a later step failed.
+      // Gone already once kept for the build; still there when a later step failed.
       rmSync(staging, { recursive: true, force: true });
     }
+  }
+
+  /** App and database names share the workspace network's DNS: one name, one thing. */
+  private assertNameFree(workspaceId: string, name: string) {
+    const app = this.findByName(workspaceId, name);
+    const database = this.ctx.db.select({ id: databases.id }).from(databases).where(and(eq(databases.workspaceId, workspaceId), eq(databases.name, name))).get();
+    if (app || database) throw new ApiError("NAME_TAKEN", `'${name}' is already the name of ${app ? "an app" : "a database"} in this workspace`);
   }
 
   private findByName(workspaceId: string, name: string): AppRow | undefined {
@@ -215,23 +257,23 @@ export class AppsService implements ContainerOwner {
   }
 
   /** POST /api/apps/inspect-env: the variables an uploaded app needs, without deploying anything. */
-  async inspectEnv(request: Request) {
+  async inspectEnv(principal: Principal, request: Request) {
+    const releaseSlot = this.uploadSlots.take(principal.workspaceId);
     const upload = join(this.ctx.storage.uploadsDir(), `${crypto.randomUUID()}.zip`);
     try {
       const { file } = await readMultipart(request, { fileField: "file", destinationFile: upload, maxBytes: this.ctx.config.uploads.maxUploadBytes });
       if (!file) invalid("file", "a ZIP archive is required");
       return await inspectEnvInZip(upload, this.ctx.config.uploads, this.ctx.storage.uploadsDir());
     } finally {
+      releaseSlot();
       rmSync(upload, { force: true });
     }
   }
 
-  updateSettings(workspaceId: string, appId: string, input: SettingsInput) {
+  async updateSettings(workspaceId: string, appId: string, input: SettingsInput) {
     const app = this.get(workspaceId, appId);
     if (input.startupCommand !== undefined) checkStartupCommand(input.startupCommand);
-    if (input.name !== undefined && input.name !== app.name && this.findByName(workspaceId, input.name)) {
-      throw new ApiError("NAME_TAKEN", `An app named '${input.name}' already exists in this workspace`);
-    }
+    if (input.name !== undefined && input.name !== app.name) this.assertNameFree(workspaceId, input.name);
     if (input.subdomain && this.subdomainTaken(input.subdomain, app.id)) {
       throw new ApiError("SUBDOMAIN_TAKEN", `Subdomain '${input.subdomain}' is taken`);
     }
@@ -245,9 +287,13 @@ export class AppsService implements ContainerOwner {
       autoRestart: input.autoRestart ?? app.autoRestart,
     };
     const rebuild = next.runtime !== app.runtime || next.startupCommand !== app.startupCommand;
-    const restart = rebuild || next.memoryMB !== app.memoryMB || next.exposePort !== app.exposePort || next.autoRestart !== app.autoRestart;
+    const restart = rebuild || next.memoryMB !== app.memoryMB || next.exposePort !== app.exposePort;
     this.ctx.db.update(apps).set({ ...next, updatedAt: Date.now() }).where(eq(apps.id, app.id)).run();
     if (next.subdomain !== app.subdomain) this.moveRoute(app, next.subdomain);
+    if (next.autoRestart !== app.autoRestart && app.containerId && !restart) {
+      // Applied to the running container in place: changing it alone restarts nothing.
+      await this.ctx.machines.get(app.machineId).setRestartPolicy(app.containerId, next.autoRestart ? "unless-stopped" : "no");
+    }
     const result = this.restartForChange(app, rebuild ? "settings" : null, restart);
     return { app: this.publicApp(this.get(workspaceId, appId)), ...result };
   }
@@ -258,13 +304,13 @@ export class AppsService implements ContainerOwner {
     if (!restart || (!serving && app.status !== "failed")) return { restarted: false, buildId: null };
     if (rebuildTrigger || !app.currentBuildId) {
       const buildId = this.newBuild(app.id, rebuildTrigger ?? "settings");
-      void this.deployer.enqueue(app.id, () => this.deployer.buildAndRelease(app.id, buildId));
+      this.deployer.schedule(app.id, () => this.deployer.buildAndRelease(app.id, buildId));
       return { restarted: true, buildId };
     }
     const buildId = app.currentBuildId;
     const image = this.ctx.db.select().from(builds).where(eq(builds.id, buildId)).get()?.image;
     if (!image) return { restarted: false, buildId: null };
-    void this.deployer.enqueue(app.id, () => this.deployer.release(app.id, buildId, image));
+    this.deployer.schedule(app.id, () => this.deployer.release(app.id, buildId, image));
     return { restarted: true, buildId: null };
   }
 
@@ -318,20 +364,54 @@ export class AppsService implements ContainerOwner {
     this.ctx.db.update(apps).set({ status: "deleting", updatedAt: Date.now() }).where(eq(apps.id, app.id)).run();
     if (app.subdomain) this.ctx.proxyRoutes.delete(app.subdomain);
     await this.deployer.idle(app.id);
+    try {
+      await this.removeEverything(app);
+    } catch (error) {
+      // Nothing is lost: the app is back as it was, and DELETE can be sent again.
+      this.ctx.db.update(apps).set({ status: app.status, statusReason: `Delete failed: ${(error as Error).message}; send DELETE again`, updatedAt: Date.now() }).where(eq(apps.id, app.id)).run();
+      if (app.status === "running") void this.restoreRoute(app);
+      throw error;
+    }
+    return this.publicApp({ ...app, status: "deleting" });
+  }
+
+  /** Containers, images (the build stages too: they carry the labels), network if last, files, rows. */
+  private async removeEverything(app: AppRow) {
     const driver = this.ctx.machines.get(app.machineId);
     for (const container of await driver.listContainers({ [LABEL_APP]: app.id })) await driver.removeContainer(container.id);
-    for (const image of await driver.listImages({ [LABEL_APP]: app.id })) for (const tag of image.tags) await driver.removeImage(tag);
+    for (const image of await driver.listImages({ [LABEL_APP]: app.id })) await driver.removeImage(image.id);
     await releaseWorkspaceNetwork(driver, app.workspaceId);
     this.ctx.db.delete(apps).where(eq(apps.id, app.id)).run();
     this.ctx.storage.removeApp(app.id);
-    return this.publicApp({ ...app, status: "deleting" });
   }
 
   async logs(workspaceId: string, appId: string, options: { tail: number; timestamps: boolean }) {
     const app = this.get(workspaceId, appId);
     if (!app.containerId) return [];
-    const lines = await this.ctx.machines.get(app.machineId).logs(app.containerId, options);
-    return lines.map((line) => (line.timestamp ? `${line.timestamp} ${line.text}` : line.text));
+    try {
+      const lines = await this.ctx.machines.get(app.machineId).logs(app.containerId, options);
+      return lines.map((line) => (line.timestamp ? `${line.timestamp} ${line.text}` : line.text));
+    } catch (error) {
+      if (error instanceof DockerNotFound) return []; // removed behind the platform's back
+      throw error;
+    }
+  }
+
+  /** The app's output as it is written, one line per chunk, until the client goes away. */
+  followLogs(workspaceId: string, appId: string, options: { tail: number; timestamps: boolean }, signal: AbortSignal) {
+    const app = this.get(workspaceId, appId);
+    if (!app.containerId) throw new ApiError("NOT_DEPLOYED", "The app has no container yet");
+    const lines = this.ctx.machines.get(app.machineId).followLogs(app.containerId, { ...options, signal });
+    const encoder = new TextEncoder();
+    return new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const next = await lines.next().catch(() => ({ done: true as const, value: undefined }));
+        if (next.done) return controller.close();
+        const line = next.value;
+        controller.enqueue(encoder.encode(`${line.timestamp ? `${line.timestamp} ` : ""}${line.text}\n`));
+      },
+      cancel: () => void lines.return(undefined),
+    });
   }
 
   publicBuild(build: BuildRow) {
@@ -395,7 +475,36 @@ export class AppsService implements ContainerOwner {
     }
   }
 
-  async restoreRoutes() {
+  /**
+   * After the platform restarts: builds it was running are marked failed, apps it was deploying
+   * get the status their containers really have, deletions it was doing are finished, leftover
+   * uploads are removed, and the proxy routes are restored.
+   */
+  async recoverAfterRestart() {
+    const now = Date.now();
+    const interrupted = this.ctx.db
+      .update(builds)
+      .set({ status: "failed", error: "interrupted by a platform restart", finishedAt: now })
+      .where(inArray(builds.status, ["queued", "building"]))
+      .returning()
+      .all();
+    for (const build of interrupted) this.ctx.buildLogs.append(build.appId, build.id, "==> Interrupted by a platform restart");
+    for (const app of this.ctx.db.select().from(apps).where(inArray(apps.status, ["building", "starting", "deleting"])).all()) {
+      try {
+        if (app.status === "deleting") {
+          await this.removeEverything(app);
+          continue;
+        }
+        const serving = app.containerId
+          ? await this.ctx.machines.get(app.machineId).inspectContainer(app.containerId).then((state) => state.running, () => false)
+          : false;
+        const reason = `A deploy was interrupted by a platform restart${serving ? `; still serving build ${app.currentBuildId}` : ""}`;
+        this.ctx.db.update(apps).set({ status: serving ? "running" : "failed", statusReason: reason, updatedAt: now }).where(eq(apps.id, app.id)).run();
+      } catch (error) {
+        console.warn(`[apps] could not recover ${app.id}: ${(error as Error).message}`);
+      }
+    }
+    this.ctx.storage.removeLeftoverUploads();
     for (const app of this.ctx.db.select().from(apps).where(eq(apps.status, "running")).all()) await this.restoreRoute(app);
   }
 }

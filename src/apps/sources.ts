@@ -38,6 +38,15 @@ export class AppStorage {
     return dir;
   }
 
+  /** Moves an accepted upload beside the app's files until its build makes it the source tree. */
+  keepForBuild(appId: string, buildId: string, extractedDir: string): string {
+    const pending = join(this.appDir(appId), "pending", buildId);
+    mkdirSync(join(this.appDir(appId), "pending"), { recursive: true, mode: 0o700 });
+    mkdirSync(join(this.appDir(appId), "builds"), { recursive: true, mode: 0o700 });
+    renameSync(extractedDir, pending);
+    return pending;
+  }
+
   /** Makes an extracted upload the app's source tree (the old tree is removed). */
   replaceSource(appId: string, extractedDir: string) {
     mkdirSync(join(this.appDir(appId), "builds"), { recursive: true, mode: 0o700 });
@@ -46,6 +55,19 @@ export class AppStorage {
     if (existsSync(target)) renameSync(target, old);
     renameSync(extractedDir, target);
     rmSync(old, { recursive: true, force: true });
+  }
+
+  /** Uploads and extractions a restart cut short; nothing in them is referenced any more. */
+  removeLeftoverUploads() {
+    rmSync(join(this.dataDir, "uploads"), { recursive: true, force: true });
+    const appsDir = join(this.dataDir, "apps");
+    if (!existsSync(appsDir)) return;
+    for (const appId of readdirSync(appsDir)) {
+      rmSync(join(appsDir, appId, "pending"), { recursive: true, force: true });
+      for (const entry of readdirSync(join(appsDir, appId))) {
+        if (entry.startsWith("source.old-")) rmSync(join(appsDir, appId, entry), { recursive: true, force: true });
+      }
+    }
   }
 
   removeApp(appId: string) {

@@ -32,6 +32,7 @@ export interface Config {
   images: Record<Runtime | Engine, string>;
   buildCaFile: string | undefined;
   buildNpmRegistry: string | undefined;
+  buildMemoryMB: number;
   uploads: { maxUploadBytes: number; maxArchiveEntries: number; maxUncompressedBytes: number };
   apiRateLimit: RateLimit;
   authFailureRateLimit: RateLimit;
@@ -90,6 +91,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     buildCaFile: env.PLATFORM_BUILD_CA_FILE || undefined,
     buildNpmRegistry: env.PLATFORM_BUILD_NPM_REGISTRY || undefined,
+    buildMemoryMB: integerSetting(env, "PLATFORM_BUILD_MEMORY_MB", 2048, 64),
     uploads: {
       maxUploadBytes: integerSetting(env, "PLATFORM_MAX_UPLOAD_BYTES", 512 * 1024 * 1024, 1),
       maxArchiveEntries: integerSetting(env, "PLATFORM_MAX_ARCHIVE_ENTRIES", 20_000, 1),

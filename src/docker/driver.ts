@@ -25,9 +25,8 @@ export interface ContainerSummary {
   id: string;
   name: string;
   state: string;
+  /** Up, and not between two runs of its restart policy. */
   running: boolean;
-  /** Times the engine restarted it under its restart policy. */
-  restartCount: number;
   exitCode: number | null;
   startedAt: string | null;
   labels: Record<string, string>;
@@ -184,6 +183,8 @@ export class DockerDriver {
     tag: string;
     labels: Record<string, string>;
     buildArgs?: Record<string, string>;
+    /** Memory (and equal swap) of the build's containers: user code runs in them (install scripts, builds). */
+    memoryMB?: number;
     onLog?: (line: string) => void;
   }): Promise<string> {
     return this.call(`build ${options.tag}`, async () => {
@@ -194,6 +195,7 @@ export class DockerDriver {
       const stream = await this.docker.buildImage(context as never, {
         t: options.tag,
         dockerfile: options.dockerfile,
+        ...(options.memoryMB && { memory: options.memoryMB * 1024 * 1024, memswap: options.memoryMB * 1024 * 1024 }),
         labels: options.labels,
         buildargs: options.buildArgs,
         rm: true,
@@ -266,9 +268,6 @@ export class DockerDriver {
     });
   }
 
-  async restartContainer(id: string, timeoutSeconds = 10): Promise<void> {
-    await this.call(`restart ${id}`, () => this.docker.getContainer(id).restart({ t: timeoutSeconds }));
-  }
 
   /** Removes a container (running or not); a missing one counts as removed. */
   async removeContainer(id: string): Promise<void> {
@@ -277,6 +276,10 @@ export class DockerDriver {
     } catch (error) {
       if (!(error instanceof DockerNotFound)) throw error;
     }
+  }
+
+  async setRestartPolicy(id: string, policy: "no" | "unless-stopped"): Promise<void> {
+    await this.call(`update ${id}`, () => this.docker.getContainer(id).update({ RestartPolicy: { Name: policy } }));
   }
 
   async updateContainerMemory(id: string, memoryMB: number): Promise<void> {
@@ -298,8 +301,7 @@ export class DockerDriver {
       name: info.Name.replace(/^\//, ""),
       state: info.State.Status,
       running: info.State.Running && !info.State.Restarting,
-      restartCount: info.RestartCount ?? 0,
-      exitCode: info.State.Running && !info.State.Restarting && !info.RestartCount ? null : info.State.ExitCode,
+      exitCode: info.State.Running && !info.State.Restarting ? null : info.State.ExitCode,
       startedAt: info.State.StartedAt ?? null,
       labels: info.Config.Labels ?? {},
       image: info.Config.Image,
@@ -475,15 +477,6 @@ export class DockerDriver {
     }
   }
 
-  async volumeExists(name: string): Promise<boolean> {
-    try {
-      await this.call(`inspect volume ${name}`, () => this.docker.getVolume(name).inspect());
-      return true;
-    } catch (error) {
-      if (error instanceof DockerNotFound) return false;
-      throw error;
-    }
-  }
 
   /** Bytes used by each platform volume, as the engine measures them. */
   async volumeUsage(): Promise<Record<string, number>> {

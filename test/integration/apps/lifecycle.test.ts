@@ -15,7 +15,7 @@ const source = (version: string) =>
   appZip({
     "package.json": JSON.stringify({ name: "versioned", scripts: { start: "node server.js" } }),
     "server.js":
-      `require("http").createServer((req, res) => res.end(JSON.stringify({ version: "${version}", shade: process.env.SHADE ?? null })))` +
+      `require("http").createServer((req, res) => { console.log("request " + req.url); res.end(JSON.stringify({ version: "${version}", shade: process.env.SHADE ?? null })); })` +
       ".listen(process.env.PORT);\n",
   });
 
@@ -87,6 +87,57 @@ describe("app lifecycle", () => {
     expect(invalid.body.error).toMatch(/memoryMB|exposePort/);
     const badSubdomain = await server.request("PUT", `/api/apps/${app.id}/settings`, { key, body: { subdomain: "Not_A-Label" } });
     expect(badSubdomain.status).toBe(400);
+  });
+
+  test("autoRestart alone restarts nothing: the policy changes on the running container", async () => {
+    const before = await servingContainer();
+    const changed = await server.request("PUT", `/api/apps/${app.id}/settings`, { key, body: { autoRestart: false } });
+    expect(changed.body).toMatchObject({ restarted: false, app: { autoRestart: false } });
+    expect(await servingContainer()).toBe(before);
+    const [inspected] = await dockerCli("inspect", before);
+    expect(inspected.HostConfig.RestartPolicy.Name).toBe("no");
+    await server.request("PUT", `/api/apps/${app.id}/settings`, { key, body: { autoRestart: true } });
+    expect((await dockerCli("inspect", before))[0].HostConfig.RestartPolicy.Name).toBe("unless-stopped");
+  });
+
+  test("logs can be followed live", async () => {
+    // tail=1: the answer starts with a line at once (headers go out with the first bytes).
+    const response = await fetch(`${server.baseUrl}/api/apps/${app.id}/logs?follow=true&tail=1`, { headers: { authorization: `Bearer ${key}` } });
+    expect(response.headers.get("content-type")).toContain("text/plain");
+    const reader = response.body!.getReader();
+    const marker = `visit-${Date.now()}`;
+    const reading = (async () => {
+      let text = "";
+      while (!text.includes(marker)) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += new TextDecoder().decode(value);
+      }
+      return text;
+    })();
+    await viaProxy(server, app.subdomain, `/${marker}`); // the app logs every request
+    expect(await reading).toContain(`request /${marker}`);
+    await reader.cancel();
+  });
+
+  test("an app and a database may not share a name: it is their address on the workspace network", async () => {
+    const database = await server.request("POST", "/api/databases/", { key, body: { name: "cache", engine: "redis", memoryMB: 256 } });
+    expect(database.status).toBe(201);
+    const databaseId = database.body.database.id;
+    try {
+      const clash = await deployZip(server, key, { name: "cache", runtime: "node", memoryMB: "64" }, source("x"));
+      expect(clash.status).toBe(409);
+      expect(clash.body.code).toBe("NAME_TAKEN");
+      const rename = await server.request("PUT", `/api/apps/${app.id}/settings`, { key, body: { name: "cache" } });
+      expect(rename.status).toBe(409);
+    } finally {
+      for (let attempt = 0; attempt < 200; attempt++) {
+        const status = (await server.request("GET", `/api/databases/${databaseId}`, { key })).body.database?.status;
+        if (status !== "provisioning") break;
+        await Bun.sleep(100);
+      }
+      expect((await server.request("DELETE", `/api/databases/${databaseId}`, { key })).status).toBe(200);
+    }
   });
 
   test("subdomain: moves the route, unique across the platform", async () => {
