@@ -26,7 +26,10 @@ function serve() {
   const proxy = startProxy({ hostname: config.host, port: config.proxyPort, domain: config.domain, routes: ctx.proxyRoutes });
   ctx.apps.proxyPort = proxy.port!;
   console.log(`proxy listening on http://${config.host}:${proxy.port} for *.${config.domain}`);
-  void ctx.apps.restoreRoutes().then(() => ctx.reconciler.start(config.reconcileSchedule));
+  void ctx.apps
+    .recoverAfterRestart()
+    .catch((error) => console.error("[apps] recovery after restart:", error))
+    .then(() => ctx.reconciler.start(config.reconcileSchedule));
   console.log(`platform ${PLATFORM_VERSION} listening on http://${config.host}:${server.server?.port} (data in ${config.dataDir})`);
   const shutdown = async (signal: string) => {
     console.log(`${signal} received, shutting down`);
