@@ -171,7 +171,10 @@ export async function waitUntilReady(target: DatabaseTarget, containerId: string
       const logs = await recentLogs(target, containerId);
       throw new Error(`${definition.title} exited with code ${container.exitCode ?? "?"} before answering${logs ? `: ${logs}` : ""}`);
     }
-    const result = await runCommand(target, containerId, definition.readinessProbe(credentials), [credentials.password]);
+    // Docker refuses an exec while the container restarts or once it has exited: look at the container again.
+    const result = await runCommand(target, containerId, definition.readinessProbe(credentials), [credentials.password]).catch(
+      (error: Error): CommandResult => ({ ok: false, exitCode: -1, stdout: "", stderr: redact(error.message, [credentials.password]) }),
+    );
     if (result.ok) return;
     lastProblem = problemOf(result);
     if (Date.now() > deadline) {
