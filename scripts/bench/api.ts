@@ -43,7 +43,7 @@ async function startServer(env: Record<string, string>): Promise<{ child: Subpro
     const { value, done } = await reader.read();
     if (done) throw new Error(`server did not start:\n${output}`);
     output += new TextDecoder().decode(value);
-    const port = /listening on http:\/\/[^:]+:(\d+)/.exec(output)?.[1];
+    const port = /platform \S+ listening on http:\/\/[^:]+:(\d+)/.exec(output)?.[1];
     if (port) {
       clearTimeout(timeout);
       // Keep draining stdout so the server never blocks on a full pipe.
@@ -98,6 +98,7 @@ async function main() {
     PLATFORM_DATA_DIR: dataDir,
     PLATFORM_HOST: "127.0.0.1",
     PLATFORM_PORT: "0",
+    PLATFORM_PROXY_PORT: "0",
     // The per-key limit would measure the limiter, not the server.
     PLATFORM_API_RATE_BURST: "1000000000",
     PLATFORM_API_RATE_PER_SECOND: "1000000000",
