@@ -29,6 +29,10 @@ export function bearerKeyOf(request: Request): string | null {
   return header === null ? null : (BEARER_FORM.exec(header)?.[1] ?? null);
 }
 
+function rateLimited(message: string, retryAfterSeconds: number) {
+  return new ApiError("RATE_LIMITED", message, { "Retry-After": String(retryAfterSeconds) });
+}
+
 /**
  * For the password forms (login, owner setup, invitation acceptance), where a guess is cheap to
  * make: refuse at once while the address has no failed attempts left, and count every refusal.
@@ -37,7 +41,7 @@ export async function limitFailedAttempts<T>(ctx: ServerContext, clientAddress: 
   const addressKey = clientAddress ?? "unknown";
   const allowance = ctx.limits.authFailures.check(addressKey);
   if (!allowance.allowed) {
-    throw rateLimited("RATE_LIMITED", "Too many failed attempts from this address; try again later", allowance.retryAfterSeconds);
+    throw rateLimited("Too many failed attempts from this address; try again later", allowance.retryAfterSeconds);
   }
   try {
     return await attempt();
@@ -68,10 +72,6 @@ export function assertSameOrigin(request: Request, required: boolean) {
   if (originHost !== host) throw new ApiError("CSRF_REJECTED", "Cross-origin request refused");
 }
 
-function rateLimited(code: "RATE_LIMITED", message: string, retryAfterSeconds: number) {
-  return new ApiError(code, message, { "Retry-After": String(retryAfterSeconds) });
-}
-
 /**
  * Keys and session cookies are long random secrets, which no address can guess by trying, and
  * behind a TLS proxy every client shares one address: a valid one is never refused because of
@@ -81,7 +81,7 @@ function rateLimited(code: "RATE_LIMITED", message: string, retryAfterSeconds: n
 function failedAttempt(ctx: ServerContext, clientAddress: string | null, failure: ApiError): ApiError {
   const allowance = ctx.limits.authFailures.take(clientAddress ?? "unknown");
   if (allowance.allowed) return failure;
-  return rateLimited("RATE_LIMITED", "Too many failed authentication attempts", allowance.retryAfterSeconds);
+  return rateLimited("Too many failed authentication attempts", allowance.retryAfterSeconds);
 }
 
 export function authenticate(ctx: ServerContext, request: Request, clientAddress: string | null): Principal {
@@ -94,7 +94,7 @@ export function authenticate(ctx: ServerContext, request: Request, clientAddress
       const key = findUsableKey(ctx.db, match[1]!);
       // Rate limit before the quota, so refused requests do not spend it.
       const limit = ctx.limits.api.take(`key:${key.id}`);
-      if (!limit.allowed) throw rateLimited("RATE_LIMITED", "Rate limit exceeded", limit.retryAfterSeconds);
+      if (!limit.allowed) throw rateLimited("Rate limit exceeded", limit.retryAfterSeconds);
       spendKeyUsage(ctx.db, key);
       identity = { userId: key.userId, via: "api_key", apiKeyId: key.id, sessionTokenHash: null, defaultWorkspaceId: key.workspaceId };
     } else {
@@ -103,7 +103,7 @@ export function authenticate(ctx: ServerContext, request: Request, clientAddress
       if (!session) throw new ApiError("UNAUTHORIZED", "Authentication required: send 'Authorization: Bearer svc_...'");
       if (!SAFE_METHODS.has(request.method)) assertSameOrigin(request, true);
       const limit = ctx.limits.api.take(`user:${session.userId}`);
-      if (!limit.allowed) throw rateLimited("RATE_LIMITED", "Rate limit exceeded", limit.retryAfterSeconds);
+      if (!limit.allowed) throw rateLimited("Rate limit exceeded", limit.retryAfterSeconds);
       identity = {
         userId: session.userId,
         via: "session",

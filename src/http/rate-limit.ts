@@ -9,13 +9,29 @@ interface Bucket {
 
 export type TakeResult = { allowed: true } | { allowed: false; retryAfterSeconds: number };
 
-/** Buckets idle this long are full again and can be forgotten. */
-const PRUNE_AFTER_SIZE = 10_000;
+/** Past this many buckets, full ones are forgotten: a missing bucket is a full one. */
+const PRUNE_ABOVE = 10_000;
+/** ...at most this often, so that many busy buckets do not make every request scan them all. */
+const PRUNE_INTERVAL_MS = 10_000;
+/**
+ * The most buckets kept even when none is full (many addresses failing at once): past it the
+ * least recently used is forgotten, which gives it a full bucket again. Bounds the memory.
+ */
+const MAX_BUCKETS = 100_000;
 
 export class TokenBuckets {
+  /** In least recently used order: take() moves a bucket to the end. */
   private readonly buckets = new Map<string, Bucket>();
+  private prunedAt = 0;
 
-  constructor(private readonly limit: RateLimit) {}
+  constructor(
+    private readonly limit: RateLimit,
+    private readonly capacity = MAX_BUCKETS,
+  ) {}
+
+  get size(): number {
+    return this.buckets.size;
+  }
 
   private refilled(id: string, now: number): Bucket {
     const bucket = this.buckets.get(id);
@@ -37,18 +53,18 @@ export class TokenBuckets {
 
   take(id: string, now = Date.now()): TakeResult {
     const bucket = this.refilled(id, now);
-    if (bucket.tokens < 1) {
-      this.buckets.set(id, bucket);
-      return { allowed: false, retryAfterSeconds: this.retryAfter(bucket) };
-    }
-    bucket.tokens -= 1;
-    if (this.buckets.size >= PRUNE_AFTER_SIZE) this.pruneFull(now);
+    const allowed = bucket.tokens >= 1;
+    if (allowed) bucket.tokens -= 1;
+    this.buckets.delete(id);
     this.buckets.set(id, bucket);
-    return { allowed: true };
+    if (this.buckets.size > PRUNE_ABOVE && now - this.prunedAt >= PRUNE_INTERVAL_MS) this.pruneFull(now);
+    if (this.buckets.size > this.capacity) this.buckets.delete(this.buckets.keys().next().value!);
+    return allowed ? { allowed: true } : { allowed: false, retryAfterSeconds: this.retryAfter(bucket) };
   }
 
   private pruneFull(now: number) {
-    for (const [id] of this.buckets) {
+    this.prunedAt = now;
+    for (const id of this.buckets.keys()) {
       if (this.refilled(id, now).tokens >= this.limit.burst) this.buckets.delete(id);
     }
   }
