@@ -60,16 +60,23 @@ export function databasesRoutes(ctx: ServerContext) {
           summary: "Create a database",
           description:
             "Creates a PostgreSQL, MySQL, MongoDB or Redis database: a named volume, a container of the engine's image on the " +
-            "workspace network with the memory limit, and a port published on the host. Answers 201 as soon as the container has " +
-            `started, with ${DATABASE_FIELDS} The connection string carries the real password (only here and in GET one). ` +
-            `Then ${OPERATION} The status moves from \`provisioning\` to \`running\` once the engine answers a query with the ` +
-            "credentials, or to `failed` with the reason. Defaults: version postgresql 17, mysql 8.4, mongodb 8, redis 7; " +
+            "workspace network with the memory limit, and a host port from PLATFORM_DB_PORT_RANGE. Answers 201 at once, before " +
+            `anything is made in Docker, with status \`provisioning\` and ${DATABASE_FIELDS} The connection string is complete ` +
+            `already (the port is chosen up front) and carries the real password (only here and in GET one). Then ${OPERATION} ` +
+            "The image pull (minutes the first time), volumes, network, container and start continue in the background as that " +
+            "operation. The status moves to `running` once the engine answers a query with the credentials; on any failure " +
+            "(image unavailable, Docker refusing, the engine not coming up) to `failed` with `statusReason`, the operation " +
+            "`failed` with the same error, and the container and volumes removed: POST start provisions again, DELETE " +
+            "removes the database. Defaults: version postgresql 17, mysql 8.4, mongodb 8, redis 7; " +
             "memoryMB 512 (>= 256); storageGB 5 (>= 1); username `user_` + 8 random characters; password 32 random characters; " +
             "databaseName from the name. Image: the engine's PLATFORM_IMAGE_* setting; when it names the official image " +
             "(postgres, mysql, mongo, redis) its tag is replaced by `version`, otherwise the image is used as set. " +
             `${STORAGE} MySQL: the password is root's too. Redis: the username is an ACL user (\`default\` is switched off). ` +
-            "409 `NAME_TAKEN` when the name is used in the workspace; 400 `UNKNOWN_MACHINE`; 409 `OPERATION_FAILED` when Docker " +
-            "refuses to create or start the container (nothing is kept); 503 `DOCKER_UNAVAILABLE` or `IMAGE_UNAVAILABLE`.",
+            "Refused at once, with nothing kept: 409 `NAME_TAKEN` when a database or an app of the workspace has the name (both " +
+            "answer to their names on the workspace network); 400 `UNKNOWN_MACHINE`; 409 `PORT_RANGE_EXHAUSTED` when every " +
+            "port of PLATFORM_DB_PORT_RANGE is held by a database or in use on the host; 409 `OPERATION_FAILED` when no port " +
+            "can be published on PLATFORM_DB_BIND_ADDRESS; 503 `DOCKER_UNAVAILABLE` (with Retry-After) when the Docker engine " +
+            "does not answer.",
         },
       },
     )

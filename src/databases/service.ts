@@ -2,7 +2,7 @@
 // operations that change them. Plain TypeScript with its dependencies passed in (SQLite, the
 // machines' Docker drivers, the secret box, settings, a clock), so tests can hand it real ones.
 // Long operations (create, start, rotate-password) answer at once and finish in the background;
-// their progress is their row in the operations history.
+// their progress is their row in the operations history, and the database's status.
 import { and, eq, inArray } from "drizzle-orm";
 import type { Config } from "../config";
 import type { PlatformDb } from "../db";
@@ -20,7 +20,6 @@ import { INTERRUPTED, Operations, type OperationActor } from "./operations";
 import {
   containerNameOf,
   createContainer,
-  dockerFailure,
   problemOf,
   redact,
   runCommand,
@@ -276,15 +275,18 @@ export class DatabaseService {
   }
 
   /**
-   * Creates the row, then, before answering, the volumes, network and container, and starts it
-   * (so the answer carries the published port). Readiness is awaited in the background: the
-   * status becomes running once the engine answers a real query, or failed with the reason.
+   * Checks what can be checked at once (input, name, that the engine answers, a host port),
+   * writes the row as `provisioning` and answers: the connection string is already complete, as
+   * the port is known. The image pull (minutes, the first time), volumes, network, container,
+   * start and readiness run in the background as the create operation (see `provision`).
    */
   async create(workspaceId: string, input: CreateDatabaseInput, actor: OperationActor) {
     const definition = ENGINES[input.engine];
     const driver = this.machines.place(input.machineId);
     const credentials = this.credentialsFor(input, definition);
     this.assertNameFree(workspaceId, input.name);
+    // An unreachable engine answers 503 DOCKER_UNAVAILABLE now, not a failed database later.
+    await driver.ping();
     const id = newId("db");
     const hostPort = await this.takeHostPort(driver.machineId);
     const now = this.now();
@@ -318,20 +320,32 @@ export class DatabaseService {
     }
     const operation = this.operations.begin(row, "create", actor);
     const target: DatabaseTarget = { driver, definition, row, credentials, config: this.config };
+    this.track(operation.run(() => this.provision(target)));
+    return { database: this.view(row, { masked: false }), operationId: operation.id };
+  }
+
+  /**
+   * Makes the database's Docker side and waits until the engine answers: running, or failed with
+   * the reason and nothing left in Docker. A first start that failed holds no data, and a
+   * half-initialised data dir would only make the next attempt fail: POST start makes it all anew.
+   */
+  private async provision(target: DatabaseTarget): Promise<void> {
+    const { row, credentials } = target;
     try {
-      this.operations.mark(operation.id, "running");
       const containerId = await createContainer(target);
-      this.update(id, { containerId });
+      this.update(row.id, { containerId });
       await startContainer(target, containerId);
+      await waitUntilReady(target, containerId, CREATE_READY_TIMEOUT_MS);
+      this.update(row.id, { status: "running", statusReason: null });
     } catch (error) {
-      // Nothing usable exists: undo it all and answer the error itself (503 while Docker is away).
-      operation.release();
-      await removeEverything(target).catch(() => undefined);
-      this.db.delete(databases).where(eq(databases.id, id)).run();
-      throw dockerFailure(error, "Docker could not create the database");
+      let reason = `Create failed: ${(error as Error).message}`;
+      await removeEverything(target).catch((cleanup: Error) => {
+        reason += `; what was made could not be removed (${cleanup.message}): DELETE removes it`;
+      });
+      reason = redact(reason, [credentials.password]);
+      this.update(row.id, { status: "failed", statusReason: reason, containerId: null });
+      throw new Error(reason);
     }
-    this.track(operation.run(() => this.becomeReady(target, CREATE_READY_TIMEOUT_MS)));
-    return { database: this.view(this.reload(row), { masked: false }), operationId: operation.id };
   }
 
   /** Waits for the engine; running when it answers, else failed with the reason and the container stopped. */

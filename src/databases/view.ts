@@ -60,7 +60,11 @@ export function liveStatus(
   current: { status: DatabaseStatus; reason: string | null },
   container: ContainerState | null,
 ): { status: DatabaseStatus; reason: string | null } {
-  if (container === null) return { status: "failed", reason: "The container is missing; POST start creates it again on the kept volume" };
+  // A failed create removes its container: its reason says more than that the container is gone.
+  if (container === null) {
+    if (current.status === "failed" && current.reason) return current;
+    return { status: "failed", reason: "The container is missing; POST start creates it again on the kept volume" };
+  }
   if (container.state === "running") return { status: "running", reason: null };
   if (container.state === "restarting") return { status: "failed", reason: "The engine keeps exiting and Docker is restarting it; see the logs" };
   if (current.status === "stopped") return { status: "stopped", reason: null };

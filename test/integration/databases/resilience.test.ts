@@ -1,10 +1,18 @@
-// Databases when things go wrong around them: the Docker engine unreachable or refusing, the
-// platform killed in the middle of provisioning, a container stopped behind the platform's back.
+// Databases when things go wrong around them: the Docker engine unreachable or refusing, an
+// engine that never comes up, no host port left, the platform killed in the middle of
+// provisioning, a container stopped behind the platform's back.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { TestServer } from "../../helpers/server";
 import { dockerCli } from "../../helpers/docker";
 import { expectErrorEnvelope } from "../../helpers/auth-matrix";
-import { createDatabase, deleteAllDatabases, removeWorkspaceNetworks, sqlClient, waitForStatus } from "../../helpers/databases";
+import {
+  createDatabase,
+  deleteAllDatabases,
+  removeWorkspaceNetworks,
+  sqlClient,
+  waitForOperation,
+  waitForStatus,
+} from "../../helpers/databases";
 
 describe("with the Docker engine unreachable", () => {
   let server: TestServer;
@@ -45,6 +53,48 @@ describe("with a bind address nothing can publish on", () => {
     expect((await server.request("GET", "/api/databases/", { key })).body.databases).toEqual([]);
     expect(String(await dockerCli("ps", "-aq", "--filter", `label=platform.workspace=${workspaceId}`)).trim()).toBe("");
     expect(String(await dockerCli("volume", "ls", "-q", "--filter", `label=platform.workspace=${workspaceId}`)).trim()).toBe("");
+  });
+});
+
+describe("with an engine image that exits at once, and one that cannot be pulled", () => {
+  let server: TestServer;
+  let key: string;
+  let workspaceId: string;
+  beforeAll(async () => {
+    // The bare base image: its bash exits at once without a terminal, as a broken engine would.
+    server = await TestServer.start({ PLATFORM_IMAGE_POSTGRESQL: "platform-test/base:latest", PLATFORM_IMAGE_REDIS: "platform-test/no-such-image:1" });
+    ({ key, workspaceId } = await server.createKey("broken engine"));
+  });
+  afterAll(async () => {
+    await deleteAllDatabases(server, key);
+    await server.stop();
+    removeWorkspaceNetworks(workspaceId);
+  });
+
+  test("create answers 201 at once; in the background the database fails with the reason and leaves nothing in Docker", async () => {
+    const created = await createDatabase(server, key, { name: "broken", engine: "postgresql", memoryMB: 256 });
+    const { port, connectionString } = created.database;
+    expect(created.database.status).toBe("provisioning");
+    expect(connectionString).toContain(`@localhost:${port}/`);
+
+    const operation = await waitForOperation(server, key, created.database.id, created.operationId);
+    expect(operation).toMatchObject({ type: "create", status: "failed", error: expect.stringContaining("PostgreSQL exited with code 0 before answering") });
+    const { body } = await server.request("GET", `/api/databases/${created.database.id}`, { key });
+    expect(body.database).toMatchObject({ status: "failed", statusReason: operation.error, port, connectionString });
+    expect(String(await dockerCli("ps", "-aq", "--filter", `label=platform.database=${created.database.id}`)).trim()).toBe("");
+    expect(String(await dockerCli("volume", "ls", "-q", "--filter", `label=platform.database=${created.database.id}`)).trim()).toBe("");
+
+    expect((await server.request("DELETE", `/api/databases/${created.database.id}`, { key })).status).toBe(200);
+  });
+
+  test("create answers 201 before the image is pulled; a pull that fails makes the database failed, naming the image", async () => {
+    const created = await createDatabase(server, key, { name: "unpullable", engine: "redis", memoryMB: 256 });
+    expect(created.database.status).toBe("provisioning");
+    const operation = await waitForOperation(server, key, created.database.id, created.operationId);
+    expect(operation).toMatchObject({ status: "failed", error: expect.stringContaining("platform-test/no-such-image:1") });
+    const { body } = await server.request("GET", `/api/databases/${created.database.id}`, { key });
+    expect(body.database).toMatchObject({ status: "failed", statusReason: operation.error });
+    expect(String(await dockerCli("volume", "ls", "-q", "--filter", `label=platform.database=${created.database.id}`)).trim()).toBe("");
   });
 });
 
@@ -100,15 +150,20 @@ describe("with the real engine", () => {
     removeWorkspaceNetworks(workspaceId);
   });
 
-  test("a platform killed during provisioning closes the operation as interrupted and finds the database again", async () => {
+  test("a platform killed during provisioning closes the operation as interrupted; start finishes the database", async () => {
     ({ database } = await createDatabase(server, key, { name: "survivor", engine: "postgresql", memoryMB: 256 }));
     await server.stop("SIGKILL");
     await server.boot();
 
     const { body } = await server.request("GET", `/api/databases/${database.id}/operations`, { key });
     expect(body.operations).toEqual([expect.objectContaining({ type: "create", status: "failed", error: expect.stringContaining("interrupted") })]);
-    // The container kept running: once the engine answers, the live status says running, and it serves the connection string.
+    // Provisioning runs after the answer, so how far it got before the kill varies: a container
+    // already up is found again by the live status; otherwise the database is failed and start
+    // makes (or finishes making) it, on the port the connection string already names.
+    const after = await waitForStatus(server, key, database.id, ["running", "failed"], { patient: true });
+    if (after.status === "failed") expect((await server.request("POST", `/api/databases/${database.id}/start`, { key })).status).toBe(202);
     const running = await waitForStatus(server, key, database.id, ["running"], { patient: true });
+    expect(running.connectionString).toBe(database.connectionString);
     await sqlClient.write(running.connectionString, "kept");
     expect(await sqlClient.read(running.connectionString)).toEqual(["kept"]);
   });

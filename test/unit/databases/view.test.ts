@@ -30,6 +30,11 @@ describe("live status from the container", () => {
 
   test("a missing container is failed, and says start recreates it", () => {
     expect(liveStatus(running, null)).toEqual({ status: "failed", reason: expect.stringContaining("POST start") });
+    expect(liveStatus({ status: "stopped", reason: null }, null)).toEqual({ status: "failed", reason: expect.stringContaining("POST start") });
+  });
+
+  test("a failure keeps its own reason when its container is gone (a failed create removes it)", () => {
+    expect(liveStatus(failed, null)).toEqual(failed);
   });
 });
 
