@@ -18,7 +18,7 @@ import { deleteDatabase, startDatabase, stopDatabase, updateSettings } from "./l
 import { rotatePassword } from "./rotation";
 
 const STATUSES =
-  "Database `status`: `provisioning` (container being created or started, the engine does not answer yet), `running` " +
+  "Database `status`: `provisioning` (image being pulled, container being created or started, or the engine not answering yet), `running` " +
   "(the engine answered a real query with the credentials), `stopped`, `failed` (`statusReason` says why; POST start tries " +
   "again), `deleting`.";
 const DATABASE_FIELDS =
@@ -121,8 +121,9 @@ export function databasesRoutes(ctx: ServerContext) {
           summary: "Change name or memory",
           description:
             "`memoryMB` (>= 256) is applied to the running container at once, without a restart (Redis' maxmemory follows). " +
-            "A new `name` is also the new alias on the workspace network. Answers `database` and " + OPERATION +
-            " 409 `BUSY` while another operation runs; 409 `OPERATION_FAILED` when Docker refuses the limit (e.g. below current use).",
+            "A new `name` is also the new alias on the workspace network; the host port and connection string stay as they are. " +
+            "Answers `database` and " + OPERATION + " 409 `NAME_TAKEN` when a database or an app of the workspace has the name; " +
+            "409 `BUSY` while another operation runs; 409 `OPERATION_FAILED` when Docker refuses the limit (e.g. below current use).",
         },
       },
     )
@@ -172,7 +173,8 @@ export function databasesRoutes(ctx: ServerContext) {
           summary: "Start a database",
           description:
             "Answers 202 at once with `database` (status `provisioning`) and " + OPERATION +
-            " The status becomes `running` when the engine answers a query, else `failed`. A missing container is created again on the kept volume.",
+            " The status becomes `running` when the engine answers a query, else `failed`. A missing container is created again " +
+            "on the kept volumes (after a failed create, which removed everything, on new ones), on the same host port.",
         },
       },
     )
