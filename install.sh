@@ -54,7 +54,7 @@ fi
 cat <<TEXT
 
 Open http://<this host>:\${PLATFORM_PORT:-3000}/ to create the owner account, or get a first API key
-without the dashboard:
+without the dashboard (the dashboard's owner setup then asks for that key):
   PLATFORM_DATA_DIR=$data_dir platform keys create --name admin
 TEXT
 $with_systemd || echo "Run it with: platform serve   (data in ./data; PLATFORM_DATA_DIR to change)"

@@ -21,7 +21,12 @@ Workspace-scoped routes act in the key's workspace or the session's active organ
 authenticated route also takes an optional \`workspaceId\` (or \`organizationId\`) query parameter
 naming another workspace the caller's user belongs to (404 \`WORKSPACE_NOT_FOUND\` otherwise).
 Each caller is rate limited (token bucket per key or user); failed authentication is rate limited
-per client address.
+per client address (a valid key or session is never refused for its address's failures).
+
+Request bodies are JSON of at most 1 MiB with a Content-Length (413 \`PAYLOAD_TOO_LARGE\`, or 411
+\`LENGTH_REQUIRED\` for chunked bodies), except the two uploads (\`POST /api/apps/deploy\`,
+\`POST /api/apps/inspect-env\`): multipart, streamed, up to \`uploadLimits.maxUploadBytes\` of
+\`GET /api/platform/config\`.
 
 Where a response is not spelled out, a single resource is returned under its own name
 (\`apiKey\`, \`invitation\`, \`app\`, \`database\`, \`operation\`...) and lists under the plural.

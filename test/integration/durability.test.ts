@@ -23,7 +23,8 @@ test("no plaintext key, password or session token is stored in the data dir", as
   const fromApi = await server.request("POST", "/api/api-keys/", { key: fromCli.key, body: { name: "from api", prefix: "ci" } });
   expect(fromApi.status).toBe(201);
   const password = "correct horse battery staple";
-  const setup = await server.request("POST", "/api/auth/setup", { body: { email: "owner@example.com", password } });
+  // Keys were made on the command line first, so the setup must present one of them (SETUP_KEY_REQUIRED otherwise).
+  const setup = await server.request("POST", "/api/auth/setup", { body: { email: "owner@example.com", password }, key: fromCli.key });
   expect(setup.status).toBe(201);
   const sessionToken = sessionCookieOf(setup).split("=")[1]!;
 

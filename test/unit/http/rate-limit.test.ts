@@ -1,8 +1,8 @@
 // The in-memory token buckets under many callers: a request costs the same with 10 or 100,000
 // buckets around, the map stays bounded when none is full, and what is forgotten is what no
-// longer limits anyone. Pure: no server (the limits as the server applies them are in rate-limits.test.ts).
+// longer limits anyone. Pure: no server (the limits as the server applies them are in test/integration/rate-limits.test.ts).
 import { describe, expect, test } from "bun:test";
-import { TokenBuckets } from "../../src/http/rate-limit";
+import { TokenBuckets } from "../../../src/http/rate-limit";
 
 // One request at once, one more a minute: like the failed-authentication limit.
 const STRICT = { burst: 1, refillPerSecond: 1 / 60 };
