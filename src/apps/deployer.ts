@@ -156,7 +156,6 @@ export class Deployer {
       context: tarStream(contextEntries(sourceDir, platformFiles)),
       dockerfile: ".platform/Dockerfile",
       tag,
-      labels,
       memoryMB: this.ctx.config.buildMemoryMB,
       buildArgs,
       onLog: log,

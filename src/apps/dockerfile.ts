@@ -20,23 +20,25 @@ export interface BuildSettings {
   npmRegistry?: string;
   /** Names of app variables given to the build as build arguments. */
   buildArgNames?: string[];
-  /** Put on the build stage too: the engine labels only the final image, and the build stage stays behind as an image of its own. */
+  /** Put on both stages: the build stage stays behind as an image of its own, and must be found by label. */
   labels?: Record<string, string>;
 }
 
 const CA_IN_BUILD = "/usr/local/share/platform-build-ca.pem";
 
+/** Installs and builds reach registries; a plan with neither needs no CA or registry (fewer steps, faster builds). */
+const needsRegistry = (plan: BuildPlan) => plan.installCommands.length + plan.buildCommands.length > 0;
+
 export function generateDockerfile(plan: BuildPlan, settings: BuildSettings): string {
   const lines = [`FROM ${settings.baseImage} AS build`, "WORKDIR /app"];
-  const labels = Object.entries(settings.labels ?? {}).map(([name, value]) => `${name}=${JSON.stringify(value)}`);
-  if (labels.length) lines.push(`LABEL ${labels.join(" ")}`);
-  if (settings.caBundle !== undefined) {
+  const withCa = settings.caBundle !== undefined && needsRegistry(plan);
+  if (withCa) {
     lines.push(
       `COPY ${BUILD_CA_PATH} ${CA_IN_BUILD}`,
       `ENV NODE_EXTRA_CA_CERTS=${CA_IN_BUILD} SSL_CERT_FILE=${CA_IN_BUILD} PIP_CERT=${CA_IN_BUILD} REQUESTS_CA_BUNDLE=${CA_IN_BUILD}`,
     );
   }
-  if (settings.npmRegistry) {
+  if (settings.npmRegistry && needsRegistry(plan)) {
     lines.push(`ENV NPM_CONFIG_REGISTRY=${JSON.stringify(settings.npmRegistry)} BUN_CONFIG_REGISTRY=${JSON.stringify(settings.npmRegistry)}`);
   }
   for (const name of settings.buildArgNames ?? []) lines.push(`ARG ${name}`);
@@ -44,15 +46,22 @@ export function generateDockerfile(plan: BuildPlan, settings: BuildSettings): st
     // A virtualenv inside /app keeps installed packages in what the final stage copies.
     lines.push("RUN python -m venv /app/.venv", "ENV PATH=/app/.venv/bin:$PATH");
   }
-  lines.push("COPY . .", `RUN rm -f ${BUILD_CA_PATH}`);
+  lines.push("COPY . .");
+  if (withCa) lines.push(`RUN rm -f ${BUILD_CA_PATH}`);
   for (const command of [...plan.installCommands, ...plan.buildCommands]) lines.push(`RUN ${command}`);
+  // One LABEL line per stage, last: the build's own ids would otherwise defeat the layer cache of
+  // every step after them (and the engine's `labels` option adds a step per label).
+  const labels = Object.entries(settings.labels ?? {}).map(([name, value]) => `${name}=${JSON.stringify(value)}`);
+  const labelLine = labels.length ? [`LABEL ${labels.join(" ")}`] : [];
   lines.push(
+    ...labelLine,
     `FROM ${settings.baseImage}`,
     "WORKDIR /app",
     "COPY --from=build /app /app",
     `ENV PORT=${settings.port}${runtimeEnv(plan, settings.runtime)}`,
     `EXPOSE ${settings.port}`,
     `CMD ${JSON.stringify(plan.start)}`,
+    ...labelLine,
   );
   return `${lines.join("\n")}\n`;
 }
@@ -66,6 +75,6 @@ function runtimeEnv(plan: BuildPlan, runtime: Runtime): string {
 export function platformContextFiles(plan: BuildPlan, settings: BuildSettings): Record<string, string> {
   const files: Record<string, string> = {};
   if (plan.staticRoot !== undefined) files[STATIC_SERVER_PATH] = staticServerSource;
-  if (settings.caBundle !== undefined) files[BUILD_CA_PATH] = settings.caBundle;
+  if (settings.caBundle !== undefined && needsRegistry(plan)) files[BUILD_CA_PATH] = settings.caBundle;
   return files;
 }

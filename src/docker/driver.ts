@@ -181,7 +181,8 @@ export class DockerDriver {
     /** Path of the Dockerfile inside the context (default `Dockerfile`). */
     dockerfile?: string;
     tag: string;
-    labels: Record<string, string>;
+    /** Labels added by the engine, one build step each (a Dockerfile may carry its own LABEL instead). */
+    labels?: Record<string, string>;
     buildArgs?: Record<string, string>;
     /** Memory (and equal swap) of the build's containers: user code runs in them (install scripts, builds). */
     memoryMB?: number;
