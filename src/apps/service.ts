@@ -14,41 +14,16 @@ import { DockerNotFound } from "../docker/driver";
 import type { Principal } from "../http/auth";
 import type { Runtime } from "../config";
 import { extractZip } from "./archive";
+import { checkStartupCommand, invalid, parseDeployFields } from "./deploy-form";
+import { UploadSlots, UPLOADS_PER_WORKSPACE } from "./upload-slots";
 import { inspectEnvInZip } from "./inspect-env";
-import { mergeEnvVars, parseEnvVarsField, readEnvVars, validateEnvVars } from "./env-vars";
+import { mergeEnvVars, readEnvVars, validateEnvVars } from "./env-vars";
 import { Deployer, type AppRow, type AppsContext } from "./deployer";
 import { releaseWorkspaceNetwork, workspaceNetworkName } from "../docker/workspace-network";
-import { DEFAULT_EXPOSE_PORT, MAX_STARTUP_COMMAND, MEMORY_MB, NAME_PATTERN, SUBDOMAIN_PATTERN, type AppStatus } from "./model";
+import { DEFAULT_EXPOSE_PORT, type AppStatus } from "./model";
 
 type BuildRow = typeof builds.$inferSelect;
-const RUNTIMES: Runtime[] = ["node", "bun", "python"];
 const BUILD_HISTORY = 50;
-/** Uploads of one workspace handled at once: each may extract up to the uncompressed limit to disk. */
-const UPLOADS_PER_WORKSPACE = 2;
-
-class UploadSlots {
-  private readonly inUse = new Map<string, number>();
-
-  constructor(private readonly perWorkspace: number) {}
-
-  /** Takes a slot or refuses with 429; returns the function that gives it back. */
-  take(workspaceId: string): () => void {
-    const used = this.inUse.get(workspaceId) ?? 0;
-    if (used >= this.perWorkspace) {
-      throw new ApiError("RATE_LIMITED", `At most ${this.perWorkspace} uploads of a workspace are handled at once`, { "Retry-After": "5" });
-    }
-    this.inUse.set(workspaceId, used + 1);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const left = (this.inUse.get(workspaceId) ?? 1) - 1;
-      if (left > 0) this.inUse.set(workspaceId, left);
-      else this.inUse.delete(workspaceId);
-    };
-  }
-}
-
 export interface SettingsInput {
   name?: string;
   runtime?: Runtime;
@@ -57,52 +32,6 @@ export interface SettingsInput {
   exposePort?: number | null;
   subdomain?: string | null;
   autoRestart?: boolean;
-}
-
-function invalid(field: string, message: string): never {
-  throw new ApiError("VALIDATION_FAILED", `Invalid body field '${field}': ${message}`);
-}
-
-function integerField(fields: Record<string, string>, name: string, min: number, max: number): number | undefined {
-  const raw = fields[name];
-  if (raw === undefined || raw === "") return undefined;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max) invalid(name, `expected a whole number from ${min} to ${max}`);
-  return value;
-}
-
-function checkStartupCommand(command: string) {
-  if (command.length > MAX_STARTUP_COMMAND || /[\0-\x08\x0b-\x1f\x7f]/.test(command)) {
-    invalid("startupCommand", `at most ${MAX_STARTUP_COMMAND} characters, no control characters`);
-  }
-}
-
-/** The deploy form's text fields, checked one by one so the message names the field at fault. */
-export function parseDeployFields(fields: Record<string, string>) {
-  const name = fields.name ?? invalid("name", "required");
-  if (!new RegExp(NAME_PATTERN).test(name)) invalid("name", "lowercase letters, digits and dashes, 1-63 characters");
-  const runtime = (fields.runtime ?? invalid("runtime", "required")) as Runtime;
-  if (!RUNTIMES.includes(runtime)) invalid("runtime", "one of node, bun, python");
-  if (fields.memoryMB === undefined) invalid("memoryMB", "required");
-  const memoryMB = integerField(fields, "memoryMB", MEMORY_MB.minimum, MEMORY_MB.maximum)!;
-  const startupCommand = fields.startupCommand?.trim() || undefined;
-  if (startupCommand) checkStartupCommand(startupCommand);
-  const exposePort = integerField(fields, "exposePort", 1, 65535);
-  const subdomain = fields.subdomain?.trim() || undefined;
-  if (subdomain !== undefined && !new RegExp(SUBDOMAIN_PATTERN).test(subdomain)) invalid("subdomain", "a DNS label: lowercase letters, digits and dashes");
-  const autoRestartText = fields.autoRestart;
-  if (autoRestartText !== undefined && autoRestartText !== "true" && autoRestartText !== "false") invalid("autoRestart", "true or false");
-  return {
-    name,
-    runtime,
-    memoryMB,
-    startupCommand,
-    envVars: parseEnvVarsField(fields.envVars),
-    exposePort,
-    subdomain,
-    autoRestart: autoRestartText === undefined ? undefined : autoRestartText === "true",
-    machineId: fields.machineId || undefined,
-  };
 }
 
 export class AppsService implements ContainerOwner {

@@ -1,0 +1,53 @@
+// The text fields of the deploy form (multipart, so not checked by a typebox schema), checked one
+// by one so each message names the field at fault.
+import type { Runtime } from "../config";
+import { ApiError } from "../http/errors";
+import { parseEnvVarsField } from "./env-vars";
+import { MAX_STARTUP_COMMAND, MEMORY_MB, NAME_PATTERN, SUBDOMAIN_PATTERN } from "./model";
+
+const RUNTIMES: Runtime[] = ["node", "bun", "python"];
+
+export function invalid(field: string, message: string): never {
+  throw new ApiError("VALIDATION_FAILED", `Invalid body field '${field}': ${message}`);
+}
+
+function integerField(fields: Record<string, string>, name: string, min: number, max: number): number | undefined {
+  const raw = fields[name];
+  if (raw === undefined || raw === "") return undefined;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) invalid(name, `expected a whole number from ${min} to ${max}`);
+  return value;
+}
+
+export function checkStartupCommand(command: string) {
+  if (command.length > MAX_STARTUP_COMMAND || /[\0-\x08\x0b-\x1f\x7f]/.test(command)) {
+    invalid("startupCommand", `at most ${MAX_STARTUP_COMMAND} characters, no control characters`);
+  }
+}
+
+export function parseDeployFields(fields: Record<string, string>) {
+  const name = fields.name ?? invalid("name", "required");
+  if (!new RegExp(NAME_PATTERN).test(name)) invalid("name", "lowercase letters, digits and dashes, 1-63 characters");
+  const runtime = (fields.runtime ?? invalid("runtime", "required")) as Runtime;
+  if (!RUNTIMES.includes(runtime)) invalid("runtime", "one of node, bun, python");
+  if (fields.memoryMB === undefined) invalid("memoryMB", "required");
+  const memoryMB = integerField(fields, "memoryMB", MEMORY_MB.minimum, MEMORY_MB.maximum)!;
+  const startupCommand = fields.startupCommand?.trim() || undefined;
+  if (startupCommand) checkStartupCommand(startupCommand);
+  const exposePort = integerField(fields, "exposePort", 1, 65535);
+  const subdomain = fields.subdomain?.trim() || undefined;
+  if (subdomain !== undefined && !new RegExp(SUBDOMAIN_PATTERN).test(subdomain)) invalid("subdomain", "a DNS label: lowercase letters, digits and dashes");
+  const autoRestartText = fields.autoRestart;
+  if (autoRestartText !== undefined && autoRestartText !== "true" && autoRestartText !== "false") invalid("autoRestart", "true or false");
+  return {
+    name,
+    runtime,
+    memoryMB,
+    startupCommand,
+    envVars: parseEnvVarsField(fields.envVars),
+    exposePort,
+    subdomain,
+    autoRestart: autoRestartText === undefined ? undefined : autoRestartText === "true",
+    machineId: fields.machineId || undefined,
+  };
+}
