@@ -2,17 +2,14 @@
 // GET /api/api-keys/ against the unauthenticated GET /api/platform/config as the reference, and the
 // idle memory (VmRSS) right after start against the 80 MB target.
 //
-//   bun scripts/bench/api.ts [--rebuild]     (builds ./platform first when it is missing)
+//   bun scripts/bench/api.ts [--rebuild]     (builds ./platform when missing or older than src/)
 //
 // Settings: BENCH_REQUESTS (default 20000), BENCH_CONCURRENCY (default 32). Traffic stays on
 // 127.0.0.1; the server runs on a temp data dir that is removed at the end.
-import { spawn, type Subprocess } from "bun";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { removeTempDirs } from "../../test/helpers/temp";
+import type { TestServer } from "../../test/helpers/server";
+import { ensureBinary, residentMegabytes, startBinary } from "./binary";
 
-const ROOT = resolve(import.meta.dir, "../..");
-const BINARY = join(ROOT, "platform");
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 20_000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const WARMUP_REQUESTS = 1_000;
@@ -25,39 +22,6 @@ interface Result {
   p50Ms: number;
   p99Ms: number;
   failures: number;
-}
-
-async function run(command: string[], env?: Record<string, string>): Promise<string> {
-  const child = spawn(command, { cwd: ROOT, env, stdout: "pipe", stderr: "pipe" });
-  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
-  if (code !== 0) throw new Error(`${command.join(" ")} failed (${code}):\n${stderr}`);
-  return stdout;
-}
-
-async function startServer(env: Record<string, string>): Promise<{ child: Subprocess<"ignore", "pipe", "inherit">; baseUrl: string }> {
-  const child = spawn([BINARY, "serve"], { env, stdin: "ignore", stdout: "pipe", stderr: "inherit" });
-  const reader = child.stdout.getReader();
-  const timeout = setTimeout(() => child.kill("SIGKILL"), 20_000);
-  let output = "";
-  while (true) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`server did not start:\n${output}`);
-    output += new TextDecoder().decode(value);
-    const port = /platform \S+ listening on http:\/\/[^:]+:(\d+)/.exec(output)?.[1];
-    if (port) {
-      clearTimeout(timeout);
-      // Keep draining stdout so the server never blocks on a full pipe.
-      void (async () => {
-        while (!(await reader.read()).done);
-      })().catch(() => {});
-      return { child, baseUrl: `http://127.0.0.1:${port}` };
-    }
-  }
-}
-
-function residentMegabytes(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((entry) => entry.startsWith("VmRSS:"));
-  return Number(/(\d+)/.exec(line ?? "")?.[1] ?? NaN) / 1024;
 }
 
 function percentile(sorted: number[], fraction: number): number {
@@ -88,35 +52,20 @@ async function measure(label: string, url: string, headers: Record<string, strin
 const format = (value: number, digits = 2) => value.toFixed(digits).padStart(10);
 
 async function main() {
-  if (!existsSync(BINARY) || process.argv.includes("--rebuild")) {
-    console.log("building ./platform (bun run build)...");
-    await run([process.execPath, "run", "build"]);
-  }
-  const dataDir = mkdtempSync(join(tmpdir(), "platform-bench-"));
-  const env: Record<string, string> = {
-    ...(process.env as Record<string, string>),
-    PLATFORM_DATA_DIR: dataDir,
-    PLATFORM_HOST: "127.0.0.1",
-    PLATFORM_PORT: "0",
-    PLATFORM_PROXY_PORT: "0",
-    // The per-key limit would measure the limiter, not the server.
-    PLATFORM_API_RATE_BURST: "1000000000",
-    PLATFORM_API_RATE_PER_SECOND: "1000000000",
-  };
-  let server: Awaited<ReturnType<typeof startServer>> | undefined;
-  const cleanUp = () => {
-    server?.child.kill("SIGKILL");
-    rmSync(dataDir, { recursive: true, force: true });
-  };
+  await ensureBinary();
+  let server: TestServer | undefined;
   process.on("SIGINT", () => {
-    cleanUp();
+    server?.process?.kill("SIGKILL");
+    removeTempDirs();
     process.exit(130);
   });
   try {
-    server = await startServer(env);
+    // The per-key limit would measure the limiter, not the server.
+    server = await startBinary({ PLATFORM_API_RATE_BURST: "1000000000", PLATFORM_API_RATE_PER_SECOND: "1000000000" });
+    const pid = server.process!.pid;
     await Bun.sleep(IDLE_SETTLE_MS);
-    const idleRss = residentMegabytes(server.child.pid);
-    const { key } = JSON.parse(await run([BINARY, "keys", "create", "--name", "bench"], env));
+    const idleRss = residentMegabytes(pid);
+    const { key } = await server.createKey("bench");
 
     const authenticated = { url: `${server.baseUrl}/api/api-keys/`, headers: { authorization: `Bearer ${key}` } };
     const reference = { url: `${server.baseUrl}/api/platform/config`, headers: {} };
@@ -124,7 +73,7 @@ async function main() {
     await measure("warm-up", reference.url, reference.headers, WARMUP_REQUESTS);
     const ours = await measure("GET /api/api-keys/ (Bearer key)", authenticated.url, authenticated.headers, REQUESTS);
     const base = await measure("GET /api/platform/config (public)", reference.url, reference.headers, REQUESTS);
-    const loadedRss = residentMegabytes(server.child.pid);
+    const loadedRss = residentMegabytes(pid);
 
     console.log(`\n${REQUESTS} requests per endpoint, ${CONCURRENCY} concurrent, Bun fetch on 127.0.0.1\n`);
     console.log(`${"endpoint".padEnd(36)}${"req/s".padStart(10)}${"p50 ms".padStart(10)}${"p99 ms".padStart(10)}${"non-200".padStart(10)}`);
@@ -143,13 +92,8 @@ async function main() {
     );
     if (ours.failures + base.failures > 0) process.exitCode = 1;
   } finally {
-    if (server) {
-      server.child.kill("SIGTERM");
-      const stopped = await Promise.race([server.child.exited.then(() => true), Bun.sleep(5_000).then(() => false)]);
-      if (!stopped) server.child.kill("SIGKILL");
-      server = undefined;
-    }
-    cleanUp();
+    await server?.stop();
+    removeTempDirs();
   }
 }
 

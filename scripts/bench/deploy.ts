@@ -14,17 +14,16 @@
 //
 // Settings: BENCH_DEPLOYS (default 7), BENCH_REDEPLOYS (default 3), BENCH_UPLOAD_MB (default 200).
 // Traffic stays on 127.0.0.1; apps are deleted, the server stopped and temp files removed at the end.
-import { spawn, type Subprocess } from "bun";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { statSync } from "node:fs";
+import { join } from "node:path";
 import { strToU8, zipSync } from "fflate";
 import { useStandInImages } from "../../test/helpers/stand-ins";
+import { removeTempDirs, tempDir } from "../../test/helpers/temp";
+import type { TestServer } from "../../test/helpers/server";
+import { ensureBinary, residentMegabytes, startBinary } from "./binary";
 
 useStandInImages();
 
-const ROOT = resolve(import.meta.dir, "../..");
-const BINARY = join(ROOT, "platform");
 const DEPLOYS = Number(process.env.BENCH_DEPLOYS ?? 7);
 const REDEPLOYS = Number(process.env.BENCH_REDEPLOYS ?? 3);
 const UPLOAD_MB = Number(process.env.BENCH_UPLOAD_MB ?? 200);
@@ -33,65 +32,6 @@ const RSS_TARGET_MB = 50;
 const RSS_SAMPLE_MS = 50;
 const POLL_MS = 20;
 const DEPLOY_TIMEOUT_MS = 120_000;
-
-interface Server {
-  child: Subprocess<"ignore", "pipe", "pipe">;
-  baseUrl: string;
-  proxyPort: number;
-  output: () => string;
-}
-
-async function run(command: string[], env?: Record<string, string>): Promise<string> {
-  const child = spawn(command, { cwd: ROOT, env, stdout: "pipe", stderr: "pipe" });
-  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
-  if (code !== 0) throw new Error(`${command.join(" ")} failed (${code}):\n${stderr}`);
-  return stdout;
-}
-
-function newestSourceMtime(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestSourceMtime(path) : statSync(path).mtimeMs);
-  }
-  return newest;
-}
-
-/** Starts `platform serve` and waits for both "listening" lines; keeps draining its output. */
-async function startServer(env: Record<string, string>): Promise<Server> {
-  const child = spawn([BINARY, "serve"], { env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-  let output = "";
-  return new Promise<Server>((resolveServer, reject) => {
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`server did not start:\n${output}`));
-    }, 20_000);
-    let started = false;
-    const drain = async (stream: ReadableStream<Uint8Array>) => {
-      for await (const chunk of stream) {
-        output += new TextDecoder().decode(chunk);
-        const api = /platform \S+ listening on http:\/\/[^:]+:(\d+)/.exec(output);
-        const proxy = /proxy listening on http:\/\/[^:]+:(\d+)/.exec(output);
-        if (!started && api && proxy) {
-          started = true;
-          clearTimeout(timer);
-          resolveServer({ child, baseUrl: `http://127.0.0.1:${api[1]}`, proxyPort: Number(proxy[1]), output: () => output });
-        }
-      }
-    };
-    void drain(child.stdout);
-    void drain(child.stderr);
-    void child.exited.then((code) => {
-      clearTimeout(timer);
-      if (!started) reject(new Error(`server exited with ${code}:\n${output}`));
-    });
-  });
-}
-
-function residentMegabytes(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((entry) => entry.startsWith("VmRSS:"));
-  return Number(/(\d+)/.exec(line ?? "")?.[1] ?? NaN) / 1024;
-}
 
 const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -165,56 +105,29 @@ async function writeRandomZip(path: string, bytes: number): Promise<void> {
 }
 
 async function main() {
-  const stale = existsSync(BINARY) && newestSourceMtime(join(ROOT, "src")) > statSync(BINARY).mtimeMs;
-  if (!existsSync(BINARY) || stale || process.argv.includes("--rebuild")) {
-    console.log(`building ./platform (bun run build)${stale ? ": it is older than src/" : ""}...`);
-    await run([process.execPath, "run", "build"]);
-  }
-
-  const tempRoot = mkdtempSync(join(tmpdir(), "platform-bench-deploy-"));
-  const dataDir = join(tempRoot, "data");
-  const bigZip = join(tempRoot, "big.zip");
-  const env: Record<string, string> = {
-    ...(process.env as Record<string, string>),
-    PLATFORM_DATA_DIR: dataDir,
-    PLATFORM_HOST: "127.0.0.1",
-    PLATFORM_PORT: "0",
-    PLATFORM_PROXY_PORT: "0",
-    PLATFORM_DOMAIN: "localhost",
-    PLATFORM_MAX_UPLOAD_BYTES: String((UPLOAD_MB + 64) * 1024 * 1024),
-    PLATFORM_MAX_UNCOMPRESSED_BYTES: String((UPLOAD_MB + 64) * 1024 * 1024),
-  };
-
-  let server: Server | undefined;
-  let key = "";
+  await ensureBinary();
+  const bigZip = join(tempDir("platform-bench-deploy-"), "big.zip");
+  let server: TestServer | undefined;
   const appIds = new Set<string>();
-  const api = async (method: string, path: string, body?: BodyInit) => {
-    const response = await fetch(server!.baseUrl + path, { method, headers: { authorization: `Bearer ${key}` }, body });
-    const text = await response.text();
-    let json: any = text;
-    try {
-      json = JSON.parse(text);
-    } catch {}
-    return { status: response.status, body: json };
-  };
+  const api = (method: string, path: string, body?: FormData) => server!.request(method, path, { key, body });
+  let key = "";
 
   let cleanedUp = false;
   const cleanUp = async () => {
     if (cleanedUp) return;
     cleanedUp = true;
-    if (server && server.child.exitCode === null) {
+    if (server?.process) {
       for (const appId of appIds) await api("DELETE", `/api/apps/${appId}`).catch(() => {});
-      server.child.kill("SIGTERM");
-      const exited = await Promise.race([server.child.exited.then(() => true), Bun.sleep(10_000).then(() => false)]);
-      if (!exited) server.child.kill("SIGKILL");
+      await server.stop();
     }
-    rmSync(tempRoot, { recursive: true, force: true });
+    removeTempDirs();
   };
   process.on("SIGINT", () => void cleanUp().then(() => process.exit(130)));
 
   try {
-    server = await startServer(env);
-    key = JSON.parse(await run([BINARY, "keys", "create", "--name", "bench"], env)).key;
+    const uploadLimit = String((UPLOAD_MB + 64) * 1024 * 1024);
+    server = await startBinary({ PLATFORM_MAX_UPLOAD_BYTES: uploadLimit, PLATFORM_MAX_UNCOMPRESSED_BYTES: uploadLimit });
+    key = (await server.createKey("bench")).key;
     const proxyGet = (subdomain: string) =>
       fetch(`http://127.0.0.1:${server!.proxyPort}/`, { headers: { host: `${subdomain}.localhost` } });
 
@@ -264,7 +177,8 @@ async function main() {
       const { body } = await api("GET", "/api/apps/");
       const appId = body.apps.find((listed: any) => listed.name === appName)?.id;
       for (let attempt = 0; attempt < 300; attempt++) {
-        const ids = (await run(["docker", "ps", "-q", "--filter", `label=platform.app=${appId}`])).trim().split("\n").filter(Boolean);
+        const listed = Bun.spawnSync(["docker", "ps", "-q", "--filter", `label=platform.app=${appId}`]).stdout.toString();
+        const ids = listed.trim().split("\n").filter(Boolean);
         if (ids.length === 1) return;
         await Bun.sleep(100);
       }
@@ -284,7 +198,7 @@ async function main() {
     console.log(`\nb) server RSS while a ${UPLOAD_MB} MB archive uploads (target: growth < ${RSS_TARGET_MB} MB)`);
     await writeRandomZip(bigZip, UPLOAD_MB * 1024 * 1024);
     const zipMegabytes = statSync(bigZip).size / 1024 / 1024;
-    const pid = server.child.pid;
+    const pid = server.process!.pid;
     await Bun.sleep(1_000);
     const idleSamples: number[] = [];
     for (let i = 0; i < 10; i++) {
@@ -318,7 +232,7 @@ async function main() {
     console.log(`   idle baseline ${baseline.toFixed(1)} MB, peak ${peak.toFixed(1)} MB`);
     console.log(`   growth: ${(peak - baseline).toFixed(1)} MB (${ratio(Math.max(0, peak - baseline), RSS_TARGET_MB)})`);
   } catch (error) {
-    if (server) console.error(`last lines of the server's output:\n${server.output().split("\n").slice(-20).join("\n")}`);
+    if (server) console.error(`last lines of the server's output:\n${server.output.split("\n").slice(-20).join("\n")}`);
     throw error;
   } finally {
     await cleanUp();

@@ -5,9 +5,12 @@ import { resolve } from "node:path";
 import { tempDir } from "./temp";
 
 const ROOT = resolve(import.meta.dir, "../..");
-const COMMAND = process.env.PLATFORM_TEST_BINARY
-  ? [resolve(ROOT, process.env.PLATFORM_TEST_BINARY)]
-  : [process.execPath, resolve(ROOT, "src/main.ts")];
+
+/** Read when a process starts, so a script may choose the binary after importing this file. */
+function platformCommand(): string[] {
+  const binary = process.env.PLATFORM_TEST_BINARY;
+  return binary ? [resolve(ROOT, binary)] : [process.execPath, resolve(ROOT, "src/main.ts")];
+}
 
 export interface CreatedKey {
   id: string;
@@ -47,7 +50,7 @@ export class TestServer {
 
   /** Starts (or restarts) the server process and waits until it answers. */
   async boot(): Promise<void> {
-    const child = spawn([...COMMAND, "serve"], { env: this.processEnv, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+    const child = spawn([...platformCommand(), "serve"], { env: this.processEnv, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
     this.process = child;
     const port = await new Promise<number>((resolvePort, reject) => {
       const timer = setTimeout(() => reject(new Error(`server did not start:\n${this.output}`)), 20_000);
@@ -80,7 +83,7 @@ export class TestServer {
 
   /** Runs `platform keys create` against this server's data dir (works while it runs too). */
   async createKey(name = "test", workspace = "default"): Promise<CreatedKey> {
-    const child = spawn([...COMMAND, "keys", "create", "--name", name, "--workspace", workspace], {
+    const child = spawn([...platformCommand(), "keys", "create", "--name", name, "--workspace", workspace], {
       env: this.processEnv,
       stdout: "pipe",
       stderr: "pipe",

@@ -1,0 +1,38 @@
+// What the benchmarks share: the compiled ./platform (rebuilt when missing, older than src/, or
+// with --rebuild), started through the test suite's server helper (same start-up parsing, temp
+// data dir, CLI keys), and the resident memory of a process.
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { TestServer } from "../../test/helpers/server";
+
+const ROOT = resolve(import.meta.dir, "../..");
+const BINARY = join(ROOT, "platform");
+
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+/** A binary older than the sources would measure code that is not there any more. */
+export async function ensureBinary(): Promise<void> {
+  const stale = existsSync(BINARY) && newestMtime(join(ROOT, "src")) > statSync(BINARY).mtimeMs;
+  if (existsSync(BINARY) && !stale && !process.argv.includes("--rebuild")) return;
+  console.log(`building ./platform (bun run build)${stale ? ": it is older than src/" : ""}...`);
+  const build = Bun.spawn([process.execPath, "run", "build"], { cwd: ROOT, stdout: "ignore", stderr: "pipe" });
+  if ((await build.exited) !== 0) throw new Error(`bun run build failed:\n${await new Response(build.stderr).text()}`);
+}
+
+/** `./platform serve` on a temp data dir and free ports, traffic on 127.0.0.1 only. */
+export function startBinary(env: Record<string, string>): Promise<TestServer> {
+  process.env.PLATFORM_TEST_BINARY = BINARY;
+  return TestServer.start(env);
+}
+
+export function residentMegabytes(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((entry) => entry.startsWith("VmRSS:"));
+  return Number(/(\d+)/.exec(line ?? "")?.[1] ?? NaN) / 1024;
+}
