@@ -16,6 +16,7 @@ import { tarStream } from "../docker/tar";
 import { workspaceNetworkLabels, workspaceNetworkName } from "../docker/workspace-network";
 import { ApiError } from "../http/errors";
 import { randomBase62 } from "../crypto/tokens";
+import { redact } from "../crypto/redact";
 import { DetectionFailed, planWithCommand } from "./detect";
 import { BUILD_TIME_ENV_PREFIXES, generateDockerfile, platformContextFiles } from "./dockerfile";
 import { readEnvVars } from "./env-vars";
@@ -86,10 +87,6 @@ export class Deployer {
     this.ctx.db.update(apps).set({ status, statusReason, updatedAt: Date.now(), ...extra }).where(eq(apps.id, appId)).run();
   }
 
-  private redactor(envVars: Record<string, string>) {
-    const secrets = Object.values(envVars).filter((value) => value.length >= 4).sort((a, b) => b.length - a.length);
-    return (line: string) => secrets.reduce((text, secret) => text.split(secret).join("****"), line);
-  }
 
   /**
    * Build from the kept source (first replaced by `newSource`, an accepted upload, when given),
@@ -100,8 +97,7 @@ export class Deployer {
     if (!app || app.status === "deleting") return;
     if (newSource) this.ctx.storage.replaceSource(appId, newSource);
     const envVars = readEnvVars(this.ctx.db, this.ctx.secrets, appId);
-    const redact = this.redactor(envVars);
-    const log = (line: string) => this.ctx.buildLogs.append(appId, buildId, redact(line));
+    const log = (line: string) => this.ctx.buildLogs.append(appId, buildId, redact(line, Object.values(envVars)));
     const startedAt = Date.now();
     this.ctx.db.update(builds).set({ status: "building" }).where(eq(builds.id, buildId)).run();
     this.setStatus(appId, "building", app.status === "running" ? app.statusReason : null);

@@ -8,6 +8,7 @@ import type { DockerDriver } from "../docker/driver";
 import { LABEL_DATABASE, LABEL_MANAGED, LABEL_WORKSPACE, type ContainerSpec } from "../docker/container-spec";
 import { releaseWorkspaceNetwork, workspaceNetworkLabels, workspaceNetworkName } from "../docker/workspace-network";
 import { ApiError } from "../http/errors";
+import { redact } from "../crypto/redact";
 import { resolveImage, type Credentials, type EngineCommand, type EngineDefinition } from "./engines";
 
 export type DatabaseRow = typeof databases.$inferSelect;
@@ -73,12 +74,6 @@ export function dockerFailure(error: unknown, what: string): Error {
   return new ApiError("OPERATION_FAILED", `${what}: ${(error as Error).message}`);
 }
 
-/** Replaces every secret in a text shown to users (error texts, operation rows). */
-export function redact(text: string, secrets: string[]): string {
-  let result = text;
-  for (const secret of secrets) if (secret.length >= 4) result = result.replaceAll(secret, "****");
-  return result;
-}
 
 function lastLine(text: string): string {
   return text.trim().split("\n").filter(Boolean).at(-1) ?? "";

@@ -9,6 +9,7 @@ import type { PlatformDb } from "../db";
 import { apps, databases } from "../db/schema";
 import type { SecretBox } from "../crypto/secrets";
 import { newId, randomBase62 } from "../crypto/tokens";
+import { redact } from "../crypto/redact";
 import { DockerNotFound, type ContainerSummary } from "../docker/driver";
 import { LABEL_DATABASE } from "../docker/container-spec";
 import { ApiError, notFound } from "../http/errors";
@@ -21,7 +22,6 @@ import {
   containerNameOf,
   createContainer,
   problemOf,
-  redact,
   runCommand,
   removeEverything,
   startContainer,
