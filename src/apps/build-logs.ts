@@ -5,14 +5,20 @@ import { appendFileSync, existsSync, readFileSync } from "node:fs";
 type Listener = (line: string | null) => void;
 
 export class BuildLogs {
-  private readonly listeners = new Map<string, Set<Listener>>();
+  /** Builds queued or running, with the readers following each. */
+  private readonly live = new Map<string, Set<Listener>>();
 
   constructor(private readonly fileOf: (appId: string, buildId: string) => string) {}
+
+  /** From now until `finish`, readers of this build's log wait for more lines. */
+  open(buildId: string) {
+    if (!this.live.has(buildId)) this.live.set(buildId, new Set());
+  }
 
   append(appId: string, buildId: string, line: string) {
     const text = line.endsWith("\n") ? line : `${line}\n`;
     appendFileSync(this.fileOf(appId, buildId), text, { mode: 0o600 });
-    for (const listener of this.listeners.get(buildId) ?? []) listener(text);
+    for (const listener of this.live.get(buildId) ?? []) listener(text);
   }
 
   read(appId: string, buildId: string): string {
@@ -21,20 +27,9 @@ export class BuildLogs {
   }
 
   /** The build is over: live readers get the end of their stream. */
-  close(buildId: string) {
-    for (const listener of this.listeners.get(buildId) ?? []) listener(null);
-    this.listeners.delete(buildId);
-  }
-
-  private readonly live = new Set<string>();
-
-  open(buildId: string) {
-    this.live.add(buildId);
-  }
-
   finish(buildId: string) {
+    for (const listener of this.live.get(buildId) ?? []) listener(null);
     this.live.delete(buildId);
-    this.close(buildId);
   }
 
   /** What was logged so far, then each new line until the build ends. */
@@ -44,17 +39,11 @@ export class BuildLogs {
       start: (controller) => {
         const existing = this.read(appId, buildId);
         if (existing) controller.enqueue(encoder.encode(existing));
-        if (!this.live.has(buildId)) return controller.close();
-        const listener: Listener = (line) => {
-          if (line === null) {
-            this.listeners.get(buildId)?.delete(listener);
-            controller.close();
-          } else controller.enqueue(encoder.encode(line));
-        };
-        const set = this.listeners.get(buildId) ?? new Set<Listener>();
-        set.add(listener);
-        this.listeners.set(buildId, set);
-        signal?.addEventListener("abort", () => set.delete(listener), { once: true });
+        const listeners = this.live.get(buildId);
+        if (!listeners) return controller.close();
+        const listener: Listener = (line) => (line === null ? controller.close() : controller.enqueue(encoder.encode(line)));
+        listeners.add(listener);
+        signal?.addEventListener("abort", () => listeners.delete(listener), { once: true });
       },
     });
   }

@@ -94,14 +94,13 @@ export class Deployer {
    */
   async buildAndRelease(appId: string, buildId: string, newSource?: string): Promise<void> {
     const app = this.app(appId);
-    if (!app || app.status === "deleting") return;
+    if (!app || app.status === "deleting") return this.ctx.buildLogs.finish(buildId);
     if (newSource) this.ctx.storage.replaceSource(appId, newSource);
     const envVars = readEnvVars(this.ctx.db, this.ctx.secrets, appId);
     const log = (line: string) => this.ctx.buildLogs.append(appId, buildId, redact(line, Object.values(envVars)));
     const startedAt = Date.now();
     this.ctx.db.update(builds).set({ status: "building" }).where(eq(builds.id, buildId)).run();
     this.setStatus(appId, "building", app.status === "running" ? app.statusReason : null);
-    this.ctx.buildLogs.open(buildId);
     let image: string;
     try {
       image = await this.buildImage(app, buildId, envVars, log);

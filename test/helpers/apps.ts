@@ -13,7 +13,7 @@ export async function deployZip(
   key: string,
   fields: Record<string, string>,
   zip: Uint8Array<ArrayBuffer>,
-): Promise<{ status: number; body: any }> {
+): Promise<{ status: number; headers: Headers; body: any }> {
   const form = new FormData();
   for (const [name, value] of Object.entries(fields)) form.set(name, value);
   form.set("file", new File([zip], "app.zip", { type: "application/zip" }));

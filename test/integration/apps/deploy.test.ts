@@ -96,6 +96,18 @@ describe("deploy from ZIP", () => {
     expect((await viaProxy(server, app.subdomain, "/..%2f..%2f..%2fetc%2fpasswd")).status).toBe(404);
   });
 
+  test("a build log can be followed live from the upload until the app serves", async () => {
+    const response = await deployZip(server, key, { name: "followed", runtime: "node", memoryMB: "64" }, appZip({ "index.html": "followed" }));
+    const live = await fetch(`${server.baseUrl}/api/apps/${response.body.app.id}/builds/${response.body.buildId}/log`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    expect(live.headers.get("content-type")).toContain("text/plain");
+    const text = await live.text(); // ends when the build and release end
+    expect(text.indexOf("Upload of")).toBeLessThan(text.indexOf("Building image"));
+    expect(text).toContain("==> Serving from container");
+    expect((await server.request("GET", `/api/apps/${response.body.app.id}`, { key })).body.app.status).toBe("running");
+  });
+
   test("a build that fails is reported with its reason and the build log", async () => {
     const response = await deployZip(server, key, { name: "broken", runtime: "node", memoryMB: "64" }, appZip({
       "package.json": JSON.stringify({ name: "broken", scripts: { build: "exit 3", start: "node x.js" } }),
