@@ -92,6 +92,7 @@ export function createApiKey(db: PlatformDb, caller: KeyCaller, input: CreateKey
     lastRefillAt: null,
     expiresAt: input.expiresIn == null ? null : now + input.expiresIn * 1000,
     metadata: input.metadata ?? null,
+    otherWorkspaceIds: null,
     createdAt: now,
     updatedAt: now,
     lastUsedAt: null,

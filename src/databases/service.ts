@@ -298,6 +298,7 @@ export class DatabaseService {
       version: input.version ?? definition.defaultVersion,
       status: "provisioning",
       statusReason: null,
+      cpus: null,
       memoryMB: input.memoryMB ?? LIMITS.memoryMB.default,
       storageGB: input.storageGB ?? LIMITS.storageGB.default,
       username: credentials.username,

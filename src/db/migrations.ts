@@ -5,11 +5,13 @@ import journal from "./migrations/meta/_journal.json" with { type: "json" };
 import m0000 from "./migrations/0000_init.sql" with { type: "text" };
 import m0001 from "./migrations/0001_apps_and_databases.sql" with { type: "text" };
 import m0002 from "./migrations/0002_api_key_start.sql" with { type: "text" };
+import m0003 from "./migrations/0003_hardening.sql" with { type: "text" };
 
 export const EMBEDDED_MIGRATIONS: Record<string, string> = {
   "0000_init": m0000,
   "0001_apps_and_databases": m0001,
   "0002_api_key_start": m0002,
+  "0003_hardening": m0003,
 };
 
 export interface MigrationMeta {

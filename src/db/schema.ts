@@ -1,7 +1,7 @@
 // Tables of the platform's single SQLite file. Timestamps are Unix milliseconds; the API turns
 // them into ISO 8601 strings. After changing this file run `bun run db:generate` and add the new
 // migration to src/db/migrations.ts so it is embedded in the binary.
-import { sqliteTable, text, integer, index, uniqueIndex, primaryKey } from "drizzle-orm/sqlite-core";
+import { sqliteTable, text, integer, real, index, uniqueIndex, primaryKey } from "drizzle-orm/sqlite-core";
 
 export const users = sqliteTable("users", {
   id: text("id").primaryKey(),
@@ -22,7 +22,7 @@ export const memberships = sqliteTable(
   {
     workspaceId: text("workspace_id").notNull().references(() => workspaces.id, { onDelete: "cascade" }),
     userId: text("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
-    role: text("role", { enum: ["owner", "admin", "member"] }).notNull(),
+    role: text("role", { enum: ["owner", "admin", "member", "viewer"] }).notNull(),
     createdAt: integer("created_at").notNull(),
   },
   (table) => [primaryKey({ columns: [table.workspaceId, table.userId] }), index("memberships_user").on(table.userId)],
@@ -56,6 +56,11 @@ export const apiKeys = sqliteTable(
     lastRefillAt: integer("last_refill_at"),
     expiresAt: integer("expires_at"),
     metadata: text("metadata", { mode: "json" }).$type<Record<string, unknown>>(),
+    /**
+     * Workspaces besides `workspaceId` the key may act in, chosen when it was made (each one its
+     * user belonged to then, and must still belong to). Null: only its own workspace.
+     */
+    otherWorkspaceIds: text("other_workspace_ids", { mode: "json" }).$type<string[]>(),
     createdAt: integer("created_at").notNull(),
     updatedAt: integer("updated_at").notNull(),
     lastUsedAt: integer("last_used_at"),
@@ -69,7 +74,7 @@ export const invitations = sqliteTable(
     id: text("id").primaryKey(),
     workspaceId: text("workspace_id").notNull().references(() => workspaces.id, { onDelete: "cascade" }),
     email: text("email").notNull(),
-    role: text("role", { enum: ["admin", "member"] }).notNull(),
+    role: text("role", { enum: ["admin", "member", "viewer"] }).notNull(),
     status: text("status", { enum: ["pending", "accepted", "canceled"] }).notNull(),
     invitedBy: text("invited_by").notNull(),
     expiresAt: integer("expires_at").notNull(),
@@ -108,6 +113,8 @@ export const apps = sqliteTable(
     status: text("status").notNull(),
     statusReason: text("status_reason"),
     memoryMB: integer("memory_mb").notNull(),
+    /** CPU limit in cores; null takes the platform default (PLATFORM_DEFAULT_CPUS). */
+    cpus: real("cpus"),
     exposePort: integer("expose_port"),
     subdomain: text("subdomain").unique(),
     startupCommand: text("startup_command").notNull(),
@@ -119,6 +126,11 @@ export const apps = sqliteTable(
     containerId: text("container_id"),
     /** Host port on 127.0.0.1 the serving container's exposed port is published on. */
     hostPort: integer("host_port"),
+    /**
+     * The port the serving container really listens on: `exposePort` as it was when that
+     * container's release succeeded. The proxy routes here, whatever a later failed release asked.
+     */
+    servingPort: integer("serving_port"),
     createdAt: integer("created_at").notNull(),
     updatedAt: integer("updated_at").notNull(),
   },
@@ -141,7 +153,7 @@ export const builds = sqliteTable(
   {
     id: text("id").primaryKey(),
     appId: text("app_id").notNull().references(() => apps.id, { onDelete: "cascade" }),
-    /** queued, building, succeeded, failed: see src/apps/model.ts. */
+    /** queued, building, succeeded, failed, canceled: see src/apps/model.ts. */
     status: text("status").notNull(),
     trigger: text("trigger").notNull(),
     image: text("image"),
@@ -166,6 +178,8 @@ export const databases = sqliteTable(
     status: text("status").notNull(),
     statusReason: text("status_reason"),
     memoryMB: integer("memory_mb").notNull(),
+    /** CPU limit in cores; null takes the platform default (PLATFORM_DEFAULT_CPUS). */
+    cpus: real("cpus"),
     storageGB: integer("storage_gb").notNull(),
     username: text("username").notNull(),
     /** AES-256-GCM, see src/crypto/secrets.ts; the database id is its associated data. */

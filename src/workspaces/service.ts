@@ -5,7 +5,7 @@ import { memberships, users, workspaces } from "../db/schema";
 import { newId } from "../crypto/tokens";
 import { preparedStatement } from "../db/prepared";
 
-export type Role = "owner" | "admin" | "member";
+export type Role = "owner" | "admin" | "member" | "viewer";
 
 export function findWorkspaceByName(db: PlatformDb, name: string) {
   return db.select().from(workspaces).where(eq(workspaces.name, name)).get();

@@ -23,6 +23,7 @@ function rowOf(engine: DatabaseRow["engine"], version = ENGINES[engine].defaultV
     version,
     status: "provisioning",
     statusReason: null,
+    cpus: null,
     memoryMB: 512,
     storageGB: 5,
     username: credentials.username,
