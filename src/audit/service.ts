@@ -1,4 +1,5 @@
-// The per-workspace audit log of security events: who did what, when, from where.
+// The per-workspace audit log: security events and the actions on apps and databases, who did
+// what, when, from where.
 import { and, desc, eq, lt } from "drizzle-orm";
 import type { PlatformDb } from "../db";
 import { auditEvents } from "../db/schema";
@@ -13,7 +14,23 @@ export type AuditAction =
   | "auth.owner_created"
   | "invitation.created"
   | "invitation.canceled"
-  | "invitation.accepted";
+  | "invitation.accepted"
+  | "member.role_changed"
+  | "member.removed"
+  | "app.deployed"
+  | "app.started"
+  | "app.stopped"
+  | "app.restarted"
+  | "app.deleted"
+  | "app.env_changed"
+  | "app.settings_changed"
+  | "database.created"
+  | "database.started"
+  | "database.stopped"
+  | "database.deleted"
+  | "database.settings_changed"
+  | "database.password_rotated"
+  | "database.restored";
 
 export interface AuditActor {
   type: "user" | "api_key" | "cli" | "anonymous";

@@ -1,0 +1,119 @@
+// The permission matrix: the roles that may call each authenticated route, and the audit action a
+// successful call records. The auth plugin (./auth.ts) checks every request against it right after
+// authentication, before the body is validated; a route missing here is refused to every role
+// (fail closed). Keys are Elysia's route patterns: "METHOD /api/path/:param".
+//
+// owner: everything. admin: everything but ownership (granting, taking or removing `owner`, and
+// deleting the workspace). member: deploys and operates apps and databases, reads logs; no
+// database deletion, no restore, no members, invitations, workspace keys or audit log. viewer:
+// reads only, and sees env values and connection strings masked (`mayReadSecrets`).
+// Everyone manages their own API keys: a key acts with its holder's role, so a viewer's is read-only.
+import type { AuditAction } from "../audit/service";
+import type { Role } from "../workspaces/service";
+import { ApiError } from "./errors";
+
+const EVERYONE: readonly Role[] = ["owner", "admin", "member", "viewer"];
+const OPERATORS: readonly Role[] = ["owner", "admin", "member"];
+const MANAGERS: readonly Role[] = ["owner", "admin"];
+const OWNERS: readonly Role[] = ["owner"];
+
+export interface RoutePermission {
+  roles: readonly Role[];
+  /** Recorded after a successful (2xx) answer, with the caller as actor and the app or database as target. */
+  audit?: AuditAction;
+}
+
+export const PERMISSIONS: Record<string, RoutePermission> = {
+  // Session and own API keys.
+  "GET /api/auth/session": { roles: EVERYONE },
+  "POST /api/auth/logout": { roles: EVERYONE },
+  // The service checks that the caller belongs to the workspace chosen.
+  "POST /api/auth/set-active-organization": { roles: EVERYONE },
+  // A caller only ever reaches their own keys here (others' are 404).
+  "GET /api/api-keys/": { roles: EVERYONE },
+  "POST /api/api-keys/": { roles: EVERYONE },
+  "PUT /api/api-keys/:keyId": { roles: EVERYONE },
+  "DELETE /api/api-keys/:keyId": { roles: EVERYONE },
+
+  // The workspace: members, invitations, every key, the audit log.
+  "GET /api/organization/members": { roles: EVERYONE },
+  // Mixed: admins change and remove members, but only an owner grants, takes or removes `owner` (service).
+  "PATCH /api/organization/members/:userId": { roles: MANAGERS },
+  "DELETE /api/organization/members/:userId": { roles: MANAGERS },
+  "GET /api/organization/invitations": { roles: MANAGERS },
+  "POST /api/organization/invitations": { roles: MANAGERS },
+  "DELETE /api/organization/invitations/:invitationId": { roles: MANAGERS },
+  "GET /api/organization/api-keys": { roles: MANAGERS },
+  "DELETE /api/organization/api-keys/:keyId": { roles: MANAGERS },
+  "GET /api/organization/audit-log": { roles: MANAGERS },
+  "DELETE /api/organization": { roles: OWNERS },
+
+  // Machines.
+  "GET /api/machines/": { roles: EVERYONE },
+  "GET /api/machines/:machineId": { roles: EVERYONE },
+
+  // Apps. Members may delete apps: an app is redeployed from its ZIP, a database's data is gone for good.
+  "GET /api/apps/": { roles: EVERYONE },
+  "POST /api/apps/deploy": { roles: OPERATORS, audit: "app.deployed" },
+  "POST /api/apps/inspect-env": { roles: OPERATORS },
+  "GET /api/apps/:appId": { roles: EVERYONE },
+  "POST /api/apps/:appId/start": { roles: OPERATORS, audit: "app.started" },
+  "POST /api/apps/:appId/stop": { roles: OPERATORS, audit: "app.stopped" },
+  "POST /api/apps/:appId/restart": { roles: OPERATORS, audit: "app.restarted" },
+  "DELETE /api/apps/:appId": { roles: OPERATORS, audit: "app.deleted" },
+  "GET /api/apps/:appId/logs": { roles: EVERYONE },
+  // Viewers get the names with the values masked.
+  "GET /api/apps/:appId/env": { roles: EVERYONE },
+  "PUT /api/apps/:appId/env": { roles: OPERATORS, audit: "app.env_changed" },
+  "PUT /api/apps/:appId/settings": { roles: OPERATORS, audit: "app.settings_changed" },
+  "GET /api/apps/:appId/builds": { roles: EVERYONE },
+  "GET /api/apps/:appId/builds/:buildId": { roles: EVERYONE },
+  "GET /api/apps/:appId/builds/:buildId/log": { roles: EVERYONE },
+
+  // Databases. Viewers get connection strings masked.
+  "GET /api/databases/": { roles: EVERYONE },
+  "POST /api/databases/": { roles: OPERATORS, audit: "database.created" },
+  "GET /api/databases/:databaseId": { roles: EVERYONE },
+  "PATCH /api/databases/:databaseId/settings": { roles: OPERATORS, audit: "database.settings_changed" },
+  "GET /api/databases/:databaseId/stats": { roles: EVERYONE },
+  "GET /api/databases/:databaseId/logs": { roles: EVERYONE },
+  "POST /api/databases/:databaseId/start": { roles: OPERATORS, audit: "database.started" },
+  "POST /api/databases/:databaseId/stop": { roles: OPERATORS, audit: "database.stopped" },
+  "DELETE /api/databases/:databaseId": { roles: MANAGERS, audit: "database.deleted" },
+  "POST /api/databases/:databaseId/rotate-password": { roles: OPERATORS, audit: "database.password_rotated" },
+  "GET /api/databases/:databaseId/operations": { roles: EVERYONE },
+};
+
+/** Env var values and connection strings: every role but viewer reads them. */
+export function mayReadSecrets(role: Role): boolean {
+  return role !== "viewer";
+}
+
+const patterns = new Map<string, RegExp>();
+
+/** The table's key for a request, from Elysia's route pattern or, failing that, by matching the path. */
+export function routeKeyOf(method: string, route: string | undefined, pathname: string): string | undefined {
+  const verb = method === "HEAD" ? "GET" : method;
+  if (route && `${verb} ${route}` in PERMISSIONS) return `${verb} ${route}`;
+  for (const key of Object.keys(PERMISSIONS)) {
+    if (!key.startsWith(`${verb} `)) continue;
+    let pattern = patterns.get(key);
+    if (!pattern) {
+      const path = key.slice(verb.length + 1).replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+      pattern = new RegExp(`^${path.replace(/:[A-Za-z]+/g, "[^/]+")}$`);
+      patterns.set(key, pattern);
+    }
+    if (pattern.test(pathname)) return key;
+  }
+  return undefined;
+}
+
+/** The route's permission when `role` may call it; 403 `FORBIDDEN` naming the roles needed otherwise. */
+export function assertPermitted(role: Role, routeKey: string | undefined): RoutePermission {
+  const permission = routeKey === undefined ? undefined : PERMISSIONS[routeKey];
+  if (!permission) throw new ApiError("FORBIDDEN", "This route has no entry in the permission matrix, so no role may call it");
+  if (!permission.roles.includes(role)) {
+    throw new ApiError("FORBIDDEN", `This needs the ${permission.roles.join(" or ")} role in the workspace; yours is ${role}`);
+  }
+  return permission;
+}
