@@ -12,6 +12,7 @@ export type AuditAction =
   | "auth.login"
   | "auth.login_failed"
   | "auth.owner_created"
+  | "auth.owner_claimed"
   | "invitation.created"
   | "invitation.canceled"
   | "invitation.accepted"

@@ -2,13 +2,16 @@
 // cookie. Routes opt in with `{ auth: true }` and receive `principal`. Also applies the
 // per-address limit on failed attempts (counted after the credential for keys and cookies, checked
 // first for the password forms), the per-caller rate limit, the key's usage quota, the Origin
-// check on cookie requests that change state, and the `workspaceId` query parameter.
+// check on cookie requests that change state, the `workspaceId` query parameter within the key's
+// scope, the role the permission matrix (./permissions.ts) asks for, and the audit of the action.
 import { Elysia } from "elysia";
 import { ApiError } from "./errors";
 import type { ServerContext } from "./context";
 import { findUsableKey, spendKeyUsage } from "../api-keys/service";
 import { findSession, readCookie, SESSION_COOKIE } from "../auth/service";
 import { roleIn, workspacesOf, type Role } from "../workspaces/service";
+import { recordAuditEvent } from "../audit/service";
+import { assertPermitted, routeKeyOf, type RoutePermission } from "./permissions";
 
 export interface Principal {
   userId: string;
@@ -86,7 +89,11 @@ function failedAttempt(ctx: ServerContext, clientAddress: string | null, failure
 
 export function authenticate(ctx: ServerContext, request: Request, clientAddress: string | null): Principal {
   const header = request.headers.get("authorization");
-  let identity: Omit<Principal, "workspaceId" | "role" | "clientAddress"> & { defaultWorkspaceId: string | null };
+  let identity: Omit<Principal, "workspaceId" | "role" | "clientAddress"> & {
+    defaultWorkspaceId: string | null;
+    /** For a key: the other workspaces it was made to act in; a session may act in any of its user's. */
+    otherWorkspaceIds?: string[];
+  };
   try {
     if (header !== null) {
       const match = BEARER_FORM.exec(header);
@@ -96,7 +103,14 @@ export function authenticate(ctx: ServerContext, request: Request, clientAddress
       const limit = ctx.limits.api.take(`key:${key.id}`);
       if (!limit.allowed) throw rateLimited("Rate limit exceeded", limit.retryAfterSeconds);
       spendKeyUsage(ctx.db, key);
-      identity = { userId: key.userId, via: "api_key", apiKeyId: key.id, sessionTokenHash: null, defaultWorkspaceId: key.workspaceId };
+      identity = {
+        userId: key.userId,
+        via: "api_key",
+        apiKeyId: key.id,
+        sessionTokenHash: null,
+        defaultWorkspaceId: key.workspaceId,
+        otherWorkspaceIds: key.otherWorkspaceIds ?? [],
+      };
     } else {
       const token = readCookie(request.headers.get("cookie"), SESSION_COOKIE);
       const session = token ? findSession(ctx.db, token) : undefined;
@@ -118,9 +132,12 @@ export function authenticate(ctx: ServerContext, request: Request, clientAddress
     if (error instanceof ApiError && error.status === 401 && presented) throw failedAttempt(ctx, clientAddress, error);
     throw error;
   }
-  const { defaultWorkspaceId, ...principal } = identity;
+  const { defaultWorkspaceId, otherWorkspaceIds, ...principal } = identity;
   const workspaceId = requestedWorkspace(request) ?? defaultWorkspaceId;
-  const role = workspaceId ? roleIn(ctx.db, workspaceId, principal.userId) : undefined;
+  // A key acts in the workspace it was made in, or in one it was explicitly made for: another
+  // workspace of its user is as unknown to it as anyone else's.
+  const inKeyScope = otherWorkspaceIds === undefined || workspaceId === defaultWorkspaceId || otherWorkspaceIds.includes(workspaceId!);
+  const role = workspaceId && inKeyScope ? roleIn(ctx.db, workspaceId, principal.userId) : undefined;
   // A workspace the caller does not belong to is "not found", like any other workspace's resource.
   if (!workspaceId || !role) throw new ApiError("WORKSPACE_NOT_FOUND", "Workspace not found");
   return { ...principal, workspaceId, role, clientAddress };
@@ -134,25 +151,41 @@ function requestedWorkspace(request: Request): string | null {
   return query.get("workspaceId") || query.get("organizationId") || null;
 }
 
+/** "name (id)" of the app or database a call acted on, from its answer or else its path. */
+function auditTargetOf(params: Record<string, string> | undefined, answer: unknown): string | null {
+  const body = answer as { app?: { id?: string; name?: string }; database?: { id?: string; name?: string } } | null;
+  const resource = body?.app ?? body?.database;
+  const id = resource?.id ?? params?.appId ?? params?.databaseId ?? null;
+  return resource?.name && id ? `${resource.name} (${id})` : id;
+}
+
 export function authPlugin(ctx: ServerContext) {
   // Decided in `transform`, which runs before the body, query and params are validated: a caller
-  // without a valid key gets 401, never validation details of a route it may not use.
-  const principals = new WeakMap<Request, Principal>();
+  // without a valid key gets 401, and one whose role may not use the route 403, never validation
+  // details of a route it may not use.
+  const principals = new WeakMap<Request, { principal: Principal; permission: RoutePermission }>();
   return new Elysia({ name: "auth" }).macro({
     auth: {
-      transform: ({ request, server }) => {
-        principals.set(request, authenticate(ctx, request, clientAddressOf(server, request)));
+      transform: ({ request, server, route, path }) => {
+        const principal = authenticate(ctx, request, clientAddressOf(server, request));
+        const permission = assertPermitted(principal.role, routeKeyOf(request.method, route, path));
+        principals.set(request, { principal, permission });
       },
-      resolve: ({ request }) => ({ principal: principals.get(request)! }),
+      resolve: ({ request }) => ({ principal: principals.get(request)!.principal }),
+      afterHandle: ({ request, params, set, responseValue }) => {
+        const { principal, permission } = principals.get(request)!;
+        const status = typeof set.status === "number" ? set.status : 200;
+        if (!permission.audit || status >= 300 || responseValue instanceof Response) return;
+        recordAuditEvent(ctx.db, {
+          workspaceId: principal.workspaceId,
+          action: permission.audit,
+          actor: auditActor(principal),
+          target: auditTargetOf(params as Record<string, string>, responseValue),
+        });
+      },
       detail: { security: [{ bearerAuth: [] }, { sessionCookie: [] }] },
     },
   });
-}
-
-export function requireRole(principal: Principal, ...roles: Role[]) {
-  if (!roles.includes(principal.role)) {
-    throw new ApiError("FORBIDDEN", `This needs the ${roles.join(" or ")} role in the workspace`);
-  }
 }
 
 /** Who did it, for the audit log and operation histories. */

@@ -46,7 +46,7 @@ export const PERMISSIONS: Record<string, RoutePermission> = {
   "GET /api/organization/api-keys": { roles: MANAGERS },
   "DELETE /api/organization/api-keys/:keyId": { roles: MANAGERS },
   "GET /api/organization/audit-log": { roles: MANAGERS },
-  "DELETE /api/organization": { roles: OWNERS },
+  "DELETE /api/organization/": { roles: OWNERS },
 
   // Machines.
   "GET /api/machines/": { roles: EVERYONE },

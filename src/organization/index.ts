@@ -1,15 +1,20 @@
-// Routes of /api/organization: invitations, members and the audit log of the active workspace.
+// Routes of /api/organization: invitations, members, every key, the audit log and the deletion of
+// the active workspace. Who may call what is in src/http/permissions.ts.
 import { Elysia, t } from "elysia";
 import type { ServerContext } from "../http/context";
-import { assertSameOrigin, auditActor, authPlugin, clientAddressOf, limitFailedAttempts, requireRole } from "../http/auth";
+import { assertSameOrigin, auditActor, authPlugin, clientAddressOf, limitFailedAttempts } from "../http/auth";
 import { ok } from "../http/envelope";
 import { listAuditEvents } from "../audit/service";
 import { membersOf } from "../workspaces/service";
 import { createSession, sessionCookie, setActiveWorkspace } from "../auth/service";
 import { sha256Hex } from "../crypto/tokens";
 import { acceptInvitation, cancelInvitation, createInvitation, listInvitations, previewInvitation } from "./service";
+import { changeMemberRole, deleteWorkspace, listWorkspaceKeys, removeMember, revokeWorkspaceKey } from "./members";
 
 const invitationIdParams = t.Object({ invitationId: t.String({ minLength: 1, maxLength: 64 }) });
+const userIdParams = t.Object({ userId: t.String({ minLength: 1, maxLength: 64 }) });
+const keyIdParams = t.Object({ keyId: t.String({ minLength: 1, maxLength: 64 }) });
+const roleSchema = t.Union([t.Literal("owner"), t.Literal("admin"), t.Literal("member"), t.Literal("viewer")]);
 
 
 export function organizationRoutes(ctx: ServerContext) {
@@ -17,11 +22,8 @@ export function organizationRoutes(ctx: ServerContext) {
     .use(authPlugin(ctx))
     .get(
       "/invitations",
-      ({ principal }) => {
-        // The id is what accepts an invitation, so only those who may invite see them.
-        requireRole(principal, "owner", "admin");
-        return ok({ invitations: listInvitations(ctx.db, principal.workspaceId) });
-      },
+      // The id is what accepts an invitation, so only those who may invite see them.
+      ({ principal }) => ok({ invitations: listInvitations(ctx.db, principal.workspaceId) }),
       {
         auth: true,
         detail: {
@@ -45,7 +47,6 @@ export function organizationRoutes(ctx: ServerContext) {
     .post(
       "/invitations",
       ({ principal, body, set }) => {
-        requireRole(principal, "owner", "admin");
         set.status = 201;
         return ok({ invitation: createInvitation(ctx.db, principal.workspaceId, { email: body.email, role: body.role ?? "member" }, auditActor(principal)) });
       },
@@ -53,12 +54,13 @@ export function organizationRoutes(ctx: ServerContext) {
         auth: true,
         body: t.Object({
           email: t.String({ format: "email", maxLength: 254 }),
-          role: t.Optional(t.Union([t.Literal("admin"), t.Literal("member")], { default: "member" })),
+          role: t.Optional(t.Union([t.Literal("admin"), t.Literal("member"), t.Literal("viewer")], { default: "member" })),
         }),
         detail: {
           summary: "Invite someone by email",
           description:
-            "Owners and admins. The email is lowercased; one pending invitation per email (409 `INVITATION_PENDING`). " +
+            "Owners and admins. `role`: `admin`, `member` (default) or `viewer`; ownership is granted to a member with " +
+            "PATCH /api/organization/members/{userId}. The email is lowercased; one pending invitation per email (409 `INVITATION_PENDING`). " +
             "409 `PASSWORDLESS_ACCOUNT` for the email of the owner `platform keys create` made, which only the owner setup claims. " +
             "Valid 48 hours. The invitee accepts with `POST /api/organization/invitations/{invitationId}/accept`.",
         },
@@ -66,11 +68,15 @@ export function organizationRoutes(ctx: ServerContext) {
     )
     .delete(
       "/invitations/:invitationId",
-      ({ principal, params }) => {
-        requireRole(principal, "owner", "admin");
-        return ok({ invitation: cancelInvitation(ctx.db, principal.workspaceId, params.invitationId, auditActor(principal)) });
+      ({ principal, params }) => ok({ invitation: cancelInvitation(ctx.db, principal.workspaceId, params.invitationId, auditActor(principal)) }),
+      {
+        auth: true,
+        params: invitationIdParams,
+        detail: {
+          summary: "Cancel a pending invitation",
+          description: "Owners and admins. Answers `invitation`. 404 `INVITATION_NOT_FOUND`; 409 `CONFLICT` when it is no longer pending.",
+        },
       },
-      { auth: true, params: invitationIdParams, detail: { summary: "Cancel a pending invitation" } },
     )
     .post(
       "/invitations/:invitationId/accept",
@@ -102,12 +108,78 @@ export function organizationRoutes(ctx: ServerContext) {
     )
     .get("/members", ({ principal }) => ok({ members: membersOf(ctx.db, principal.workspaceId).map((member) => ({ ...member, joinedAt: new Date(member.joinedAt).toISOString() })) }), {
       auth: true,
-      detail: { summary: "List the workspace's members", description: "Answers `members`: userId, email, role, joinedAt." },
+      detail: { summary: "List the workspace's members", description: "Every role. Answers `members`: userId, email, role (`owner`, `admin`, `member`, `viewer`), joinedAt." },
+    })
+    .patch(
+      "/members/:userId",
+      ({ principal, params, body }) =>
+        ok({ member: changeMemberRole(ctx.db, principal.workspaceId, principal.role, params.userId, body.role, auditActor(principal)) }),
+      {
+        auth: true,
+        params: userIdParams,
+        body: t.Object({ role: roleSchema }),
+        detail: {
+          summary: "Change a member's role",
+          description:
+            "Owners and admins; only an owner may make someone owner or change an owner's role (403 `FORBIDDEN`). Answers " +
+            "`member` {userId, email, role}. 404 `MEMBER_NOT_FOUND`; 409 `LAST_OWNER` when it would leave the workspace " +
+            "without an owner. Recorded as `member.role_changed`.",
+        },
+      },
+    )
+    .delete(
+      "/members/:userId",
+      ({ principal, params }) => ok({ member: removeMember(ctx.db, principal.workspaceId, principal.role, params.userId, auditActor(principal)) }),
+      {
+        auth: true,
+        params: userIdParams,
+        detail: {
+          summary: "Remove a member",
+          description:
+            "Owners and admins; only an owner may remove an owner (403 `FORBIDDEN`). Removes the membership and deletes the " +
+            "member's API keys made in this workspace in the same step: they get 401 from the next request on, and keys " +
+            "made elsewhere no longer act here. Answers `member` {userId, email, role, revokedKeys}. 404 " +
+            "`MEMBER_NOT_FOUND`; 409 `LAST_OWNER` for the last owner. Recorded as `member.removed`.",
+        },
+      },
+    )
+    .get("/api-keys", ({ principal }) => ok({ keys: listWorkspaceKeys(ctx.db, principal.workspaceId) }), {
+      auth: true,
+      detail: {
+        summary: "Every API key that acts in the workspace",
+        description:
+          "Owners and admins. Answers `keys`: the fields of GET /api/api-keys plus the holder's `userId` and `email`; " +
+          "keys made in this workspace and keys made in another one with this one in their `otherWorkspaceIds`.",
+      },
+    })
+    .delete(
+      "/api-keys/:keyId",
+      ({ principal, params }) => ok({ apiKey: revokeWorkspaceKey(ctx.db, principal.workspaceId, params.keyId, auditActor(principal)) }),
+      {
+        auth: true,
+        params: keyIdParams,
+        detail: {
+          summary: "Revoke any key of the workspace",
+          description:
+            "Owners and admins. A key made in this workspace is deleted (401 from now on); a key made in another workspace " +
+            "loses this one from its `otherWorkspaceIds` and keeps working where it was made. Answers `apiKey`. 404 " +
+            "`API_KEY_NOT_FOUND`. Recorded as `api_key.revoked`.",
+        },
+      },
+    )
+    .delete("/", ({ principal }) => ok({ deleted: true, organization: deleteWorkspace(ctx.db, principal.workspaceId) }), {
+      auth: true,
+      detail: {
+        summary: "Delete the workspace",
+        description:
+          "Owners only. Deletes the workspace with its members, invitations, API keys and audit log; the members' accounts " +
+          "stay. 409 `WORKSPACE_NOT_EMPTY` while it still has apps or databases (delete them first). Answers `deleted: true` " +
+          "and `organization` {id, name}.",
+      },
     })
     .get(
       "/audit-log",
       ({ principal, query }) => {
-        requireRole(principal, "owner", "admin");
         const events = listAuditEvents(ctx.db, principal.workspaceId, {
           limit: query.limit ?? 100,
           before: query.before ? Date.parse(query.before) : undefined,
@@ -126,8 +198,12 @@ export function organizationRoutes(ctx: ServerContext) {
           summary: "Read the workspace's security audit log",
           description:
             "Owners and admins. Answers `events` newest first: id, action (`api_key.created`, `api_key.updated`, " +
-            "`api_key.revoked`, `auth.login`, `auth.login_failed`, `auth.owner_created`, `invitation.created`, " +
-            "`invitation.canceled`, `invitation.accepted`), actor {type, id}, target, clientAddress, createdAt.",
+            "`api_key.revoked`, `auth.login`, `auth.login_failed`, `auth.owner_created`, `auth.owner_claimed`, " +
+            "`invitation.created`, `invitation.canceled`, `invitation.accepted`, `member.role_changed`, `member.removed`, " +
+            "`app.deployed`, `app.started`, `app.stopped`, `app.restarted`, `app.deleted`, `app.env_changed`, " +
+            "`app.settings_changed`, `database.created`, `database.started`, `database.stopped`, `database.deleted`, " +
+            "`database.settings_changed`, `database.password_rotated`, `database.restored`), actor {type (`user`, " +
+            "`api_key`, `cli`, `anonymous`), id}, target (for apps and databases `name (id)`), clientAddress, createdAt.",
         },
       },
     );

@@ -51,7 +51,7 @@ function passwordlessAccount(email: string) {
 export function createInvitation(
   db: PlatformDb,
   workspaceId: string,
-  input: { email: string; role: "admin" | "member" },
+  input: { email: string; role: "admin" | "member" | "viewer" },
   actor: AuditActor & { userId: string },
   now = Date.now(),
 ) {
