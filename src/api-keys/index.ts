@@ -53,6 +53,10 @@ export function apiKeysRoutes(ctx: ServerContext) {
             "at 0 requests get 429 `USAGE_EXCEEDED`, with `Retry-After` when a refill is configured. An expired key gets 401 `KEY_EXPIRED`. " +
             "A request made with a key that has a quota or an expiry may only create keys within it (a quota no larger than " +
             "its `remaining`, a refill no faster than its own, an expiry no later than its own); otherwise 403 `FORBIDDEN`. " +
+            "A key acts only in the workspace it was made in (the active one), with its holder's role there. `workspaceIds` " +
+            "lists other workspaces the holder belongs to where it may act too, chosen per request with `?workspaceId=`; a " +
+            "workspace the holder does not belong to (or, for a key made by a key, one the issuing key may not act in) is 404 " +
+            "`WORKSPACE_NOT_FOUND`. The answer's `otherWorkspaceIds` lists them. " +
             `A user may hold at most ${MAX_KEYS_PER_USER_PER_WORKSPACE} keys per workspace (the rate limit is per key): past that 409 \`KEY_LIMIT_REACHED\`.`,
         },
       },
@@ -71,7 +75,10 @@ export function apiKeysRoutes(ctx: ServerContext) {
           summary: "Update an API key",
           description:
             "Changes name, enabled, remaining, refill settings or metadata. Answers `apiKey`, the updated key. A key cannot " +
-            "change its own remaining, refill settings or enabled (403 `FORBIDDEN`): use another key or the dashboard.",
+            "change its own remaining, refill settings or enabled (403 `FORBIDDEN`): use another key or the dashboard. A " +
+            "key with a quota or an expiry may not lift another key's limits either (403 `FORBIDDEN`): no higher or unlimited " +
+            "`remaining`, no new or faster refill, no enabling a disabled key. Expiry cannot be changed. 404 `API_KEY_NOT_FOUND` " +
+            "for a key that is not yours in this workspace.",
         },
       },
     )

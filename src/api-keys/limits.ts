@@ -1,7 +1,8 @@
 // What a key may do to keys, so that holding a limited key never gives more than its limits:
-// it may not lift its own quota or enabled flag, and a key with a quota or an expiry may not
-// create a key with more quota or a later expiry than it has itself. Pure: the service reads
-// the rows and turns a refusal into 403 FORBIDDEN.
+// it may not lift its own quota or enabled flag, a key with a quota or an expiry may not create
+// a key with more quota or a later expiry than it has itself, nor lift another key's limits (or
+// one key could free the key that made it). Pure: the service reads the rows and turns a refusal
+// into 403 FORBIDDEN.
 import type { CreateKeyInput, UpdateKeyInput } from "./service";
 
 export interface IssuerLimits {
@@ -45,4 +46,32 @@ export function issueRefusal(issuer: IssuerLimits, input: CreateKeyInput, now: n
   }
   if (reasons.length === 0) return null;
   return `This key is limited, so the keys it creates may not exceed its limits: a new key must ${reasons.join(" and ")}`;
+}
+
+export interface TargetLimits {
+  enabled: boolean;
+  remaining: number | null;
+  refillAmount: number | null;
+  refillIntervalSeconds: number | null;
+}
+
+/** Why a key with these limits may not make this change to another key, or null when it may. */
+export function siblingUpdateRefusal(issuer: IssuerLimits, target: TargetLimits, input: UpdateKeyInput): string | null {
+  if (issuer.remaining === null && issuer.expiresAt === null) return null;
+  const reasons: string[] = [];
+  if (input.remaining !== undefined && (input.remaining === null || (target.remaining !== null && input.remaining > target.remaining))) {
+    reasons.push("raise its remaining");
+  }
+  const refillAmount = input.refillAmount !== undefined ? input.refillAmount : target.refillAmount;
+  const refillInterval = input.refillInterval !== undefined ? input.refillInterval : target.refillIntervalSeconds;
+  const refillChanged = input.refillAmount !== undefined || input.refillInterval !== undefined;
+  if (refillChanged && refillAmount != null) {
+    const hadRefill = target.refillAmount !== null && target.refillIntervalSeconds !== null;
+    if (!hadRefill || refillAmount > target.refillAmount! || (refillInterval ?? 0) < target.refillIntervalSeconds!) {
+      reasons.push("set or speed up its refill");
+    }
+  }
+  if (input.enabled === true && !target.enabled) reasons.push("enable it");
+  if (reasons.length === 0) return null;
+  return `This key has a quota or an expiry, so it may not lift another key's limits: it may not ${reasons.join(", ")}`;
 }

@@ -20,6 +20,12 @@ export const createKeyBody = t.Object({
   prefix: t.Optional(
     t.String({ pattern: "^[A-Za-z0-9]{1,20}_?$", description: "Custom prefix placed after `svc_`, e.g. `ci` gives `svc_ci_...`" }),
   ),
+  workspaceIds: t.Optional(
+    t.Array(t.String({ minLength: 1, maxLength: 64 }), {
+      maxItems: 50,
+      description: "Other workspaces you belong to that the key may also act in, chosen with `?workspaceId=`; by default only this one",
+    }),
+  ),
   ...quotaFields,
 });
 

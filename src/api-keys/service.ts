@@ -8,7 +8,8 @@ import { newId, randomBase62, sha256Hex } from "../crypto/tokens";
 import { ApiError } from "../http/errors";
 import { recordAuditEvent, type AuditActor } from "../audit/service";
 import { decideUsage } from "./usage";
-import { issueRefusal, selfUpdateRefusal } from "./limits";
+import { issueRefusal, selfUpdateRefusal, siblingUpdateRefusal } from "./limits";
+import { roleIn } from "../workspaces/service";
 
 export const KEY_PREFIX = "svc_";
 /** Random characters after the prefix: 40 base62 characters is about 238 bits. */
@@ -28,6 +29,8 @@ export interface CreateKeyInput {
   refillAmount?: number | null;
   refillInterval?: number | null;
   metadata?: Record<string, unknown> | null;
+  /** Other workspaces of the caller's user the key may also act in (with `workspaceId` in the query). */
+  workspaceIds?: string[];
 }
 
 export interface UpdateKeyInput {
@@ -53,6 +56,7 @@ export function publicKey(key: ApiKeyRow) {
     expiresAt: iso(key.expiresAt),
     metadata: key.metadata ?? null,
     workspaceId: key.workspaceId,
+    otherWorkspaceIds: key.otherWorkspaceIds ?? [],
     createdAt: iso(key.createdAt)!,
     updatedAt: iso(key.updatedAt)!,
     lastUsedAt: iso(key.lastUsedAt),
@@ -70,6 +74,24 @@ export interface KeyCaller {
   workspaceId: string;
   userId: string;
   apiKeyId?: string | null;
+}
+
+/**
+ * The other workspaces a new key may act in: each must be one the caller's user belongs to and,
+ * when a key makes the key, one that key may act in itself; any other is "not found", as it is
+ * to the caller's requests.
+ */
+function otherWorkspacesFor(db: PlatformDb, caller: KeyCaller, workspaceIds: string[] | undefined): string[] | null {
+  const requested = [...new Set(workspaceIds ?? [])].filter((id) => id !== caller.workspaceId);
+  if (requested.length === 0) return null;
+  const issuer = caller.apiKeyId ? db.select().from(apiKeys).where(eq(apiKeys.id, caller.apiKeyId)).get() : undefined;
+  const issuerScope = issuer ? [issuer.workspaceId, ...(issuer.otherWorkspaceIds ?? [])] : null;
+  for (const workspaceId of requested) {
+    if (!roleIn(db, workspaceId, caller.userId) || (issuerScope && !issuerScope.includes(workspaceId))) {
+      throw new ApiError("WORKSPACE_NOT_FOUND", `Workspace ${workspaceId} not found among the workspaces you may act in`);
+    }
+  }
+  return requested;
 }
 
 export function createApiKey(db: PlatformDb, caller: KeyCaller, input: CreateKeyInput, actor: AuditActor, now = Date.now()) {
@@ -105,6 +127,7 @@ export function createApiKey(db: PlatformDb, caller: KeyCaller, input: CreateKey
       const refusal = issueRefusal(issuer, input, now);
       if (refusal) throw new ApiError("FORBIDDEN", refusal);
     }
+    row.otherWorkspaceIds = otherWorkspacesFor(tx as unknown as PlatformDb, caller, input.workspaceIds);
     const held = tx
       .select({ count: count() })
       .from(apiKeys)
@@ -161,7 +184,9 @@ export function updateApiKey(
   now = Date.now(),
 ) {
   const key = ownKey(db, caller, keyId);
-  const refusal = key.id === caller.apiKeyId ? selfUpdateRefusal(input) : null;
+  const issuer = caller.apiKeyId ? db.select().from(apiKeys).where(eq(apiKeys.id, caller.apiKeyId)).get() : undefined;
+  if (caller.apiKeyId && !issuer) throw new ApiError("INVALID_API_KEY", "Invalid API key");
+  const refusal = key.id === caller.apiKeyId ? selfUpdateRefusal(input) : issuer ? siblingUpdateRefusal(issuer, key, input) : null;
   if (refusal) throw new ApiError("FORBIDDEN", refusal);
   const refillAmount = input.refillAmount !== undefined ? input.refillAmount : key.refillAmount;
   const refillInterval = input.refillInterval !== undefined ? input.refillInterval : key.refillIntervalSeconds;
