@@ -7,6 +7,7 @@ import { ok } from "../http/envelope";
 import { ApiError } from "../http/errors";
 import { findUserById, workspacesOf } from "../workspaces/service";
 import {
+  claimOwner,
   createOwner,
   createSession,
   deleteSession,
@@ -64,6 +65,29 @@ export function authRoutes(ctx: ServerContext) {
       },
     )
     .post(
+      "/claim",
+      async ({ body, request, server, set }) => {
+        assertSameOrigin(request, false);
+        const clientAddress = clientAddressOf(server, request);
+        const owner = await limitFailedAttempts(ctx, clientAddress, () => claimOwner(ctx.db, body, bearerKeyOf(request), clientAddress));
+        startSession(request, set, owner.userId);
+        return ok({ user: { id: owner.userId, email: body.email.toLowerCase() }, organizationId: owner.workspaceId });
+      },
+      {
+        body: credentialsBody,
+        detail: {
+          summary: "Claim a workspace owner made on the command line",
+          description:
+            "Each workspace `platform keys create` makes has its own owner account without a password, until it is claimed " +
+            "(the first one by the owner setup). Send one of its keys as `Authorization: Bearer svc_...` (else 401 " +
+            "`SETUP_KEY_REQUIRED`) and an email and password: a new email becomes that account; the email and password of " +
+            "an existing account (401 `INVALID_CREDENTIALS` when wrong) make that account owner of the workspace and holder " +
+            "of its keys. Starts a session. Failures are rate limited per client address (429 with Retry-After).",
+          security: [],
+        },
+      },
+    )
+    .post(
       "/login",
       async ({ body, request, server, set }) => {
         assertSameOrigin(request, false);
@@ -114,7 +138,8 @@ export function authRoutes(ctx: ServerContext) {
         detail: {
           summary: "Who is calling",
           description:
-            "The user, the active organization (workspace), the role there, and every organization the user belongs to. " +
+            "The user, the active organization (workspace), the role there, and every organization the user belongs to " +
+            "(an API key acts only in its own workspace and those it was made for: any other `workspaceId` is 404 `WORKSPACE_NOT_FOUND`). " +
             "Like every authenticated route: a wrong key or cookie gets 401, or 429 `RATE_LIMITED` with Retry-After once " +
             "its client address has spent its failed attempts; a valid one is never refused for its address.",
         },

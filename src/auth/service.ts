@@ -3,7 +3,7 @@
 import { and, eq, gt, sql } from "drizzle-orm";
 import { preparedStatement } from "../db/prepared";
 import type { PlatformDb } from "../db";
-import { sessions, users } from "../db/schema";
+import { apiKeys, memberships, sessions, users } from "../db/schema";
 import { randomBase62, sha256Hex } from "../crypto/tokens";
 import { ApiError } from "../http/errors";
 import { recordAuditEvent } from "../audit/service";
@@ -15,6 +15,7 @@ import {
   findUserByEmail,
   findWorkspaceByName,
   hasAccountWithPassword,
+  isPasswordlessOwner,
   passwordlessOwner,
   roleIn,
   workspacesOf,
@@ -38,7 +39,8 @@ export function setupKeyRequired(db: PlatformDb): boolean {
   return setupRequired(db) && passwordlessOwner(db) !== undefined;
 }
 
-function assertOwnsKey(db: PlatformDb, presentedKey: string | null, ownerId: string, now: number) {
+/** The placeholder owner a presented key belongs to: the account a setup or a claim takes over. */
+function placeholderOfKey(db: PlatformDb, presentedKey: string | null, now: number): string {
   const howTo = "paste a key printed by `platform keys create` on this server (sent as 'Authorization: Bearer svc_...')";
   if (presentedKey === null) {
     throw new ApiError("SETUP_KEY_REQUIRED", `Keys were already made on the command line, so claiming the owner account needs one: ${howTo}`);
@@ -47,9 +49,10 @@ function assertOwnsKey(db: PlatformDb, presentedKey: string | null, ownerId: str
   try {
     key = findUsableKey(db, presentedKey, now);
   } catch {}
-  if (key?.userId !== ownerId) {
-    throw new ApiError("SETUP_KEY_REQUIRED", `That key is not one of the owner's keys: ${howTo}`);
+  if (!key || !isPasswordlessOwner(db, key.userId)) {
+    throw new ApiError("SETUP_KEY_REQUIRED", `That key is not a key of an unclaimed owner: ${howTo}`);
   }
+  return key.userId;
 }
 
 export async function createOwner(
@@ -66,12 +69,11 @@ export async function createOwner(
     const txDb = tx as unknown as PlatformDb;
     if (hasAccountWithPassword(txDb)) throw new ApiError("ALREADY_SET_UP", "The owner account already exists; log in instead");
     // A key made with `platform keys create` before setup already has an owner: that account is claimed.
-    const placeholder = passwordlessOwner(txDb);
     let userId: string;
-    if (placeholder) {
-      assertOwnsKey(txDb, presentedKey, placeholder.id, now);
-      tx.update(users).set({ email, passwordHash }).where(eq(users.id, placeholder.id)).run();
-      userId = placeholder.id;
+    if (passwordlessOwner(txDb)) {
+      // Each workspace made on the command line has its own placeholder: the key says which one.
+      userId = placeholderOfKey(txDb, presentedKey, now);
+      tx.update(users).set({ email, passwordHash }).where(eq(users.id, userId)).run();
     } else {
       userId = createUser(txDb, email, passwordHash, now).id;
       const workspace = findWorkspaceByName(txDb, DEFAULT_WORKSPACE_NAME) ?? createWorkspace(txDb, DEFAULT_WORKSPACE_NAME, now);
@@ -80,6 +82,53 @@ export async function createOwner(
     const workspaceId = workspacesOf(txDb, userId)[0]!.id;
     recordAuditEvent(txDb, { workspaceId, action: "auth.owner_created", actor: { type: "user", id: userId, clientAddress }, target: email, now });
     return { userId, workspaceId };
+  });
+}
+
+/**
+ * Claims the placeholder owner of a key made by `platform keys create` after the owner setup:
+ * with a new email it becomes that account; with the email and password of an existing account,
+ * that account takes over the placeholder's workspaces (as owner) and keys.
+ */
+export async function claimOwner(
+  db: PlatformDb,
+  input: { email: string; password: string },
+  presentedKey: string | null,
+  clientAddress: string | null,
+  now = Date.now(),
+): Promise<{ userId: string; workspaceId: string }> {
+  const email = input.email.toLowerCase();
+  const placeholderId = placeholderOfKey(db, presentedKey, now);
+  const existing = findUserByEmail(db, email);
+  const valid = await Bun.password.verify(input.password, existing?.passwordHash ?? DECOY_HASH);
+  if (existing && (!existing.passwordHash || !valid)) throw new ApiError("INVALID_CREDENTIALS", "Wrong password for that account");
+  const passwordHash = existing ? null : await Bun.password.hash(input.password);
+  return db.transaction((tx) => {
+    const txDb = tx as unknown as PlatformDb;
+    // Read again: another claim may have taken the placeholder while the password was hashed.
+    if (placeholderOfKey(txDb, presentedKey, now) !== placeholderId || findUserByEmail(txDb, email)?.id !== existing?.id) {
+      throw new ApiError("CONFLICT", "The account changed meanwhile; try again");
+    }
+    const claimed = workspacesOf(txDb, placeholderId);
+    let userId = placeholderId;
+    if (existing) {
+      userId = existing.id;
+      for (const workspace of claimed) {
+        if (roleIn(txDb, workspace.id, userId)) {
+          tx.update(memberships).set({ role: workspace.role }).where(and(eq(memberships.workspaceId, workspace.id), eq(memberships.userId, userId))).run();
+        } else {
+          addMember(txDb, workspace.id, userId, workspace.role, now);
+        }
+      }
+      tx.update(apiKeys).set({ userId }).where(eq(apiKeys.userId, placeholderId)).run();
+      tx.delete(users).where(eq(users.id, placeholderId)).run();
+    } else {
+      tx.update(users).set({ email, passwordHash }).where(eq(users.id, placeholderId)).run();
+    }
+    for (const workspace of claimed) {
+      recordAuditEvent(txDb, { workspaceId: workspace.id, action: "auth.owner_claimed", actor: { type: "user", id: userId, clientAddress }, target: email, now });
+    }
+    return { userId, workspaceId: claimed[0]!.id };
   });
 }
 

@@ -1,5 +1,6 @@
 // `platform keys create --name NAME [--workspace NAME]`: makes a key straight in the data dir,
-// with no server running, so a headless install can get its first key.
+// with no server running, so a headless install can get its first key. The key acts only in that
+// workspace, held by the workspace's owner (a placeholder of its own for a workspace made here).
 import type { Config } from "../config";
 import { openDatabase } from "../db";
 import { createApiKey } from "../api-keys/service";

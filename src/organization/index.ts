@@ -61,7 +61,7 @@ export function organizationRoutes(ctx: ServerContext) {
           description:
             "Owners and admins. `role`: `admin`, `member` (default) or `viewer`; ownership is granted to a member with " +
             "PATCH /api/organization/members/{userId}. The email is lowercased; one pending invitation per email (409 `INVITATION_PENDING`). " +
-            "409 `PASSWORDLESS_ACCOUNT` for the email of the owner `platform keys create` made, which only the owner setup claims. " +
+            "409 `PASSWORDLESS_ACCOUNT` for the email of the owner `platform keys create` made, which only the owner setup or POST /api/auth/claim claims. " +
             "Valid 48 hours. The invitee accepts with `POST /api/organization/invitations/{invitationId}/accept`.",
         },
       },

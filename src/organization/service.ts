@@ -44,7 +44,7 @@ export function listInvitations(db: PlatformDb, workspaceId: string, now = Date.
 function passwordlessAccount(email: string) {
   return new ApiError(
     "PASSWORDLESS_ACCOUNT",
-    `${email} belongs to an account without a password (made by \`platform keys create\`); it is claimed through the owner setup, not an invitation`,
+    `${email} belongs to an account without a password (made by \`platform keys create\`); it is claimed through the owner setup or POST /api/auth/claim, not an invitation`,
   );
 }
 

@@ -66,7 +66,7 @@ export function membersOf(db: PlatformDb, workspaceId: string) {
     .all();
 }
 
-/** The owner made by `platform keys create` before anyone set a password, if there is one. */
+/** An owner made by `platform keys create` that nobody has claimed with a password yet, if there is one. */
 export function passwordlessOwner(db: PlatformDb) {
   return db
     .select({ id: users.id, email: users.email })
@@ -76,30 +76,53 @@ export function passwordlessOwner(db: PlatformDb) {
     .get();
 }
 
+/** The user, when it is such an unclaimed owner. */
+export function isPasswordlessOwner(db: PlatformDb, userId: string): boolean {
+  return (
+    db
+      .select({ id: users.id })
+      .from(users)
+      .innerJoin(memberships, eq(memberships.userId, users.id))
+      .where(and(eq(users.id, userId), eq(memberships.role, "owner"), isNull(users.passwordHash)))
+      .get() !== undefined
+  );
+}
+
 /** Works inside a transaction too, where drizzle's `tx` has no `$client`. */
 export function hasAccountWithPassword(db: PlatformDb): boolean {
   return db.select({ id: users.id }).from(users).where(isNotNull(users.passwordHash)).limit(1).get() !== undefined;
 }
 
+/** `owner+<workspace-slug>@localhost`, with a number added when another workspace's slug took it. */
+function placeholderEmail(db: PlatformDb, workspaceName: string): string {
+  const slug = workspaceName.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "") || "workspace";
+  for (let suffix = 1; ; suffix++) {
+    const email = `owner+${slug}${suffix === 1 ? "" : `-${suffix}`}@localhost`;
+    if (!findUserByEmail(db, email)) return email;
+  }
+}
+
 /**
  * The workspace and owner that `platform keys create --workspace NAME` works in: made on first use.
- * On an empty instance the owner is a placeholder account that the dashboard's first-visit setup
- * claims, so the keys made from the command line belong to the person who later logs in.
+ * Each new workspace gets its own passwordless placeholder owner, so a key made for one workspace
+ * never belongs to the owner of another; the dashboard's owner setup or `POST /api/auth/claim`
+ * later claims a placeholder with one of its keys, so those keys belong to whoever logs in.
  */
 export function ensureWorkspaceWithOwner(db: PlatformDb, name: string, now = Date.now()) {
-  return db.transaction(() => {
-    const existing = findWorkspaceByName(db, name);
-    const workspace = existing ?? createWorkspace(db, name, now);
-    const owner = db
+  return db.transaction((tx) => {
+    const txDb = tx as unknown as PlatformDb;
+    const existing = findWorkspaceByName(txDb, name);
+    const workspace = existing ?? createWorkspace(txDb, name, now);
+    const owner = tx
       .select({ id: users.id })
       .from(memberships)
       .innerJoin(users, eq(users.id, memberships.userId))
       .where(and(eq(memberships.workspaceId, workspace.id), eq(memberships.role, "owner")))
+      .orderBy(memberships.createdAt)
       .get();
     if (owner) return { workspace, ownerId: owner.id };
-    const anyOwner = db.select({ userId: memberships.userId }).from(memberships).where(eq(memberships.role, "owner")).get();
-    const ownerId = anyOwner?.userId ?? createUser(db, "owner@localhost", null, now).id;
-    addMember(db, workspace.id, ownerId, "owner", now);
+    const ownerId = createUser(txDb, placeholderEmail(txDb, name), null, now).id;
+    addMember(txDb, workspace.id, ownerId, "owner", now);
     return { workspace, ownerId };
   });
 }

@@ -52,7 +52,7 @@ describe("an instance with keys from the command line", () => {
     expectErrorEnvelope(await server.request("POST", "/api/auth/setup", { body: INTRUDER, headers: otherScheme }), 401, "SETUP_KEY_REQUIRED");
 
     const session = await server.request("GET", "/api/auth/session", { key: cli.key });
-    expect(session.body.user.email).toBe("owner@localhost");
+    expect(session.body.user.email).toBe("owner+default@localhost");
     expectErrorEnvelope(await server.request("POST", "/api/auth/login", { body: INTRUDER }), 401, "INVALID_CREDENTIALS");
   });
 
@@ -64,19 +64,32 @@ describe("an instance with keys from the command line", () => {
     expectErrorEnvelope(await server.request("POST", "/api/auth/setup", { body: INTRUDER, key: spare.body.key }), 401, "SETUP_KEY_REQUIRED");
   });
 
-  test("with one of the owner's keys the setup claims the owner, its workspaces and keys", async () => {
-    const server = await start();
+  test("with one of the owner's keys the setup claims that owner, its workspace and keys; another workspace's owner is claimed apart", async () => {
+    const server = await start({ PLATFORM_AUTH_FAILURE_BURST: "100" });
     const cli = await server.createKey("headless");
     const team = await server.createKey("team", "team");
     const setup = await server.request("POST", "/api/auth/setup", { body: OWNER, key: cli.key });
     expect(setup.status).toBe(201);
     const cookie = sessionCookieOf(setup);
+    const organizationsOf = async (headers: Record<string, string>) =>
+      (await server.request("GET", "/api/auth/session", { headers })).body.organizations.map((organization: { id: string }) => organization.id).sort();
     const session = await server.request("GET", "/api/auth/session", { headers: { cookie } });
     expect(session.body.user.email).toBe(OWNER.email);
-    expect(session.body.organizations.map((organization: { id: string }) => organization.id).sort()).toEqual(
-      [cli.workspaceId, team.workspaceId].sort(),
-    );
+    expect(await organizationsOf({ cookie })).toEqual([cli.workspaceId]);
     expect((await server.request("GET", "/api/auth/session", { key: cli.key })).body.user.email).toBe(OWNER.email);
+    expect((await server.request("GET", "/api/auth/session", { key: team.key })).body.user.email).toBe("owner+team@localhost");
+
+    // The team's owner is claimed with one of its keys and the password of the account that takes it over.
+    const claim = (body: unknown, key?: string) => server.request("POST", "/api/auth/claim", { body, key });
+    expectErrorEnvelope(await claim(OWNER), 401, "SETUP_KEY_REQUIRED");
+    expectErrorEnvelope(await claim(OWNER, cli.key), 401, "SETUP_KEY_REQUIRED");
+    expectErrorEnvelope(await claim({ ...OWNER, password: "wrong-password" }, team.key), 401, "INVALID_CREDENTIALS");
+    const claimed = await claim(OWNER, team.key);
+    expect(claimed.status).toBe(200);
+    expect(await organizationsOf({ cookie })).toEqual([cli.workspaceId, team.workspaceId].sort());
+    const teamSession = await server.request("GET", "/api/auth/session", { key: team.key });
+    expect(teamSession.body).toEqual(expect.objectContaining({ role: "owner", user: expect.objectContaining({ email: OWNER.email }) }));
+    expectErrorEnvelope(await claim(OWNER, team.key), 401, "SETUP_KEY_REQUIRED");
     expect((await server.request("GET", "/api/auth/setup")).body).toEqual(expect.objectContaining({ setupRequired: false, keyRequired: false }));
     expectErrorEnvelope(await server.request("POST", "/api/auth/setup", { body: INTRUDER, key: cli.key }), 409, "ALREADY_SET_UP");
   });

@@ -13,6 +13,7 @@ let server: TestServer;
 let cliKey: CreatedKey;
 let team: CreatedKey;
 let ownerCookie: string;
+let wideKey: string;
 
 // Wrong passwords are part of the tests; the per-address limit on them is tested in rate-limits.test.ts.
 beforeAll(async () => (server = await TestServer.start({ PLATFORM_AUTH_FAILURE_BURST: "1000" })));
@@ -127,8 +128,11 @@ describe("invitations and organizations", () => {
   let daveId: string;
 
   beforeAll(async () => {
-    // `keys create --workspace team` makes the owner of the first workspace the owner of this one too.
+    // `keys create --workspace team` gives "team" an owner of its own; the owner claims it with its key.
     team = await server.createKey("team key", "team");
+    expect((await server.request("POST", "/api/auth/claim", { key: team.key, body: OWNER })).status).toBe(200);
+    // A key of the owner made to act in "team" too (a key acts only in its own workspace otherwise).
+    wideKey = (await asBrowser(ownerCookie, "POST", "/api/api-keys/", { name: "both", workspaceIds: [team.workspaceId] })).body.key;
   });
 
   test("create: the email is lowercased, the invitation is pending for 48 hours", async () => {
@@ -238,8 +242,9 @@ describe("invitations and organizations", () => {
     expectErrorEnvelope(await server.request("DELETE", path, { key: cliKey.key }), 404);
     const listed = await server.request("GET", "/api/organization/invitations", { key: cliKey.key });
     expect(listed.body.invitations.map((invitation: any) => invitation.email)).not.toContain("gina@example.com");
-    // The owner of the default workspace's key belongs to "team" as well, so it may act there.
-    expect((await server.request("DELETE", `${path}?workspaceId=${team.workspaceId}`, { key: cliKey.key })).status).toBe(200);
+    // A key made to act in "team" as well may act there; the default workspace's key may not.
+    expectErrorEnvelope(await server.request("DELETE", `${path}?workspaceId=${team.workspaceId}`, { key: cliKey.key }), 404, "WORKSPACE_NOT_FOUND");
+    expect((await server.request("DELETE", `${path}?workspaceId=${team.workspaceId}`, { key: wideKey })).status).toBe(200);
   });
 });
 
@@ -259,7 +264,7 @@ describe("audit log", () => {
   });
 
   test("holds only its own workspace's events", async () => {
-    const teamEvents = await auditActions(cliKey.key, team.workspaceId);
+    const teamEvents = await auditActions(wideKey, team.workspaceId);
     const defaultEvents = await auditActions(cliKey.key);
     const teamIds = new Set(teamEvents.map((event: any) => event.id));
     expect(defaultEvents.some((event: any) => teamIds.has(event.id))).toBe(false);
