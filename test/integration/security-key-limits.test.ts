@@ -1,5 +1,6 @@
-// A limited key stays limited: it cannot lift its own quota or enabled flag, nor create a key
-// with more quota or a later expiry than it has. Sessions and unlimited keys are not affected.
+// A limited key stays limited: it cannot lift its own quota or enabled flag, nor another key's,
+// nor create a key with more quota or a later expiry than it has. Sessions and unlimited keys are
+// not affected.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { TestServer, type CreatedKey } from "../helpers/server";
 import { expectErrorEnvelope, sessionCookieOf } from "../helpers/auth-matrix";
@@ -86,6 +87,35 @@ describe("a key with a quota or an expiry creates keys only within them", () => 
 
   test("an unlimited key is not restricted", async () => {
     expect((await createKey(admin.key, { name: "unlimited child" })).apiKey).toEqual(expect.objectContaining({ remaining: null, expiresAt: null }));
+  });
+});
+
+describe("a limited key cannot lift another key's limits", () => {
+  test("the recipe: K1 (remaining 3) makes K2 (remaining 1); K2 cannot make K1 unlimited", async () => {
+    const k1 = await createKey(admin.key, { name: "K1", remaining: 3 });
+    const k2 = await createKey(k1.key, { name: "K2", remaining: 1 });
+    const response = await server.request("PUT", `/api/api-keys/${k1.id}`, { key: k2.key, body: { remaining: null } });
+    expectErrorEnvelope(response, 403, "FORBIDDEN");
+    expect(response.body.error).toContain("may not lift another key's limits");
+    const stored = (await server.request("GET", "/api/api-keys/", { key: admin.key })).body.keys.find((key: { id: string }) => key.id === k1.id);
+    expect(stored.remaining).toBe(2);
+  });
+
+  test("nor raise its quota, give it a refill or enable it; an expiring key neither", async () => {
+    const target = await createKey(admin.key, { name: "target", remaining: 5 });
+    expect((await server.request("PUT", `/api/api-keys/${target.id}`, { key: admin.key, body: { enabled: false } })).status).toBe(200);
+    const quota = await createKey(admin.key, { name: "quota", remaining: 100 });
+    const expiring = await createKey(admin.key, { name: "expiring", expiresIn: 600 });
+    for (const limited of [quota, expiring]) {
+      for (const body of [{ remaining: 50 }, { refillAmount: 5, refillInterval: 60 }, { enabled: true }]) {
+        expectErrorEnvelope(await server.request("PUT", `/api/api-keys/${target.id}`, { key: limited.key, body }), 403, "FORBIDDEN");
+      }
+    }
+    const stored = (await server.request("GET", "/api/api-keys/", { key: admin.key })).body.keys.find((key: { id: string }) => key.id === target.id);
+    expect(stored).toEqual(expect.objectContaining({ remaining: 5, refillAmount: null, enabled: false }));
+    // Lowering stays possible, and an unlimited key may lift.
+    expect((await server.request("PUT", `/api/api-keys/${target.id}`, { key: quota.key, body: { remaining: 2 } })).status).toBe(200);
+    expect((await server.request("PUT", `/api/api-keys/${target.id}`, { key: admin.key, body: { remaining: null, enabled: true } })).status).toBe(200);
   });
 });
 
