@@ -1,5 +1,6 @@
 // Token buckets kept in memory, one per key (client address, API key...). A bucket holds up to
-// `burst` tokens and gains `refillPerSecond` back over time; a request takes one.
+// `burst` tokens and gains `refillPerSecond` back over time; a request takes one. And a bound on
+// how much expensive work (password hashing) runs at once, with a bounded queue behind it.
 import type { RateLimit } from "../config";
 
 interface Bucket {
@@ -62,10 +63,68 @@ export class TokenBuckets {
     return allowed ? { allowed: true } : { allowed: false, retryAfterSeconds: this.retryAfter(bucket) };
   }
 
+  /**
+   * Returns a token taken for an attempt that turned out not to count (a right password): taking
+   * before the attempt and giving back after is what keeps parallel attempts from all passing.
+   */
+  giveBack(id: string, now = Date.now()) {
+    const bucket = this.buckets.get(id);
+    if (!bucket) return;
+    const refilled = this.refilled(id, now);
+    refilled.tokens = Math.min(this.limit.burst, refilled.tokens + 1);
+    this.buckets.set(id, refilled);
+  }
+
   private pruneFull(now: number) {
     this.prunedAt = now;
     for (const id of this.buckets.keys()) {
       if (this.refilled(id, now).tokens >= this.limit.burst) this.buckets.delete(id);
     }
+  }
+}
+
+export type AcquireResult = { acquired: true; release: () => void } | { acquired: false };
+
+/**
+ * At most `concurrency` holders at once; up to `queueLimit` more wait in line (first come, first
+ * served), and past that acquire() answers at once that there is no room, so a flood is refused
+ * rather than held in memory.
+ */
+export class ConcurrencyLimit {
+  private running = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(
+    readonly concurrency: number,
+    readonly queueLimit: number,
+  ) {}
+
+  get active(): number {
+    return this.running;
+  }
+
+  get queued(): number {
+    return this.waiting.length;
+  }
+
+  async acquire(): Promise<AcquireResult> {
+    if (this.running >= this.concurrency) {
+      if (this.waiting.length >= this.queueLimit) return { acquired: false };
+      // The releasing holder hands its place over, so `running` stays as it is.
+      await new Promise<void>((resolve) => this.waiting.push(resolve));
+    } else {
+      this.running++;
+    }
+    let released = false;
+    return {
+      acquired: true,
+      release: () => {
+        if (released) return;
+        released = true;
+        const next = this.waiting.shift();
+        if (next) next();
+        else this.running--;
+      },
+    };
   }
 }
