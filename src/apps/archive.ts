@@ -17,9 +17,15 @@ import { basename, dirname, join, resolve, sep } from "node:path";
 import { SIG_LOCAL, LOCAL_BYTES, FLAG_ENCRYPTED, FLAG_DATA_DESCRIPTOR, METHOD_DEFLATE, refuse, invalid, shown, ZipFileReader, readCentralDirectory, utf8, type CentralEntry, type ParsedArchive } from "./zip-directory";
 
 export interface ArchiveLimits {
-  /** Most entries the central directory may list (every entry counts, folders and junk included). */
+  /**
+   * Most entries the central directory may list (every entry counts, folders and junk included),
+   * and most files and folders the extracted tree may hold (folders its paths imply count too).
+   */
   maxArchiveEntries: number;
-  /** Most bytes all extracted files may hold together, counted while inflating. */
+  /**
+   * Most bytes the extracted tree may take, counted while inflating: every file is charged its
+   * size but at least MIN_ENTRY_CHARGE, and every folder MIN_ENTRY_CHARGE.
+   */
   maxUncompressedBytes: number;
 }
 
@@ -49,6 +55,12 @@ export const MAX_COMPRESSION_RATIO = 100;
  */
 export const RATIO_GRACE_BYTES = 1024 * 1024;
 
+/**
+ * What an empty file or a folder costs on disk (one block, and an inode): charged against the
+ * byte limit so that thousands of empty entries (a folder bomb) are not free.
+ */
+export const MIN_ENTRY_CHARGE = 4096;
+
 /** Compressed bytes fed to the inflater at once: deflate tops out near 1032:1, so one step yields at most ~16 MB. */
 const DEFLATE_READ_BYTES = 16 * 1024;
 const STORED_READ_BYTES = 256 * 1024;
@@ -65,24 +77,54 @@ function isJunk(segments: string[]): boolean {
   return segments[0] === "__MACOSX" || segments[segments.length - 1] === ".DS_Store";
 }
 
-/** Keeps the entries to extract, refuses duplicates and file/folder clashes, strips one top folder. */
-function planEntries(all: CentralEntry[], limits: ArchiveLimits): CentralEntry[] {
-  const kept = all.filter((entry) => !isJunk(entry.segments) && entry.segments.length > 0);
+interface PathNode {
+  children: Map<string, PathNode>;
+  file: boolean;
+  listed: boolean;
+}
 
-  const seen = new Set<string>();
-  const fileKeys = new Set<string>();
-  for (const entry of kept) {
+const pathNode = (): PathNode => ({ children: new Map(), file: false, listed: false });
+
+/**
+ * Builds the tree the entries make, folder by folder: refuses duplicates, file/folder clashes,
+ * and more files and folders than the entry limit (a folder implied by a path counts as much as
+ * a listed one). Returns how many folders the tree has.
+ */
+function countTree(entries: CentralEntry[], limits: ArchiveLimits): number {
+  const root = pathNode();
+  let nodes = 0;
+  let files = 0;
+  for (const entry of entries) {
+    let node = root;
+    entry.segments.forEach((segment, i) => {
+      let child = node.children.get(segment);
+      if (!child) {
+        child = pathNode();
+        node.children.set(segment, child);
+        if (++nodes > limits.maxArchiveEntries) {
+          refuse("ARCHIVE_TOO_MANY_ENTRIES", `The archive makes more than ${limits.maxArchiveEntries} files and folders (folders its paths imply count too)`);
+        }
+      } else if (child.file && i < entry.segments.length - 1) {
+        invalid(`${shown(entry.segments.slice(0, i + 1).join("/"))} is both a file and a folder in the archive`);
+      }
+      node = child;
+    });
     const key = entry.segments.join("/");
-    if (seen.has(key)) invalid(`The archive lists ${shown(key)} more than once`);
-    seen.add(key);
-    if (entry.kind === "file") fileKeys.add(key);
-  }
-  for (const entry of kept) {
-    for (let depth = 1; depth < entry.segments.length; depth++) {
-      const parent = entry.segments.slice(0, depth).join("/");
-      if (fileKeys.has(parent)) invalid(`${shown(parent)} is both a file and a folder in the archive`);
+    if (node.listed) invalid(`The archive lists ${shown(key)} more than once`);
+    node.listed = true;
+    if (entry.kind === "file") {
+      if (node.children.size > 0) invalid(`${shown(key)} is both a file and a folder in the archive`);
+      node.file = true;
+      files++;
     }
   }
+  return nodes - files;
+}
+
+/** Keeps the entries to extract, checks the tree they make, strips one top folder. */
+function planEntries(all: CentralEntry[], limits: ArchiveLimits): { planned: CentralEntry[]; folderCharge: number } {
+  const kept = all.filter((entry) => !isJunk(entry.segments) && entry.segments.length > 0);
+  const folderCharge = countTree(kept, limits) * MIN_ENTRY_CHARGE;
 
   const top = kept[0]?.segments[0];
   const singleTopFolder =
@@ -95,13 +137,14 @@ function planEntries(all: CentralEntry[], limits: ArchiveLimits): CentralEntry[]
   // Cheap early refusals from the claimed sizes; the real counts are enforced while inflating.
   const plannedFiles = planned.filter((entry) => entry.kind === "file");
   const claimedTotal = plannedFiles.reduce((sum, entry) => sum + entry.uncompressedSize, 0);
+  const claimedCharge = plannedFiles.reduce((sum, entry) => sum + Math.max(entry.uncompressedSize, MIN_ENTRY_CHARGE), folderCharge);
   const compressedTotal = plannedFiles.reduce((sum, entry) => sum + entry.compressedSize, 0);
-  if (claimedTotal > limits.maxUncompressedBytes) tooLarge(limits);
+  if (claimedCharge > limits.maxUncompressedBytes) tooLarge(limits);
   for (const entry of plannedFiles) {
     if (ratioExceeded(entry.uncompressedSize, entry.compressedSize)) ratioRefusal(entry.segments.join("/"));
   }
   if (ratioExceeded(claimedTotal, compressedTotal)) ratioRefusal(null);
-  return planned;
+  return { planned, folderCharge };
 }
 
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
@@ -116,7 +159,10 @@ function ratioRefusal(path: string | null): never {
 }
 
 function tooLarge(limits: ArchiveLimits): never {
-  return refuse("ARCHIVE_TOO_LARGE", `The archive expands to more than ${limits.maxUncompressedBytes} bytes`);
+  return refuse(
+    "ARCHIVE_TOO_LARGE",
+    `The archive expands to more than ${limits.maxUncompressedBytes} bytes (every file and folder counts at least ${MIN_ENTRY_CHARGE})`,
+  );
 }
 
 /**
@@ -164,7 +210,10 @@ async function locateData(reader: ZipFileReader, parsed: ParsedArchive): Promise
 
 interface Budget {
   limits: ArchiveLimits;
+  /** Bytes of file content inflated so far. */
   inflated: number;
+  /** What counts against the byte limit: folders, then each file's size but at least MIN_ENTRY_CHARGE. */
+  charged: number;
   /** Compressed bytes of every planned file, for the whole-archive ratio. */
   compressed: number;
   /** `inflated` at the last garbage collection. */
@@ -206,7 +255,8 @@ async function inflateEntry(
     for (const chunk of pending.splice(0)) {
       produced += chunk.length;
       budget.inflated += chunk.length;
-      if (budget.inflated > budget.limits.maxUncompressedBytes) tooLarge(budget.limits);
+      budget.charged += chunk.length;
+      if (budget.charged > budget.limits.maxUncompressedBytes) tooLarge(budget.limits);
       if (ratioExceeded(produced, entry.compressedSize)) ratioRefusal(path);
       if (ratioExceeded(budget.inflated, budget.compressed)) ratioRefusal(null);
       crc = Bun.hash.crc32(chunk, crc);
@@ -217,6 +267,8 @@ async function inflateEntry(
       }
     }
   } while (read < entry.compressedSize);
+  budget.charged += Math.max(0, MIN_ENTRY_CHARGE - produced);
+  if (budget.charged > budget.limits.maxUncompressedBytes) tooLarge(budget.limits);
   // Checked once the entry is done, so a header that lies to slip under the limits is refused
   // for the limit it breaks (the counts above are real); a smaller lie is corruption.
   if (produced !== entry.uncompressedSize) invalid(`Entry ${shown(path)} does not match the size its header declares`);
@@ -241,11 +293,12 @@ async function openArchive(zipFile: string, limits: ArchiveLimits): Promise<Open
   try {
     const parsed = await readCentralDirectory(reader, limits);
     await locateData(reader, parsed);
-    const planned = planEntries(parsed.entries, limits).sort((a, b) => a.localHeaderOffset - b.localHeaderOffset);
+    const { planned, folderCharge } = planEntries(parsed.entries, limits);
+    planned.sort((a, b) => a.localHeaderOffset - b.localHeaderOffset);
     const compressed = planned.reduce((sum, entry) => sum + (entry.kind === "file" ? entry.compressedSize : 0), 0);
     // A large upload has just streamed through: free its spent chunks before inflating adds more.
     if (compressed >= GC_EVERY_BYTES) Bun.gc(true);
-    return { reader, planned, budget: { limits, inflated: 0, compressed, collectedAt: 0 } };
+    return { reader, planned, budget: { limits, inflated: 0, charged: folderCharge, compressed, collectedAt: 0 } };
   } catch (error) {
     await reader.close();
     throw error;

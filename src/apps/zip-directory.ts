@@ -7,6 +7,11 @@ import type { ArchiveLimits } from "./archive";
 
 const MAX_SEGMENT_BYTES = 255;
 const MAX_PATH_BYTES = 1024;
+/**
+ * Most segments (folders and the file name) in an entry's path. Real apps stay far below; deep
+ * chains of one-letter folders are a folder bomb: 40 names of 1,000 bytes made 20,000 folders.
+ */
+export const MAX_PATH_DEPTH = 32;
 const READ_WINDOW_BYTES = 1024 * 1024;
 export const SIG_LOCAL = 0x04034b50;
 const SIG_CENTRAL = 0x02014b50;
@@ -238,7 +243,11 @@ function checkPath(name: string): string[] {
       refuse("ARCHIVE_UNSAFE_PATH", `Entry ${shown(name)} has a name segment longer than ${MAX_SEGMENT_BYTES} bytes`);
     }
   }
-  return parts.filter((part) => part !== "" && part !== ".");
+  const segments = parts.filter((part) => part !== "" && part !== ".");
+  if (segments.length > MAX_PATH_DEPTH) {
+    refuse("ARCHIVE_TOO_DEEP", `Entry ${shown(name)} is ${segments.length} levels deep; the limit is ${MAX_PATH_DEPTH}`);
+  }
+  return segments;
 }
 
 // ---------------------------------------------------------------------------------------------

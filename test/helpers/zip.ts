@@ -88,3 +88,15 @@ export function makeZip(entries: ZipEntrySpec[]): Uint8Array<ArrayBuffer> {
   body.u32(central.length).u32(centralOffset).u16(0);
   return body.result();
 }
+
+/**
+ * A folder bomb: `chains` files, each at the end of its own chain of folders, `depth` path
+ * segments long in all (the file name included): `0/d/d/…/f`. Tiny on the wire (empty files,
+ * one-letter names), it makes chains × (depth - 1) folders on disk. `extra` entries are added
+ * as they are (e.g. an index.html that makes the tree a deployable static app).
+ */
+export function folderBombZip(chains: number, depth: number, extra: ZipEntrySpec[] = []): Uint8Array<ArrayBuffer> {
+  const folders = Array(depth - 2).fill("d").join("/");
+  const entries: ZipEntrySpec[] = Array.from({ length: chains }, (_, chain) => ({ name: `${chain}/${folders}/f` }));
+  return makeZip([...extra, ...entries]);
+}

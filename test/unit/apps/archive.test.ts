@@ -2,10 +2,11 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { deflateSync, zipSync } from "fflate";
-import { extractZip, inspectZip, type ArchiveLimits } from "../../../src/apps/archive";
+import { extractZip, inspectZip, MIN_ENTRY_CHARGE, type ArchiveLimits } from "../../../src/apps/archive";
+import { MAX_PATH_DEPTH } from "../../../src/apps/zip-directory";
 import { ApiError, type ErrorCode } from "../../../src/http/errors";
 import { tempDir } from "../../helpers/temp";
-import { makeZip, type ZipEntrySpec } from "../../helpers/zip";
+import { folderBombZip, makeZip, type ZipEntrySpec } from "../../helpers/zip";
 
 const MB = 1024 * 1024;
 const limits: ArchiveLimits = { maxArchiveEntries: 100, maxUncompressedBytes: 64 * MB };
@@ -168,6 +169,28 @@ const attacks: Attack[] = [
     limits: { ...limits, maxUncompressedBytes: 100_000 },
     zip: () => makeZip([{ name: "big.txt", rawData: noise(20 * 1024), uncompressedSize: 200_000 }]),
   },
+  { name: "a file 33 levels deep", code: "ARCHIVE_TOO_DEEP", zip: () => makeZip([...good, { name: `${"d/".repeat(MAX_PATH_DEPTH)}f.js`, data: "x" }]) },
+  { name: "a folder 33 levels deep", code: "ARCHIVE_TOO_DEEP", zip: () => makeZip([{ name: "d/".repeat(MAX_PATH_DEPTH + 1) }]) },
+  { name: "the folder-bomb recipe: 40 empty files, each 500 folders deep", code: "ARCHIVE_TOO_DEEP", zip: () => folderBombZip(40, 501) },
+  {
+    // 3 entries in the central directory, 12 files and folders on disk.
+    name: "folders implied by paths count towards the entry limit",
+    code: "ARCHIVE_TOO_MANY_ENTRIES",
+    limits: { ...limits, maxArchiveEntries: 11 },
+    zip: () => folderBombZip(3, 4),
+  },
+  {
+    name: "empty files and implied folders are charged 4 KiB each against the byte limit",
+    code: "ARCHIVE_TOO_LARGE",
+    limits: { ...limits, maxUncompressedBytes: 12 * MIN_ENTRY_CHARGE - 1 },
+    zip: () => folderBombZip(3, 4),
+  },
+  {
+    name: "listed empty folders are charged 4 KiB each against the byte limit",
+    code: "ARCHIVE_TOO_LARGE",
+    limits: { ...limits, maxUncompressedBytes: 10 * MIN_ENTRY_CHARGE },
+    zip: () => makeZip(Array.from({ length: 11 }, (_, i) => ({ name: `empty${i}/` }))),
+  },
   { name: "duplicate names", code: "ARCHIVE_INVALID", zip: () => makeZip([...good, { name: "src/index.js", data: "evil" }]) },
   { name: "duplicate names after ./ normalisation", code: "ARCHIVE_INVALID", zip: () => makeZip([...good, { name: "./src//index.js", data: "evil" }]) },
   { name: "a file that is also a folder", code: "ARCHIVE_INVALID", zip: () => makeZip([{ name: "lib", data: "x" }, { name: "lib/a.js", data: "y" }]) },
@@ -328,10 +351,27 @@ describe("extracting well-formed archives", () => {
   });
 
   test("an archive at exactly the byte and entry limits is accepted", async () => {
-    const zip = makeZip([{ name: "a.txt", data: text(1000) }, { name: "b.txt", data: text(1000, 7) }]);
+    const zip = makeZip([{ name: "a.txt", data: text(5000) }, { name: "b.txt", data: text(5000, 7) }]);
     const { zipFile, destination } = workspace(zip);
-    const result = await extractZip(zipFile, destination, { maxArchiveEntries: 2, maxUncompressedBytes: 2000 });
-    expect(result.totalBytes).toBe(2000);
+    const result = await extractZip(zipFile, destination, { maxArchiveEntries: 2, maxUncompressedBytes: 10_000 });
+    expect(result.totalBytes).toBe(10_000);
+  });
+
+  test("a tree at exactly the entry and 4 KiB charge limits is accepted; totalBytes stays the files' real size", async () => {
+    // 3 chains: a top folder, 2 folders and an empty file each: 12 entries on disk, 48 KiB charged.
+    const { zipFile, destination } = workspace(folderBombZip(3, 4, [{ name: "index.html", data: "hi" }]));
+    const exact = { maxArchiveEntries: 13, maxUncompressedBytes: 13 * MIN_ENTRY_CHARGE };
+    expect((await inspectZip(zipFile, exact)).totalBytes).toBe(2);
+    const result = await extractZip(zipFile, destination, exact);
+    expect(result.totalBytes).toBe(2);
+    expect(readFileSync(join(destination, "2/d/d/f"), "utf8")).toBe("");
+  });
+
+  test(`a path ${MAX_PATH_DEPTH} levels deep is accepted`, async () => {
+    const path = `${"d/".repeat(MAX_PATH_DEPTH - 1)}deep.js`;
+    const { zipFile, destination } = workspace(makeZip([{ name: path, data: "x" }, { name: "index.js", data: "y" }]));
+    await extractZip(zipFile, destination, limits);
+    expect(readFileSync(join(destination, path), "utf8")).toBe("x");
   });
 
   test("an empty archive extracts to an empty folder", async () => {
