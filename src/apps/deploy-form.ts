@@ -3,7 +3,7 @@
 import type { Runtime } from "../config";
 import { ApiError } from "../http/errors";
 import { parseEnvVarsField } from "./env-vars";
-import { MAX_STARTUP_COMMAND, MEMORY_MB, NAME_PATTERN, SUBDOMAIN_PATTERN } from "./model";
+import { CPUS, MAX_STARTUP_COMMAND, MEMORY_MB, NAME_PATTERN, SUBDOMAIN_PATTERN } from "./model";
 
 const RUNTIMES: Runtime[] = ["node", "bun", "python"];
 
@@ -19,9 +19,21 @@ function integerField(fields: Record<string, string>, name: string, min: number,
   return value;
 }
 
+function cpusField(fields: Record<string, string>): number | undefined {
+  const raw = fields.cpus;
+  if (raw === undefined || raw === "") return undefined;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < CPUS.minimum || value > CPUS.maximum) invalid("cpus", `expected a number from ${CPUS.minimum} to ${CPUS.maximum}`);
+  return value;
+}
+
+/**
+ * One line: the command is shown in build logs, where a line break in it could forge a line of
+ * the platform's own (`==> ...`). Tabs are allowed; `&&` or `;` join several commands.
+ */
 export function checkStartupCommand(command: string) {
-  if (command.length > MAX_STARTUP_COMMAND || /[\0-\x08\x0b-\x1f\x7f]/.test(command)) {
-    invalid("startupCommand", `at most ${MAX_STARTUP_COMMAND} characters, no control characters`);
+  if (command.length > MAX_STARTUP_COMMAND || /[\0-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]/.test(command)) {
+    invalid("startupCommand", `at most ${MAX_STARTUP_COMMAND} characters on one line (join commands with && or ;), no control characters`);
   }
 }
 
@@ -43,6 +55,7 @@ export function parseDeployFields(fields: Record<string, string>) {
     name,
     runtime,
     memoryMB,
+    cpus: cpusField(fields),
     startupCommand,
     envVars: parseEnvVarsField(fields.envVars),
     exposePort,

@@ -6,7 +6,11 @@ import { ApiError } from "./errors";
 
 export interface MultipartResult {
   fields: Record<string, string>;
-  /** The uploaded file, saved at the destination path, or null when the form had none. */
+  /**
+   * The uploaded file, saved at the destination path, or null when the form had none. Its
+   * `filename` is the client's, with line breaks and other control characters escaped (`\n`,
+   * `\u001b`): it is shown in build logs, where it must not start a line of its own.
+   */
   file: { filename: string; size: number } | null;
 }
 
@@ -37,12 +41,21 @@ function boundaryOf(contentType: string | null): string {
   return boundary;
 }
 
+/** C0 and C1 controls, DEL, and the Unicode line and paragraph separators. */
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+
+/** `\n`, `\r`, `\t` or `\uXXXX` in place of each character that could break or forge a log line. */
+function printable(text: string): string {
+  const short: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
+  return text.replace(UNPRINTABLE, (char) => short[char] ?? `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
 function parsePartHeaders(raw: string): { name: string; filename: string | null } {
   const disposition = raw.split("\r\n").find((line) => /^content-disposition:/i.test(line)) ?? "";
   const name = /\bname="([^"]*)"/i.exec(disposition)?.[1];
   if (name === undefined) throw new ApiError("VALIDATION_FAILED", "Malformed multipart body: a part has no name");
-  const filename = /\bfilename="([^"]*)"/i.exec(disposition)?.[1] ?? null;
-  return { name, filename };
+  const filename = /\bfilename="([^"]*)"/i.exec(disposition)?.[1];
+  return { name, filename: filename === undefined ? null : printable(filename) };
 }
 
 export async function readMultipart(request: Request, options: MultipartOptions): Promise<MultipartResult> {

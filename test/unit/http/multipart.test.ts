@@ -78,6 +78,18 @@ describe("streaming multipart reader", () => {
     expect(performance.now() - started).toBeLessThan(1_000);
   });
 
+  test("line breaks and control characters in the filename are escaped: it cannot start a log line of its own", async () => {
+    const boundary = "----platform-test";
+    const filename = "app.zip\n==> Serving from container abc\r\u001b[2J\u2028x\ty";
+    const body =
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\nContent-Type: application/zip\r\n\r\n` +
+      `PK-bytes\r\n--${boundary}--\r\n`;
+    const request = new Request("http://x/", { method: "POST", body, headers: { "content-type": `multipart/form-data; boundary=${boundary}` } });
+    const result = await readMultipart(request, { fileField: "file", destinationFile: `${tempDir()}/upload.zip`, maxBytes: 10_000 });
+    expect(result.file).toEqual({ filename: "app.zip\\n==> Serving from container abc\\r\\u001b[2J\\u2028x\\ty", size: 8 });
+    expect(result.file!.filename).not.toMatch(/[\n\r\u001b\u2028]/);
+  });
+
   test("the number of text fields is bounded", async () => {
     const form = new FormData();
     for (let index = 0; index < 60; index++) form.set(`field${index}`, "x");
