@@ -53,10 +53,18 @@ function refuseOversizedBody(request: Request): Response | undefined {
   return errorResponse("PAYLOAD_TOO_LARGE", `Request body is larger than ${MAX_JSON_BODY_BYTES} bytes; only uploads may be larger`);
 }
 
+/**
+ * Bun closes a connection silent for this long (its default, 10 s, cut slow requests). Long work
+ * answers at once and runs in the background; what may still be slow is an upload's check after
+ * its last byte (extracting a large archive) and the engine answering a stop or a removal.
+ * Followed logs send a heartbeat well within it (./streams.ts). Bun allows at most 255 s.
+ */
+const IDLE_TIMEOUT_SECONDS = 120;
+
 export function createServer(ctx: ServerContext) {
   // Bun's own body limit would answer with an empty 413; the limits are enforced above and by the
   // upload reader, both with the error envelope and its code.
-  return new Elysia({ serve: { maxRequestBodySize: Number.MAX_SAFE_INTEGER } })
+  return new Elysia({ serve: { maxRequestBodySize: Number.MAX_SAFE_INTEGER, idleTimeout: IDLE_TIMEOUT_SECONDS } })
     .onRequest(({ request }) => refuseOversizedBody(request))
     .onError({ as: "global" }, ({ code, error, request }) => {
       if (error instanceof ApiError) return errorResponse(error.code, error.message, error.headers);
