@@ -7,6 +7,9 @@ import { createServer } from "./http/server";
 import { startProxy } from "./proxy/server";
 import { createKeyFromCli } from "./cli/keys";
 import { PLATFORM_VERSION } from "./version";
+import { setupRequired } from "./auth/service";
+import { hostname } from "node:os";
+import { applyEgressFirewall } from "./docker/egress";
 
 const HELP = `platform ${PLATFORM_VERSION}: a self-hosted application platform in one binary
 
@@ -18,6 +21,9 @@ Usage:
 
 Settings are PLATFORM_* environment variables; see README.md.`;
 
+/** How long a shutdown waits for deletions in progress. */
+const SHUTDOWN_GRACE_MS = 15_000;
+
 function serve() {
   const config = loadConfig();
   const db = openDatabase(config.databaseFile);
@@ -25,15 +31,27 @@ function serve() {
   const server = createServer(ctx).listen({ hostname: config.host, port: config.port });
   const proxy = startProxy({ hostname: config.host, port: config.proxyPort, domain: config.domain, routes: ctx.proxyRoutes });
   ctx.apps.proxyPort = proxy.port!;
+  void applyEgressFirewall({ ...config.egress, dockerHost: config.dockerHost, apiPort: server.server!.port! }).then((outcome) =>
+    (outcome.startsWith("WARNING") ? console.warn : console.log)(`[egress] ${outcome}`),
+  );
   console.log(`proxy listening on http://${config.host}:${proxy.port} for *.${config.domain}`);
   void ctx.apps
     .recoverAfterRestart()
     .catch((error) => console.error("[apps] recovery after restart:", error))
     .then(() => ctx.reconciler.start(config.reconcileSchedule));
   console.log(`platform ${PLATFORM_VERSION} listening on http://${config.host}:${server.server?.port} (data in ${config.dataDir})`);
+  if (setupRequired(db)) {
+    const dashboardHost = config.host === "0.0.0.0" || config.host === "::" ? hostname() : config.host;
+    console.log(
+      `owner setup: open http://${dashboardHost}:${server.server?.port}/?setup=${ctx.setupToken.value} to create the owner ` +
+        "account (from another machine the setup needs this one-time token; it changes at every start)",
+    );
+  }
   const shutdown = async (signal: string) => {
     console.log(`${signal} received, shutting down`);
     ctx.reconciler.stop();
+    // A DELETE answers before its containers are gone: let those removals finish, within reason.
+    await Promise.race([ctx.apps.deletionsDone(), Bun.sleep(SHUTDOWN_GRACE_MS)]);
     proxy.stop();
     await server.stop();
     db.$client.close();

@@ -2,25 +2,21 @@
 // from the kept source tree (when asked), start a new container, wait until it accepts TCP on its
 // port, point the proxy at it, then retire the previous container. Until the new one listens the
 // old one keeps serving, so a redeploy is zero-downtime and a failed one changes nothing.
-import { readFileSync } from "node:fs";
 import { eq } from "drizzle-orm";
 import type { PlatformDb } from "../db";
-import { apps, builds } from "../db/schema";
+import { apps } from "../db/schema";
 import type { Config } from "../config";
 import type { SecretBox } from "../crypto/secrets";
 import type { Machines } from "../machines/service";
 import type { ProxyRoutes } from "../proxy/routes";
-import { BuildFailed, type DockerDriver } from "../docker/driver";
+import type { DockerDriver } from "../docker/driver";
 import { LABEL_APP, LABEL_BUILD, LABEL_MANAGED, LABEL_WORKSPACE } from "../docker/container-spec";
-import { tarStream } from "../docker/tar";
-import { workspaceNetworkLabels, workspaceNetworkName } from "../docker/workspace-network";
+import { ensureWorkspaceNetwork, workspaceNetworkName } from "../docker/workspace-network";
 import { ApiError } from "../http/errors";
 import { randomBase62 } from "../crypto/tokens";
-import { redact } from "../crypto/redact";
-import { DetectionFailed, planWithCommand } from "./detect";
-import { BUILD_TIME_ENV_PREFIXES, generateDockerfile, platformContextFiles } from "./dockerfile";
+import { Builder } from "./builder";
 import { readEnvVars } from "./env-vars";
-import { contextEntries, sourceFiles, type AppStorage } from "./sources";
+import type { AppStorage } from "./sources";
 import type { BuildLogs } from "./build-logs";
 import { waitUntilListening } from "./readiness";
 import { DEFAULT_EXPOSE_PORT, type AppStatus } from "./model";
@@ -41,42 +37,77 @@ const START_TIMEOUT_MS = 60_000;
 /** Time the previous container keeps answering requests already sent to it after the switch. */
 const DRAIN_MS = 1_000;
 
-export const imageTag = (appId: string, buildId: string) => `platform-app-${appId.toLowerCase()}:${buildId.toLowerCase()}`;
+export { imageTag } from "./builder";
 
 class ReleaseFailed extends Error {}
 
+function preemptedReason(signal: AbortSignal): string {
+  return signal.reason instanceof Preempted ? signal.reason.message : "cancelled";
+}
+
+/** Why queued work ended early: a stop or delete preempted it. */
+export class Preempted extends Error {}
+
+/** One app's queue: the tail every new task waits for, and the signal its tasks share until preempted. */
+interface Lane {
+  tail: Promise<unknown>;
+  controller: AbortController;
+}
+
 export class Deployer {
-  private readonly queues = new Map<string, Promise<unknown>>();
+  private readonly lanes = new Map<string, Lane>();
 
-  constructor(private readonly ctx: AppsContext) {}
+  /** Runs builds: slots, timeout, cancel (./builder.ts). */
+  readonly builder: Builder;
 
-  /** Runs `task` after every earlier task of the same app has finished; its outcome is the caller's. */
-  enqueue<T>(appId: string, task: () => Promise<T>): Promise<T> {
-    const previous = this.queues.get(appId) ?? Promise.resolve();
-    const run = previous.then(task);
+  constructor(private readonly ctx: AppsContext) {
+    this.builder = new Builder(ctx);
+  }
+
+  /**
+   * Runs `task` after every earlier task of the same app has finished; its outcome is the caller's.
+   * The task gets the lane's signal: aborted when a later stop or delete preempts it.
+   */
+  enqueue<T>(appId: string, task: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const lane = this.lanes.get(appId) ?? { tail: Promise.resolve(), controller: new AbortController() };
+    const signal = lane.controller.signal;
+    const run = lane.tail.then(() => task(signal));
     const settled = run.then(
       () => undefined,
       () => undefined,
     );
-    this.queues.set(appId, settled);
+    lane.tail = settled;
+    this.lanes.set(appId, lane);
     void settled.then(() => {
-      if (this.queues.get(appId) === settled) this.queues.delete(appId);
+      if (this.lanes.get(appId) === lane && lane.tail === settled) this.lanes.delete(appId);
     });
     return run;
   }
 
   /** Queues background work nobody waits for; a failure is logged (the task records its own status). */
-  schedule(appId: string, task: () => Promise<void>): void {
+  schedule(appId: string, task: (signal: AbortSignal) => Promise<void>): void {
     this.enqueue(appId, task).catch((error) => console.error(`[apps] ${appId}:`, error));
   }
 
-  busy(appId: string): boolean {
-    return this.queues.has(appId);
+  /**
+   * Ends the app's queued and running work early: each task sees its signal aborted at its next
+   * checkpoint (a build is cancelled, a release not yet switched removes its new container) and
+   * leaves the app's status to the task that preempted it, which is queued after them.
+   */
+  preempt(appId: string, reason: string): void {
+    const lane = this.lanes.get(appId);
+    if (!lane) return;
+    lane.controller.abort(new Preempted(reason));
+    lane.controller = new AbortController();
   }
 
-  /** Waits for the app's queued work (delete uses it). */
-  idle(appId: string): Promise<unknown> {
-    return this.queues.get(appId) ?? Promise.resolve();
+  busy(appId: string): boolean {
+    return this.lanes.has(appId);
+  }
+
+  /** Settles once every app's queued work has (graceful shutdown waits on it). */
+  allIdle(): Promise<unknown> {
+    return Promise.all([...this.lanes.values()].map((lane) => lane.tail));
   }
 
   private app(appId: string): AppRow | undefined {
@@ -89,91 +120,46 @@ export class Deployer {
 
 
   /**
-   * Build from the kept source (first replaced by `newSource`, an accepted upload, when given),
-   * then release; a build that fails leaves the serving container alone.
+   * Build from the kept source (first replaced by `newSource`, an accepted upload, when given; see
+   * ./builder.ts), then release; a build that fails or is canceled leaves the serving container alone.
    */
-  async buildAndRelease(appId: string, buildId: string, newSource?: string): Promise<void> {
-    const app = this.app(appId);
-    if (!app || app.status === "deleting") return this.ctx.buildLogs.finish(buildId);
-    if (newSource) this.ctx.storage.replaceSource(appId, newSource);
-    const envVars = readEnvVars(this.ctx.db, this.ctx.secrets, appId);
-    const log = (line: string) => this.ctx.buildLogs.append(appId, buildId, redact(line, Object.values(envVars)));
-    const startedAt = Date.now();
-    this.ctx.db.update(builds).set({ status: "building" }).where(eq(builds.id, buildId)).run();
-    this.setStatus(appId, "building", app.status === "running" ? app.statusReason : null);
-    let image: string;
-    try {
-      image = await this.buildImage(app, buildId, envVars, log);
-      log(`==> Image ${image} built in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
-      this.ctx.db.update(builds).set({ status: "succeeded", image, finishedAt: Date.now() }).where(eq(builds.id, buildId)).run();
-    } catch (error) {
-      const reason = error instanceof BuildFailed || error instanceof DetectionFailed || error instanceof ApiError ? error.message : "internal error";
-      if (reason === "internal error") console.error(`[apps] build ${buildId} of ${appId}:`, error);
-      log(`==> Build failed: ${reason}`);
-      this.ctx.db.update(builds).set({ status: "failed", error: reason, finishedAt: Date.now() }).where(eq(builds.id, buildId)).run();
-      this.ctx.buildLogs.finish(buildId);
-      await this.afterFailure(appId, `Build ${buildId} failed: ${reason}`);
+  async buildAndRelease(appId: string, buildId: string, newSource?: string, signal?: AbortSignal): Promise<void> {
+    const built = await this.builder.build(appId, buildId, newSource, signal);
+    if (!("image" in built)) {
+      if (built.failure) await this.afterFailure(appId, built.failure);
       return;
     }
     try {
-      await this.release(appId, buildId, image, log);
+      if (signal?.aborted) return built.log(`==> Not released: ${preemptedReason(signal)}`);
+      await this.release(appId, buildId, built.image, built.log, signal);
     } finally {
       this.ctx.buildLogs.finish(buildId);
     }
   }
 
-  private async buildImage(app: AppRow, buildId: string, envVars: Record<string, string>, log: (line: string) => void): Promise<string> {
-    const driver = this.ctx.machines.get(app.machineId);
-    const sourceDir = this.ctx.storage.sourceDir(app.id);
-    const plan = planWithCommand(sourceFiles(sourceDir), app.runtime, app.startupCommand);
-    log(`==> Runtime ${app.runtime}, detected: ${plan.kind}`);
-    for (const line of plan.explanation) log(`    ${line}`);
-    log(`    start: ${plan.start.join(" ")}`);
-    const buildArgs = Object.fromEntries(
-      Object.entries(envVars).filter(([name]) => BUILD_TIME_ENV_PREFIXES.some((prefix) => name.startsWith(prefix))),
-    );
-    const labels = { [LABEL_MANAGED]: "true", [LABEL_WORKSPACE]: app.workspaceId, [LABEL_APP]: app.id, [LABEL_BUILD]: buildId };
-    const settings = {
-      baseImage: this.ctx.config.images[app.runtime],
-      labels,
-      runtime: app.runtime,
-      port: app.exposePort ?? DEFAULT_EXPOSE_PORT,
-      caBundle: this.ctx.config.buildCaFile ? readFileSync(this.ctx.config.buildCaFile, "utf8") : undefined,
-      npmRegistry: this.ctx.config.buildNpmRegistry,
-      buildArgNames: Object.keys(buildArgs),
-    };
-    const dockerfile = generateDockerfile(plan, settings);
-    const platformFiles = { ...platformContextFiles(plan, settings), ".platform/Dockerfile": dockerfile };
-    await driver.ensureImage(settings.baseImage, log);
-    const tag = imageTag(app.id, buildId);
-    log(`==> Building image ${tag}`);
-    await driver.buildImage({
-      context: tarStream(contextEntries(sourceDir, platformFiles)),
-      dockerfile: ".platform/Dockerfile",
-      tag,
-      memoryMB: this.ctx.config.buildMemoryMB,
-      buildArgs,
-      onLog: log,
-    });
-    return tag;
-  }
-
-  /** Starts a container of `image` and switches to it once it listens. */
-  async release(appId: string, buildId: string, image: string, log: (line: string) => void = () => {}): Promise<void> {
+  /**
+   * Starts a container of `image` and switches to it once it listens. Until the switch a preempting
+   * stop or delete (`signal`) ends it: the new container is removed and the status is left alone.
+   * The switch records the port the container really serves on (`servingPort`) and routes the
+   * subdomain the app has at that moment, not the one it had when the release began.
+   */
+  async release(appId: string, buildId: string, image: string, log: (line: string) => void = () => {}, signal?: AbortSignal): Promise<void> {
     const app = this.app(appId);
-    if (!app || app.status === "deleting") return;
+    if (!app || app.status === "deleting" || signal?.aborted) return;
     const driver = this.ctx.machines.get(app.machineId);
     this.setStatus(appId, "starting", null);
     let containerId: string | null = null;
     try {
       containerId = await this.startContainer(driver, app, buildId, image, log);
-      const upstream = await this.waitForContainer(driver, app, containerId, log);
-      const previous = this.app(appId);
-      if (!previous || previous.status === "deleting") throw new ReleaseFailed("the app was deleted during the deploy");
+      const upstream = await this.waitForContainer(driver, app, containerId, log, signal);
       if (app.autoRestart) await driver.setRestartPolicy(containerId, "unless-stopped");
       const hostPort = (await driver.inspectContainer(containerId)).ports[upstream.port] ?? null;
-      this.setStatus(appId, "running", null, { containerId, hostPort, currentBuildId: buildId });
-      if (app.subdomain) this.ctx.proxyRoutes.set(app.subdomain, upstream);
+      // From this check to the switch nothing awaits: a stop or delete either came before it or queues after it.
+      if (signal?.aborted) throw signal.reason;
+      const previous = this.app(appId);
+      if (!previous || previous.status === "deleting") throw new ReleaseFailed("the app was deleted during the deploy");
+      this.setStatus(appId, "running", null, { containerId, hostPort, servingPort: upstream.port, currentBuildId: buildId });
+      if (previous.subdomain) this.ctx.proxyRoutes.set(previous.subdomain, upstream);
       log(`==> Serving from container ${containerId.slice(0, 12)} on port ${upstream.port}`);
       if (previous.containerId && previous.containerId !== containerId) {
         const old = previous.containerId;
@@ -182,6 +168,11 @@ export class Deployer {
         await driver.removeContainer(old).catch(() => {});
       }
     } catch (error) {
+      if (signal?.aborted) {
+        log(`==> Release cancelled: ${preemptedReason(signal)}`);
+        if (containerId) await driver.removeContainer(containerId).catch(() => {});
+        return;
+      }
       const reason = error instanceof ReleaseFailed || error instanceof ApiError ? error.message : "internal error";
       if (reason === "internal error") console.error(`[apps] release of ${appId}:`, error);
       log(`==> Release failed: ${reason}`);
@@ -193,29 +184,36 @@ export class Deployer {
   private async startContainer(driver: DockerDriver, app: AppRow, buildId: string, image: string, log: (line: string) => void) {
     const port = app.exposePort ?? DEFAULT_EXPOSE_PORT;
     const labels = { [LABEL_MANAGED]: "true", [LABEL_WORKSPACE]: app.workspaceId, [LABEL_APP]: app.id, [LABEL_BUILD]: buildId };
-    const network = workspaceNetworkName(app.workspaceId);
-    await driver.ensureNetwork(network, workspaceNetworkLabels(app.workspaceId));
+    const network = await ensureWorkspaceNetwork(driver, app.workspaceId);
+    // Non-root by default (PLATFORM_APP_USER): /app stays root-owned and readable, HOME is writable.
+    const user = this.ctx.config.appUser;
+    const cpus = app.cpus ?? this.ctx.config.defaultCpus;
     const containerId = await driver.createContainer({
       name: `app-${app.id.toLowerCase()}-${randomBase62(6).toLowerCase()}`,
       image,
-      env: { ...readEnvVars(this.ctx.db, this.ctx.secrets, app.id), PORT: String(port) },
+      env: { ...(user && { HOME: "/tmp" }), ...readEnvVars(this.ctx.db, this.ctx.secrets, app.id), PORT: String(port) },
       labels,
       memoryMB: app.memoryMB,
-      capabilities: port < 1024 ? ["NET_BIND_SERVICE"] : [],
+      cpus,
+      user,
+      // A capability does not reach a non-root process; the namespaced sysctl lets it bind a low port.
+      capabilities: port < 1024 && !user ? ["NET_BIND_SERVICE"] : [],
+      sysctls: port < 1024 && user ? { "net.ipv4.ip_unprivileged_port_start": "0" } : undefined,
       network: { name: network, aliases: [app.name] },
       publish: { containerPort: port, hostIp: "127.0.0.1" },
       // Restarts begin once it listens (see release): a crash while starting must fail the deploy, not loop.
       restartPolicy: "no",
       init: true,
     });
-    log(`==> Starting container ${containerId.slice(0, 12)} (${app.memoryMB} MB, port ${port})`);
+    log(`==> Starting container ${containerId.slice(0, 12)} (${app.memoryMB} MB, ${cpus} CPU, port ${port}, user ${user ?? "of the image"})`);
     await driver.startContainer(containerId);
     return containerId;
   }
 
-  private async waitForContainer(driver: DockerDriver, app: AppRow, containerId: string, log: (line: string) => void) {
+  private async waitForContainer(driver: DockerDriver, app: AppRow, containerId: string, log: (line: string) => void, signal?: AbortSignal) {
     const port = app.exposePort ?? DEFAULT_EXPOSE_PORT;
-    const stillRunning = async () => (await driver.inspectContainer(containerId)).running;
+    // A preempted release stops waiting at once; its caller sees the aborted signal.
+    const stillRunning = async () => !signal?.aborted && (await driver.inspectContainer(containerId)).running;
     const host = (await driver.inspectContainer(containerId)).networks[workspaceNetworkName(app.workspaceId)];
     const outcome = host
       ? await waitUntilListening({ host, port, timeoutMs: START_TIMEOUT_MS, stillRunning })
@@ -224,6 +222,7 @@ export class Deployer {
         : "exited";
     if (outcome === null) throw new ReleaseFailed("the container got no address on the workspace network");
     if (outcome === "listening") return { host: host!, port };
+    if (signal?.aborted) throw signal.reason;
     const lines = await driver.logs(containerId, { tail: 20, timestamps: false }).catch(() => []);
     if (lines.length) log("==> Last lines of the app's output:");
     for (const line of lines) log(`    ${line.text}`);
@@ -234,7 +233,8 @@ export class Deployer {
     throw new ReleaseFailed(`the app did not accept connections on port ${port} within ${START_TIMEOUT_MS / 1000} s`);
   }
 
-  private async afterFailure(appId: string, reason: string) {
+  /** After a failed build or release: `running` (with the reason) while the previous container serves, else `failed`. */
+  async afterFailure(appId: string, reason: string) {
     const app = this.app(appId);
     if (!app || app.status === "deleting") return;
     const serving = app.containerId

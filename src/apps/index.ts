@@ -2,15 +2,26 @@
 import { Elysia } from "elysia";
 import type { ServerContext } from "../http/context";
 import { authPlugin } from "../http/auth";
+import { mayReadSecrets } from "../http/permissions";
 import { ok } from "../http/envelope";
-import { APP_STATUSES, RESTARTING_FIELDS, appIdParams, buildParams, envBody, logsQuery, settingsBody } from "./model";
+import { withHeartbeat } from "../http/streams";
+import { APP_STATUSES, RESTARTING_FIELDS, appIdParams, buildLogQuery, buildParams, envBody, logsQuery, settingsBody } from "./model";
 
 const STATUS_TEXT = Object.entries(APP_STATUSES)
   .map(([status, meaning]) => `\`${status}\`: ${meaning}`)
   .join("; ");
 
+/** What a start or restart does when it arrives while other work on the app is queued or running. */
+const LIFECYCLE_QUEUE =
+  "Lifecycle calls are never refused because of work in progress: a start or restart that arrives while a build or " +
+  "release of the app runs is queued behind it (`queued: true`, the status is that work's) and runs when it ends; a " +
+  "stop or delete preempts it instead.";
+
 const APP_FIELDS =
-  "`app`: id, name, runtime, status, statusReason, memoryMB, exposePort, subdomain, url, startupCommand, autoRestart, " +
+  "`app`: id, name, runtime, status, statusReason, memoryMB, cpus (the CPU limit of its container: its own or " +
+  "PLATFORM_DEFAULT_CPUS), exposePort (the port asked for: the next release gives it " +
+  "to the app as PORT), servingPort (the port the serving container really listens on, the one the proxy routes to; it " +
+  "changes only when a release succeeds, null while no container serves), subdomain, url, startupCommand, autoRestart, " +
   "autoDeploy, machineId, currentBuildId, workspaceId, createdAt, updatedAt. Env var values never appear in it.";
 
 export function appsRoutes(ctx: ServerContext) {
@@ -42,15 +53,21 @@ export function appsRoutes(ctx: ServerContext) {
           summary: "Deploy an app from a ZIP",
           description:
             "multipart/form-data: `file` (ZIP, required), `name` (required; lowercase letters, digits, dashes), `runtime` " +
-            "(`node`, `bun`, `python`, required), `memoryMB` (required, 64-16384), `startupCommand` (omit or `auto` to detect " +
-            "Vite, Next.js, Node, Bun, static sites, FastAPI/Flask/Django/Python; else a command run with `sh -c`), `envVars` " +
+            "(`node`, `bun`, `python`, required), `memoryMB` (required, 64-16384), `cpus` (0.1-16, default PLATFORM_DEFAULT_CPUS), `startupCommand` (omit or `auto` to detect " +
+            "Vite, Next.js, Node, Bun, static sites, FastAPI/Flask/Django/Python; else a one-line command run with `sh -c`), `envVars` " +
             "(JSON object text), `exposePort` (default 3000, given to the app as PORT), `subdomain` (default: the name, or the " +
             "name with a suffix when taken), `autoRestart` (default true), `machineId` (default `local`). Deploying a name " +
             "that exists in the workspace releases a new version of that app. Answers 202 at once with " +
             `${APP_FIELDS} plus \`buildId\` and \`created\`; the build and start go on in the background ` +
             "(`building` -> `starting` -> `running`, or `failed`). The upload is streamed to disk: 413 `PAYLOAD_TOO_LARGE` " +
-            "past `uploadLimits.maxUploadBytes`; unsafe archives (path traversal, absolute paths, links, too many entries, " +
-            "too large or over 100:1 compression) get 400 with an `ARCHIVE_*` code and leave nothing on disk.",
+            "past `uploadLimits.maxUploadBytes`; unsafe archives (path traversal, absolute paths, links, paths over 32 segments " +
+            "deep: `ARCHIVE_TOO_DEEP`, more files and folders than `uploadLimits.maxArchiveEntries` counting the folders paths " +
+            "imply: `ARCHIVE_TOO_MANY_ENTRIES`, more than `uploadLimits.maxUncompressedBytes` with every file and folder " +
+            "counted at least 4 KiB: `ARCHIVE_TOO_LARGE`, or over 100:1 compression) get 400 with an `ARCHIVE_*` code and " +
+            "leave nothing on disk. `startupCommand` must be one line (400 `VALIDATION_FAILED`); control characters in the " +
+            "upload's file name are escaped in the build log. 409 " +
+            "`QUOTA_EXCEEDED` (nothing kept) when a new app, the memory or the extracted source would pass the workspace's " +
+            "quota (PLATFORM_QUOTA_APPS, PLATFORM_QUOTA_MEMORY_MB, PLATFORM_QUOTA_DISK_MB); the message names the quota and the use.",
         },
       },
     )
@@ -75,32 +92,85 @@ export function appsRoutes(ctx: ServerContext) {
       params: appIdParams,
       detail: { summary: "Get an app", description: `${APP_FIELDS} Status values: ${STATUS_TEXT}.` },
     })
-    .post("/:appId/start", async ({ principal, params }) => ok({ app: await service.start(principal.workspaceId, params.appId) }), {
-      auth: true,
-      params: appIdParams,
-      detail: { summary: "Start an app", description: "Starts a container of the current build and answers once it listens (or failed). 409 `BUSY` while a deploy runs, 409 `NOT_DEPLOYED` before any successful build." },
-    })
-    .post("/:appId/stop", async ({ principal, params }) => ok({ app: await service.stop(principal.workspaceId, params.appId) }), {
-      auth: true,
-      params: appIdParams,
-      detail: { summary: "Stop an app", description: "Stops the container (status `stopped`). 409 `BUSY` while a deploy runs." },
-    })
-    .post("/:appId/restart", async ({ principal, params }) => ok({ app: await service.restart(principal.workspaceId, params.appId) }), {
-      auth: true,
-      params: appIdParams,
-      detail: { summary: "Restart an app", description: "A fresh container of the current build; the old one serves until the new one listens." },
-    })
-    .delete("/:appId", async ({ principal, params }) => ok({ app: await service.delete(principal.workspaceId, params.appId) }), {
-      auth: true,
-      params: appIdParams,
-      detail: { summary: "Delete an app", description: "Removes its containers, images, source files, env vars and builds; it is 404 afterwards." },
-    })
+    .post(
+      "/:appId/start",
+      ({ principal, params, set }) => {
+        set.status = 202;
+        return ok(service.start(principal.workspaceId, params.appId));
+      },
+      {
+        auth: true,
+        params: appIdParams,
+        detail: {
+          summary: "Start an app",
+          description:
+            `Answers 202 at once with \`app\` and \`queued\`. ${LIFECYCLE_QUEUE} An idle app goes \`starting\` and a container of ` +
+            "the current build starts in the background (`running` once it listens, else `failed` with statusReason); a " +
+            "running app is left as it is. 409 `NOT_DEPLOYED` before any build, successful or in progress.",
+        },
+      },
+    )
+    .post(
+      "/:appId/stop",
+      ({ principal, params, set }) => {
+        set.status = 202;
+        return ok(service.stop(principal.workspaceId, params.appId));
+      },
+      {
+        auth: true,
+        params: appIdParams,
+        detail: {
+          summary: "Stop an app",
+          description:
+            "Answers 202 at once with `app` in status `stopping`; it becomes `stopped` once the container has stopped. A stop " +
+            "preempts a build or release in progress: the build is cancelled (its log says so) and a new container not yet " +
+            "serving is removed; a release that already switched finishes retiring the old container first.",
+        },
+      },
+    )
+    .post(
+      "/:appId/restart",
+      ({ principal, params, set }) => {
+        set.status = 202;
+        return ok(service.restart(principal.workspaceId, params.appId));
+      },
+      {
+        auth: true,
+        params: appIdParams,
+        detail: {
+          summary: "Restart an app",
+          description:
+            `Answers 202 at once with \`app\` and \`queued\`. ${LIFECYCLE_QUEUE} A fresh container of the current build starts ` +
+            "(`starting`); the old one serves until the new one listens (zero-downtime), and keeps serving when the new one " +
+            "fails. 409 `NOT_DEPLOYED` before any build, successful or in progress.",
+        },
+      },
+    )
+    .delete(
+      "/:appId",
+      ({ principal, params, set }) => {
+        set.status = 202;
+        return ok(service.delete(principal.workspaceId, params.appId));
+      },
+      {
+        auth: true,
+        params: appIdParams,
+        detail: {
+          summary: "Delete an app",
+          description:
+            "Answers 202 at once with `app` in status `deleting`; from then on the app is 404. A delete preempts a build or " +
+            "release in progress (the build is cancelled), then removes the app's containers, images, source files, env vars " +
+            "and builds in the background. When the engine cannot be reached the app comes back with statusReason " +
+            "`Delete failed: ...` and DELETE can be sent again; a delete cut short by a platform restart is finished at start.",
+        },
+      },
+    )
     .get(
       "/:appId/logs",
       async ({ principal, params, query, request }) => {
         const options = { tail: query.tail ?? 100, timestamps: query.timestamps ?? false };
         if (query.follow) {
-          return new Response(service.followLogs(principal.workspaceId, params.appId, options, request.signal), {
+          return new Response(withHeartbeat(service.followLogs(principal.workspaceId, params.appId, options, request.signal)), {
             headers: { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store", "x-content-type-options": "nosniff" },
           });
         }
@@ -115,20 +185,32 @@ export function appsRoutes(ctx: ServerContext) {
           description:
             "`lines`: the last `tail` lines (0-5000, default 100) of stdout and stderr as clean text, each prefixed with its " +
             "RFC 3339 time when `timestamps=true`. With `follow=true` the answer is text/plain instead: those lines, then every " +
-            "new line as the app writes it, until the client disconnects.",
+            "new line as the app writes it, until the client disconnects; after 15 s without output an empty line is sent " +
+            "as a heartbeat, so neither the server nor a proxy closes a quiet stream.",
         },
       },
     )
-    .get("/:appId/env", ({ principal, params }) => ok({ envVars: service.getEnv(principal.workspaceId, params.appId) }), {
-      auth: true,
-      params: appIdParams,
-      detail: { summary: "Read env vars", description: "`envVars`, decrypted. Stored encrypted with AES-256-GCM." },
-    })
+    .get(
+      "/:appId/env",
+      ({ principal, params }) => {
+        const envVars = service.getEnv(principal.workspaceId, params.appId);
+        if (mayReadSecrets(principal.role)) return ok({ envVars });
+        return ok({ envVars: Object.fromEntries(Object.keys(envVars).map((name) => [name, "****"])) });
+      },
+      {
+        auth: true,
+        params: appIdParams,
+        detail: {
+          summary: "Read env vars",
+          description: "`envVars`, decrypted; for the `viewer` role the names with every value `****`. Stored encrypted with AES-256-GCM.",
+        },
+      },
+    )
     .put("/:appId/env", ({ principal, params, body }) => ok(service.putEnv(principal.workspaceId, params.appId, body.envVars)), {
       auth: true,
       params: appIdParams,
       body: envBody,
-      detail: { summary: "Merge env vars", description: "Adds or replaces the given variables and keeps the others. A change restarts a running app (zero-downtime). Answers `envVars` (all, decrypted) and `restarted`." },
+      detail: { summary: "Merge env vars", description: "Adds or replaces the given variables and keeps the others. A change restarts a running app (zero-downtime; queued behind a build or release in progress, and a stop, restart or delete sent meanwhile is accepted at once). Answers `envVars` (all, decrypted) and `restarted`." },
     })
     .put("/:appId/settings", async ({ principal, params, body }) => ok(await service.updateSettings(principal.workspaceId, params.appId, body)), {
       auth: true,
@@ -139,29 +221,81 @@ export function appsRoutes(ctx: ServerContext) {
         description:
           `A change of ${RESTARTING_FIELDS.map((field) => `\`${field}\``).join(", ")} restarts a running ` +
           "app with a new container (zero-downtime; `runtime` and `startupCommand` also rebuild); `name`, `subdomain` and " +
-          "`autoRestart` (applied to the running container in place) do not restart it. 409 `SUBDOMAIN_TAKEN` / `NAME_TAKEN`. Answers `app`, `restarted` and `buildId` (when a rebuild started).",
+          "`autoRestart` (applied to the running container in place) do not restart it. A setting takes effect when the release " +
+          "that applies it succeeds: until then, and for good when it fails, the old container serves as before (`servingPort` " +
+          "and the proxy route follow only a successful release). A new `subdomain` routes at once to the serving container " +
+          "(also during a build), and to the new container when a release in progress switches. `cpus`: 0.1-16, null for " +
+          "PLATFORM_DEFAULT_CPUS. 409 `SUBDOMAIN_TAKEN` / `NAME_TAKEN`; 409 `QUOTA_EXCEEDED` when more memory would pass PLATFORM_QUOTA_MEMORY_MB. Answers `app`, `restarted` and `buildId` (when a rebuild started).",
       },
     })
     .get("/:appId/builds", ({ principal, params }) => ok({ builds: service.builds(principal.workspaceId, params.appId) }), {
       auth: true,
       params: appIdParams,
-      detail: { summary: "Recent builds", description: "`builds`, newest first (50 at most): id, status (`queued`, `building`, `succeeded`, `failed`), trigger (`upload`, `redeploy`, `settings`), image, error, startedAt, finishedAt, durationMs." },
+      detail: {
+        summary: "Recent builds",
+        description:
+          "`builds`, newest first (50 at most): id, status (`queued`, `building`, `succeeded`, `failed`, `canceled`), " +
+          "queuePosition (while `queued` for a build slot: 1 is next; builds wait when PLATFORM_BUILDS_PER_WORKSPACE or " +
+          "PLATFORM_BUILDS_MAX run already, first come first served; null otherwise), trigger (`upload`, `redeploy`, `settings`), " +
+          "image, error (e.g. `timed out after 900 s`, `canceled by a user`), startedAt, finishedAt, durationMs.",
+      },
     })
-    .get("/:appId/builds/:buildId", ({ principal, params }) => ok(service.build(principal.workspaceId, params.appId, params.buildId)), {
-      auth: true,
-      params: buildParams,
-      detail: { summary: "One build with its full log", description: "`build` and `log` (the whole build log as text, secrets masked)." },
-    })
+    .get(
+      "/:appId/builds/:buildId",
+      ({ principal, params, query }) => ok(service.build(principal.workspaceId, params.appId, params.buildId, { offset: query.offset, limit: query.limit })),
+      {
+        auth: true,
+        params: buildParams,
+        query: buildLogQuery,
+        detail: {
+          summary: "One build with a range of its log",
+          description:
+            "`build` and `log`: a byte range of the build log as text, secrets and registry credentials masked. Without " +
+            "`offset`, the last `limit` bytes (default 256 KiB, at most 1 MiB) from the start of a line; with `offset`, `limit` " +
+            "bytes from there. `logOffset` and `logNextOffset` are the byte offsets of the text returned and of the byte after " +
+            "it (ask again from `logNextOffset` to read on), `logBytes` the size of the whole log. A log stops growing at " +
+            "PLATFORM_BUILD_LOG_MAX_BYTES (default 5 MiB): past it the log keeps its first 16 KiB, a line " +
+            "`==> N bytes of build output dropped here`, and the latest output; `logDroppedBytes` is N (0 when nothing was dropped).",
+        },
+      },
+    )
+    .post(
+      "/:appId/builds/:buildId/cancel",
+      async ({ principal, params, set }) => {
+        const build = await service.cancelBuild(principal.workspaceId, params.appId, params.buildId);
+        set.status = 202;
+        return ok({ build });
+      },
+      {
+        auth: true,
+        params: buildParams,
+        detail: {
+          summary: "Cancel a build",
+          description:
+            "A build waiting for a slot is dropped; a running one is killed with its build container. Answers 202 with `build`, " +
+            "normally already `canceled` (error `canceled by a user`). The app keeps serving its previous release (statusReason " +
+            "says the build was canceled); an app with nothing to serve becomes `failed`. A build that runs longer than " +
+            "PLATFORM_BUILD_TIMEOUT_SECONDS is killed the same way and ends `failed` with error `timed out after N s`. " +
+            "409 `BUILD_FINISHED` for a build that has already ended.",
+        },
+      },
+    )
     .get(
       "/:appId/builds/:buildId/log",
       ({ principal, params, request }) =>
-        new Response(service.followBuildLog(principal.workspaceId, params.appId, params.buildId, request.signal), {
+        new Response(withHeartbeat(service.followBuildLog(principal.workspaceId, params.appId, params.buildId, request.signal)), {
           headers: { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store", "x-content-type-options": "nosniff" },
         }),
       {
         auth: true,
         params: buildParams,
-        detail: { summary: "Follow a build log live", description: "text/plain streamed as the build writes it; the stream ends when the build ends." },
+        detail: {
+          summary: "Follow a build log live",
+          description:
+            "text/plain: the log so far, then its new lines as the build writes them; the stream ends when the build ends. " +
+            "After 15 s without output an empty line is sent as a heartbeat. A reader more than 1 MiB behind the build skips " +
+            "ahead and gets a line `==> N bytes of live output skipped` instead.",
+        },
       },
     );
 }

@@ -2,7 +2,7 @@
 // settings, env vars, lifecycle, logs, builds and deletion. Docker work goes through the
 // Deployer's per-app queue, so two changes to one app never race.
 import { and, desc, eq, inArray, ne } from "drizzle-orm";
-import { rmSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { apps, builds, databases } from "../db/schema";
 import { newId, randomBase62 } from "../crypto/tokens";
@@ -21,13 +21,18 @@ import { mergeEnvVars, readEnvVars, validateEnvVars } from "./env-vars";
 import { Deployer, type AppRow, type AppsContext } from "./deployer";
 import { releaseWorkspaceNetwork, workspaceNetworkName } from "../docker/workspace-network";
 import { DEFAULT_EXPOSE_PORT, type AppStatus } from "./model";
+import { assertWithinQuota, bytesToMB } from "../quotas/limits";
+import { treeBytes, workspaceUsage, WorkspaceDisk } from "../quotas/usage";
 
 type BuildRow = typeof builds.$inferSelect;
+/** Statuses in which the app's container serves and its subdomain routes to it (a release may be building or starting its successor). */
+const SERVING_STATUSES = new Set<string>(["running", "building", "starting"]);
 const BUILD_HISTORY = 50;
 export interface SettingsInput {
   name?: string;
   runtime?: Runtime;
   memoryMB?: number;
+  cpus?: number | null;
   startupCommand?: string;
   exposePort?: number | null;
   subdomain?: string | null;
@@ -38,12 +43,20 @@ export class AppsService implements ContainerOwner {
   readonly label = LABEL_APP;
   readonly deployer: Deployer;
   private readonly uploadSlots = new UploadSlots(UPLOADS_PER_WORKSPACE);
+  private readonly deletions = new Set<Promise<void>>();
+  /** The disk quota's accounting; app sources are counted here, backups register beside them. */
+  readonly disk = new WorkspaceDisk();
   /** Port of the public proxy in app URLs: the configured one, or the one bound when it was 0. */
   proxyPort: number;
 
   constructor(private readonly ctx: AppsContext) {
     this.deployer = new Deployer(ctx);
     this.proxyPort = ctx.config.proxyPort;
+    this.disk.register("app sources", async (workspaceId, { exceptAppId }) => {
+      const others = this.list(workspaceId).filter((app) => app.id !== exceptAppId);
+      const sizes = await Promise.all(others.map((app) => treeBytes(this.ctx.storage.appDir(app.id))));
+      return sizes.reduce((sum, size) => sum + size, 0);
+    });
   }
 
   publicApp(app: AppRow) {
@@ -55,7 +68,9 @@ export class AppsService implements ContainerOwner {
       status: app.status as AppStatus,
       statusReason: app.statusReason,
       memoryMB: app.memoryMB,
+      cpus: app.cpus ?? this.ctx.config.defaultCpus,
       exposePort: app.exposePort,
+      servingPort: app.containerId ? app.servingPort : null,
       subdomain: app.subdomain,
       url: app.subdomain ? `http://${app.subdomain}.${this.ctx.config.domain}${proxyPort === 80 ? "" : `:${proxyPort}`}` : null,
       startupCommand: app.startupCommand,
@@ -114,10 +129,15 @@ export class AppsService implements ContainerOwner {
       const input = parseDeployFields(fields);
       if (!file) invalid("file", "a ZIP archive of the app is required");
       const machineId = this.ctx.machines.place(input.machineId).machineId;
-      await extractZip(upload, staging, this.ctx.config.uploads);
+      const { totalBytes } = await extractZip(upload, staging, this.ctx.config.uploads);
+      await this.assertDiskRoom(workspaceId, this.findByName(workspaceId, input.name)?.id, totalBytes);
       // From here to the end nothing awaits: no other request can slip in between checks and writes.
       const existing = this.findByName(workspaceId, input.name);
       if (!existing) this.assertNameFree(workspaceId, input.name);
+      const usage = workspaceUsage(this.ctx.db, workspaceId);
+      const quotas = this.ctx.config.quotas;
+      if (!existing) assertWithinQuota("apps", usage.apps, 1, quotas.apps);
+      assertWithinQuota("memoryMB", usage.memoryMB, input.memoryMB - (existing?.memoryMB ?? 0), quotas.memoryMB);
       if (input.subdomain && this.subdomainTaken(input.subdomain, existing?.id)) {
         throw new ApiError("SUBDOMAIN_TAKEN", `Subdomain '${input.subdomain}' is taken`);
       }
@@ -129,6 +149,7 @@ export class AppsService implements ContainerOwner {
           .set({
             runtime: input.runtime,
             memoryMB: input.memoryMB,
+            ...(input.cpus !== undefined && { cpus: input.cpus }),
             ...(input.startupCommand !== undefined && { startupCommand: input.startupCommand }),
             ...(input.exposePort !== undefined && { exposePort: input.exposePort }),
             ...(input.subdomain !== undefined && { subdomain: input.subdomain }),
@@ -148,6 +169,7 @@ export class AppsService implements ContainerOwner {
             runtime: input.runtime,
             status: "building",
             memoryMB: input.memoryMB,
+            cpus: input.cpus ?? null,
             exposePort: input.exposePort ?? DEFAULT_EXPOSE_PORT,
             subdomain: input.subdomain ?? this.freeSubdomain(input.name),
             startupCommand: input.startupCommand ?? "auto",
@@ -164,14 +186,20 @@ export class AppsService implements ContainerOwner {
       // The tree becomes the app's source when its build starts, never under a build still reading the old one.
       const newSource = this.ctx.storage.keepForBuild(appId, buildId, staging);
       this.ctx.buildLogs.append(appId, buildId, `==> Upload of ${file.size} bytes accepted (${file.filename || "archive"})`);
-      this.deployer.schedule(appId, () => this.deployer.buildAndRelease(appId, buildId, newSource));
+      this.deployer.schedule(appId, (signal) => this.deployer.buildAndRelease(appId, buildId, newSource, signal));
       return { app: this.publicApp(this.get(workspaceId, appId)), buildId, created: !existing };
     } finally {
-      releaseSlot();
-      rmSync(upload, { force: true });
-      // Gone already once kept for the build; still there when a later step failed.
-      rmSync(staging, { recursive: true, force: true });
+      // The staging tree is gone already once kept for the build; still there when a later step
+      // failed. Deleted off the event loop, with the upload slot held until it is gone, so a
+      // workspace cannot pile up deletions.
+      await Promise.all([rm(upload, { force: true }), rm(staging, { recursive: true, force: true })]).finally(releaseSlot);
     }
+  }
+
+  /** The new source tree (`newBytes`) beside everything else the workspace keeps; a redeploy's old tree is replaced, so not counted. */
+  private async assertDiskRoom(workspaceId: string, replacedAppId: string | undefined, newBytes: number) {
+    const used = await this.disk.bytesUsed(workspaceId, { exceptAppId: replacedAppId });
+    assertWithinQuota("diskMB", bytesToMB(used), bytesToMB(newBytes), this.ctx.config.quotas.diskMB);
   }
 
   /** App and database names share the workspace network's DNS: one name, one thing. */
@@ -194,8 +222,7 @@ export class AppsService implements ContainerOwner {
       if (!file) invalid("file", "a ZIP archive is required");
       return await inspectEnvInZip(upload, this.ctx.config.uploads, this.ctx.storage.uploadsDir());
     } finally {
-      releaseSlot();
-      rmSync(upload, { force: true });
+      await rm(upload, { force: true }).finally(releaseSlot);
     }
   }
 
@@ -210,13 +237,15 @@ export class AppsService implements ContainerOwner {
       name: input.name ?? app.name,
       runtime: input.runtime ?? app.runtime,
       memoryMB: input.memoryMB ?? app.memoryMB,
+      cpus: input.cpus === undefined ? app.cpus : input.cpus,
       startupCommand: input.startupCommand ?? app.startupCommand,
       exposePort: input.exposePort === undefined ? app.exposePort : (input.exposePort ?? DEFAULT_EXPOSE_PORT),
       subdomain: input.subdomain === undefined ? app.subdomain : input.subdomain,
       autoRestart: input.autoRestart ?? app.autoRestart,
     };
     const rebuild = next.runtime !== app.runtime || next.startupCommand !== app.startupCommand;
-    const restart = rebuild || next.memoryMB !== app.memoryMB || next.exposePort !== app.exposePort;
+    const restart = rebuild || next.memoryMB !== app.memoryMB || next.cpus !== app.cpus || next.exposePort !== app.exposePort;
+    assertWithinQuota("memoryMB", workspaceUsage(this.ctx.db, workspaceId).memoryMB, next.memoryMB - app.memoryMB, this.ctx.config.quotas.memoryMB);
     this.ctx.db.update(apps).set({ ...next, updatedAt: Date.now() }).where(eq(apps.id, app.id)).run();
     if (next.subdomain !== app.subdomain) this.moveRoute(app, next.subdomain);
     if (next.autoRestart !== app.autoRestart && app.containerId && !restart) {
@@ -229,23 +258,24 @@ export class AppsService implements ContainerOwner {
 
   /** After a change the running container must pick up: a new release (or build), zero-downtime. */
   private restartForChange(app: AppRow, rebuildTrigger: string | null, restart: boolean) {
-    const serving = app.containerId !== null && app.status !== "stopped";
+    const serving = app.containerId !== null && app.status !== "stopped" && app.status !== "stopping";
     if (!restart || (!serving && app.status !== "failed")) return { restarted: false, buildId: null };
     if (rebuildTrigger || !app.currentBuildId) {
       const buildId = this.newBuild(app.id, rebuildTrigger ?? "settings");
-      this.deployer.schedule(app.id, () => this.deployer.buildAndRelease(app.id, buildId));
+      this.deployer.schedule(app.id, (signal) => this.deployer.buildAndRelease(app.id, buildId, undefined, signal));
       return { restarted: true, buildId };
     }
     const buildId = app.currentBuildId;
     const image = this.ctx.db.select().from(builds).where(eq(builds.id, buildId)).get()?.image;
     if (!image) return { restarted: false, buildId: null };
-    this.deployer.schedule(app.id, () => this.deployer.release(app.id, buildId, image));
+    this.deployer.schedule(app.id, (signal) => this.deployer.release(app.id, buildId, image, undefined, signal));
     return { restarted: true, buildId: null };
   }
 
+  /** The old subdomain stops routing at once; the new one routes to the container serving now (a release in progress routes it at its switch). */
   private moveRoute(app: AppRow, subdomain: string | null) {
     if (app.subdomain) this.ctx.proxyRoutes.delete(app.subdomain);
-    if (subdomain && app.containerId && app.status === "running") void this.restoreRoute({ ...app, subdomain });
+    if (subdomain && app.containerId && SERVING_STATUSES.has(app.status)) void this.restoreRoute(app.id);
   }
 
   getEnv(workspaceId: string, appId: string) {
@@ -259,49 +289,110 @@ export class AppsService implements ContainerOwner {
     return { envVars: readEnvVars(this.ctx.db, this.ctx.secrets, app.id), restarted };
   }
 
-  private assertIdle(appId: string) {
-    if (this.deployer.busy(appId)) throw new ApiError("BUSY", "A deploy of this app is in progress; try again when it has finished");
+  private setStatus(appId: string, status: AppStatus, statusReason: string | null = null) {
+    this.ctx.db.update(apps).set({ status, statusReason, updatedAt: Date.now() }).where(eq(apps.id, appId)).run();
   }
 
-  async start(workspaceId: string, appId: string) {
-    const app = this.get(workspaceId, appId);
-    this.assertIdle(app.id);
-    const image = app.currentBuildId ? this.ctx.db.select().from(builds).where(eq(builds.id, app.currentBuildId)).get()?.image : undefined;
-    if (!image) throw new ApiError("NOT_DEPLOYED", "The app has no successful build to start; deploy it first");
-    await this.deployer.enqueue(app.id, () => this.deployer.release(app.id, app.currentBuildId!, image));
-    return this.publicApp(this.get(workspaceId, appId));
-  }
-
-  async stop(workspaceId: string, appId: string) {
-    const app = this.get(workspaceId, appId);
-    this.assertIdle(app.id);
-    await this.deployer.enqueue(app.id, async () => {
-      if (app.subdomain) this.ctx.proxyRoutes.delete(app.subdomain);
-      if (app.containerId) await this.ctx.machines.get(app.machineId).stopContainer(app.containerId, 10);
-      this.ctx.db.update(apps).set({ status: "stopped", statusReason: null, updatedAt: Date.now() }).where(eq(apps.id, app.id)).run();
-    });
-    return this.publicApp(this.get(workspaceId, appId));
-  }
-
-  /** A restart is a fresh release of the current build: the old container serves until the new one listens. */
-  async restart(workspaceId: string, appId: string) {
-    return this.start(workspaceId, appId);
-  }
-
-  async delete(workspaceId: string, appId: string) {
-    const app = this.get(workspaceId, appId);
-    this.ctx.db.update(apps).set({ status: "deleting", updatedAt: Date.now() }).where(eq(apps.id, app.id)).run();
-    if (app.subdomain) this.ctx.proxyRoutes.delete(app.subdomain);
-    await this.deployer.idle(app.id);
-    try {
-      await this.removeEverything(app);
-    } catch (error) {
-      // Nothing is lost: the app is back as it was, and DELETE can be sent again.
-      this.ctx.db.update(apps).set({ status: app.status, statusReason: `Delete failed: ${(error as Error).message}; send DELETE again`, updatedAt: Date.now() }).where(eq(apps.id, app.id)).run();
-      if (app.status === "running") void this.restoreRoute(app);
-      throw error;
+  /** Start and restart need a build to run; during an app's first build the start is queued behind it. */
+  private assertStartable(app: AppRow) {
+    if (!app.currentBuildId && !this.deployer.busy(app.id)) {
+      throw new ApiError("NOT_DEPLOYED", "The app has no successful build to start; deploy it first");
     }
-    return this.publicApp({ ...app, status: "deleting" });
+  }
+
+  /**
+   * POST start: answers at once. Idle, the app is `starting` and a container of the current build
+   * starts in the background; a running app is left as it is. Behind work in progress it is queued.
+   */
+  start(workspaceId: string, appId: string) {
+    const app = this.get(workspaceId, appId);
+    this.assertStartable(app);
+    const queued = this.deployer.busy(app.id);
+    if (!queued && app.status === "running") return { app: this.publicApp(app), queued };
+    if (!queued) this.setStatus(app.id, "starting");
+    this.deployer.schedule(app.id, async (signal) => {
+      if (this.row(app.id)?.status !== "running") await this.releaseCurrentBuild(app.id, signal);
+    });
+    return { app: this.publicApp(this.get(workspaceId, appId)), queued };
+  }
+
+  /** POST restart: like start, but always a fresh container; the old one serves until the new one listens. */
+  restart(workspaceId: string, appId: string) {
+    const app = this.get(workspaceId, appId);
+    this.assertStartable(app);
+    const queued = this.deployer.busy(app.id);
+    if (!queued) this.setStatus(app.id, "starting");
+    this.deployer.schedule(app.id, (signal) => this.releaseCurrentBuild(app.id, signal));
+    return { app: this.publicApp(this.get(workspaceId, appId)), queued };
+  }
+
+  private async releaseCurrentBuild(appId: string, signal: AbortSignal) {
+    const app = this.row(appId);
+    if (!app || app.status === "deleting") return;
+    const image = app.currentBuildId ? this.ctx.db.select().from(builds).where(eq(builds.id, app.currentBuildId)).get()?.image : undefined;
+    if (!image) return this.deployer.afterFailure(appId, "The app has no successful build to start; deploy it first");
+    await this.deployer.release(appId, app.currentBuildId!, image, undefined, signal);
+  }
+
+  /**
+   * POST stop: answers at once with the app `stopping`. It preempts a build or release in progress
+   * (the build is cancelled; a new container not yet serving is removed) and ends `stopped`.
+   */
+  stop(workspaceId: string, appId: string) {
+    const app = this.get(workspaceId, appId);
+    this.deployer.preempt(app.id, "the app was stopped");
+    this.setStatus(app.id, "stopping");
+    this.deployer.schedule(app.id, async (signal) => {
+      const current = this.row(app.id);
+      if (!current || current.status === "deleting" || signal.aborted) return;
+      if (current.subdomain) this.ctx.proxyRoutes.delete(current.subdomain);
+      try {
+        if (current.containerId) await this.ctx.machines.get(current.machineId).stopContainer(current.containerId, 10);
+      } catch (error) {
+        if (!signal.aborted) await this.deployer.afterFailure(app.id, `Stop failed: ${(error as Error).message}; send stop again`);
+        if (this.row(app.id)?.status === "running") void this.restoreRoute(app.id);
+        return;
+      }
+      if (!signal.aborted) this.setStatus(app.id, "stopped");
+    });
+    return { app: this.publicApp(this.get(workspaceId, appId)) };
+  }
+
+  /**
+   * DELETE: answers at once; the app is 404 from then on. It preempts work in progress, then its
+   * containers, images, files and rows are removed in the background. When that fails (the engine
+   * is unreachable) the app comes back with statusReason saying so, and DELETE can be sent again.
+   */
+  delete(workspaceId: string, appId: string) {
+    const app = this.get(workspaceId, appId);
+    this.deployer.preempt(app.id, "the app was deleted");
+    this.setStatus(app.id, "deleting");
+    if (app.subdomain) this.ctx.proxyRoutes.delete(app.subdomain);
+    const deletion = this.deployer.enqueue(app.id, async () => {
+      try {
+        await this.removeEverything(app);
+      } catch (error) {
+        const current = this.row(app.id) ?? app;
+        const serving = current.containerId
+          ? await this.ctx.machines.get(app.machineId).inspectContainer(current.containerId).then((state) => state.running, () => false)
+          : false;
+        const status = serving ? "running" : app.status === "stopped" ? "stopped" : "failed";
+        this.setStatus(app.id, status, `Delete failed: ${(error as Error).message}; send DELETE again`);
+        if (serving) void this.restoreRoute(app.id);
+      }
+    });
+    this.deletions.add(deletion);
+    void deletion.finally(() => this.deletions.delete(deletion));
+    return { app: this.publicApp({ ...app, status: "deleting" }) };
+  }
+
+  /** Settles once the deletions in progress have (a graceful shutdown lets them finish). */
+  deletionsDone(): Promise<unknown> {
+    return Promise.all(this.deletions);
+  }
+
+  private row(appId: string): AppRow | undefined {
+    return this.ctx.db.select().from(apps).where(eq(apps.id, appId)).get();
   }
 
   /** Containers, images (the build stages too: they carry the labels), network if last, files, rows. */
@@ -311,7 +402,7 @@ export class AppsService implements ContainerOwner {
     for (const image of await driver.listImages({ [LABEL_APP]: app.id })) await driver.removeImage(image.id);
     await releaseWorkspaceNetwork(driver, app.workspaceId);
     this.ctx.db.delete(apps).where(eq(apps.id, app.id)).run();
-    this.ctx.storage.removeApp(app.id);
+    await this.ctx.storage.removeApp(app.id);
   }
 
   async logs(workspaceId: string, appId: string, options: { tail: number; timestamps: boolean }) {
@@ -347,6 +438,8 @@ export class AppsService implements ContainerOwner {
     return {
       id: build.id,
       status: build.status,
+      /** Place in the line for a build slot (1: next), while the build waits for one. */
+      queuePosition: build.status === "queued" ? this.deployer.builder.queuePosition(build.id) : null,
       trigger: build.trigger,
       image: build.image,
       error: build.error,
@@ -361,16 +454,38 @@ export class AppsService implements ContainerOwner {
     return this.ctx.db.select().from(builds).where(eq(builds.appId, app.id)).orderBy(desc(builds.startedAt)).limit(BUILD_HISTORY).all().map((build) => this.publicBuild(build));
   }
 
-  build(workspaceId: string, appId: string, buildId: string) {
+  private buildRow(workspaceId: string, appId: string, buildId: string) {
     const app = this.get(workspaceId, appId);
     const build = this.ctx.db.select().from(builds).where(and(eq(builds.id, buildId), eq(builds.appId, app.id))).get();
     if (!build) throw new ApiError("NOT_FOUND", "Build not found");
-    return { build: this.publicBuild(build), log: this.ctx.buildLogs.read(app.id, build.id) };
+    return build;
+  }
+
+  /** A build and a byte range of its log (by default the last 256 KiB), never the whole file in memory. */
+  build(workspaceId: string, appId: string, buildId: string, range: { offset?: number; limit?: number } = {}) {
+    const build = this.buildRow(workspaceId, appId, buildId);
+    const log = this.ctx.buildLogs.read(build.appId, build.id, range);
+    return {
+      build: this.publicBuild(build),
+      log: log.text,
+      logOffset: log.offset,
+      logNextOffset: log.nextOffset,
+      logBytes: log.totalBytes,
+      logDroppedBytes: log.droppedBytes,
+    };
+  }
+
+  /** POST …/builds/:buildId/cancel: a queued build is dropped, a running one killed; the app keeps what it serves. */
+  async cancelBuild(workspaceId: string, appId: string, buildId: string) {
+    const build = this.buildRow(workspaceId, appId, buildId);
+    const canceled = await this.deployer.builder.cancel(build.appId, build.id, "canceled by a user");
+    if (!canceled) throw new ApiError("BUILD_FINISHED", `Build ${build.id} has already ${build.status === "canceled" ? "been canceled" : "finished"}`);
+    return this.publicBuild(this.buildRow(workspaceId, appId, buildId));
   }
 
   followBuildLog(workspaceId: string, appId: string, buildId: string, signal: AbortSignal) {
-    const { build } = this.build(workspaceId, appId, buildId);
-    return this.ctx.buildLogs.follow(appId, build.id, signal);
+    const build = this.buildRow(workspaceId, appId, buildId);
+    return this.ctx.buildLogs.follow(build.appId, build.id, signal);
   }
 
   /** Reconciler: records containers that stopped on their own; claims every app it knows. */
@@ -386,19 +501,26 @@ export class AppsService implements ContainerOwner {
         if (app.subdomain) this.ctx.proxyRoutes.delete(app.subdomain);
       } else if (app.status === "crashed" && running) {
         this.ctx.db.update(apps).set({ status: "running", statusReason: null, updatedAt: Date.now() }).where(eq(apps.id, app.id)).run();
-        void this.restoreRoute(app);
+        void this.restoreRoute(app.id);
       }
     }
     return known;
   }
 
-  /** Points the proxy at a serving container again (at start, after a restart by the engine). */
-  async restoreRoute(app: AppRow) {
-    if (!app.subdomain || !app.containerId) return;
+  /**
+   * Points the proxy at the app's serving container again (at start, after a restart by the engine,
+   * after a subdomain change), on the port that container really serves on. The row is read again
+   * after the engine answers: a release that switched meanwhile has routed the new container itself.
+   */
+  async restoreRoute(appId: string) {
+    const app = this.row(appId);
+    if (!app?.subdomain || !app.containerId) return;
     try {
       const inspected = await this.ctx.machines.get(app.machineId).inspectContainer(app.containerId);
       const host = inspected.networks[workspaceNetworkName(app.workspaceId)];
-      if (inspected.running && host) this.ctx.proxyRoutes.set(app.subdomain, { host, port: app.exposePort ?? DEFAULT_EXPOSE_PORT });
+      const now = this.row(appId);
+      if (!inspected.running || !host || !now?.subdomain || now.containerId !== app.containerId || !SERVING_STATUSES.has(now.status)) return;
+      this.ctx.proxyRoutes.set(now.subdomain, { host, port: now.servingPort ?? now.exposePort ?? DEFAULT_EXPOSE_PORT });
     } catch (error) {
       console.warn(`[apps] could not restore the route of ${app.id}: ${(error as Error).message}`);
     }
@@ -417,11 +539,23 @@ export class AppsService implements ContainerOwner {
       .where(inArray(builds.status, ["queued", "building"]))
       .returning()
       .all();
-    for (const build of interrupted) this.ctx.buildLogs.append(build.appId, build.id, "==> Interrupted by a platform restart");
-    for (const app of this.ctx.db.select().from(apps).where(inArray(apps.status, ["building", "starting", "deleting"])).all()) {
+    for (const build of interrupted) {
+      this.ctx.buildLogs.append(build.appId, build.id, "==> Interrupted by a platform restart");
+      const app = this.row(build.appId);
+      // A build container outlives the platform's process (one could run forever): removed now.
+      if (app) await this.deployer.builder.removeLeftovers(app, build.id).catch((error) => console.warn(`[apps] leftovers of build ${build.id}: ${(error as Error).message}`));
+    }
+    for (const app of this.ctx.db.select().from(apps).where(inArray(apps.status, ["building", "starting", "stopping", "deleting"])).all()) {
       try {
         if (app.status === "deleting") {
           await this.removeEverything(app);
+          continue;
+        }
+        if (app.status === "stopping") {
+          if (app.containerId) await this.ctx.machines.get(app.machineId).stopContainer(app.containerId, 10).catch((error) => {
+            if (!(error instanceof DockerNotFound)) throw error;
+          });
+          this.ctx.db.update(apps).set({ status: "stopped", statusReason: null, updatedAt: now }).where(eq(apps.id, app.id)).run();
           continue;
         }
         const serving = app.containerId
@@ -433,7 +567,7 @@ export class AppsService implements ContainerOwner {
         console.warn(`[apps] could not recover ${app.id}: ${(error as Error).message}`);
       }
     }
-    this.ctx.storage.removeLeftoverUploads();
-    for (const app of this.ctx.db.select().from(apps).where(eq(apps.status, "running")).all()) await this.restoreRoute(app);
+    await this.ctx.storage.removeLeftoverUploads();
+    for (const app of this.ctx.db.select().from(apps).where(eq(apps.status, "running")).all()) await this.restoreRoute(app.id);
   }
 }

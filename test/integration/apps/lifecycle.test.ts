@@ -51,8 +51,8 @@ beforeAll(async () => {
   const deployed = await deployZip(server, key, { name: "versioned", runtime: "node", memoryMB: "96", envVars: JSON.stringify({ SHADE: "red" }) }, source("v1"));
   app = await waitForStatus(server, key, deployed.body.app.id, ["running", "failed"]);
   expect(app.status).toBe("running");
-});
-afterAll(() => server.stop());
+}, 180_000);
+afterAll(() => server.stop(), 30_000);
 
 describe("app lifecycle", () => {
   test("env vars: GET decrypted, PUT merges and restarts the app with them", async () => {
@@ -68,7 +68,7 @@ describe("app lifecycle", () => {
     const badName = await server.request("PUT", `/api/apps/${app.id}/env`, { key, body: { envVars: { "BAD-NAME": "x" } } });
     expect(badName.status).toBe(400);
     expect(badName.body.code).toBe("VALIDATION_FAILED");
-  });
+  }, 120_000);
 
   test("settings: memoryMB restarts with the new limit; name alone does not restart", async () => {
     const before = await servingContainer();
@@ -87,7 +87,7 @@ describe("app lifecycle", () => {
     expect(invalid.body.error).toMatch(/memoryMB|exposePort/);
     const badSubdomain = await server.request("PUT", `/api/apps/${app.id}/settings`, { key, body: { subdomain: "Not_A-Label" } });
     expect(badSubdomain.status).toBe(400);
-  });
+  }, 120_000);
 
   test("autoRestart alone restarts nothing: the policy changes on the running container", async () => {
     const before = await servingContainer();
@@ -98,7 +98,7 @@ describe("app lifecycle", () => {
     expect(inspected.HostConfig.RestartPolicy.Name).toBe("no");
     await server.request("PUT", `/api/apps/${app.id}/settings`, { key, body: { autoRestart: true } });
     expect((await dockerCli("inspect", before))[0].HostConfig.RestartPolicy.Name).toBe("unless-stopped");
-  });
+  }, 120_000);
 
   test("logs can be followed live", async () => {
     // tail=1: the answer starts with a line at once (headers go out with the first bytes).
@@ -118,7 +118,7 @@ describe("app lifecycle", () => {
     await viaProxy(server, app.subdomain, `/${marker}`); // the app logs every request
     expect(await reading).toContain(`request /${marker}`);
     await reader.cancel();
-  });
+  }, 120_000);
 
   test("an app and a database may not share a name: it is their address on the workspace network", async () => {
     const database = await server.request("POST", "/api/databases/", { key, body: { name: "cache", engine: "redis", memoryMB: 256 } });
@@ -138,7 +138,7 @@ describe("app lifecycle", () => {
       }
       expect((await server.request("DELETE", `/api/databases/${databaseId}`, { key })).status).toBe(200);
     }
-  });
+  }, 120_000);
 
   test("subdomain: moves the route, unique across the platform", async () => {
     const moved = await server.request("PUT", `/api/apps/${app.id}/settings`, { key, body: { subdomain: "shiny" } });
@@ -152,7 +152,7 @@ describe("app lifecycle", () => {
     const clash = await deployZip(server, other.key, { name: "clash", runtime: "node", memoryMB: "64", subdomain: "shiny" }, source("x"));
     expect(clash.status).toBe(409);
     expect(clash.body.code).toBe("SUBDOMAIN_TAKEN");
-  });
+  }, 120_000);
 
   test("a redeploy is zero-downtime while a client polls", async () => {
     let failures = 0;
@@ -184,7 +184,7 @@ describe("app lifecycle", () => {
     expect(failures).toBe(0);
     const builds = (await server.request("GET", `/api/apps/${app.id}/builds`, { key })).body.builds;
     expect(builds[0]).toMatchObject({ id: redeployed.body.buildId, status: "succeeded", trigger: "redeploy" });
-  });
+  }, 120_000);
 
   test("a failed redeploy leaves the previous release serving", async () => {
     const broken = appZip({ "package.json": JSON.stringify({ name: "versioned", scripts: { build: "exit 1", start: "node server.js" } }) });
@@ -197,30 +197,38 @@ describe("app lifecycle", () => {
     const after = await waitForStatus(server, key, app.id, ["running"]);
     expect(after.statusReason).toContain("failed");
     expect((await answer()).version).toBe("v2");
-  });
+  }, 120_000);
 
-  test("stop, start and restart", async () => {
+  test("stop, start and restart answer 202 at once; the app reaches the state asked for", async () => {
     const stopStarted = performance.now();
     const stopped = await server.request("POST", `/api/apps/${app.id}/stop`, { key });
-    expect(stopped.body.app.status).toBe("stopped");
+    expect(stopped.status).toBe(202);
+    expect(stopped.body.app.status).toBe("stopping");
+    await waitForStatus(server, key, app.id, ["stopped"], 30_000);
     // The app has no SIGTERM handler; the init process still ends it at once (no 10 s kill timeout).
     expect(performance.now() - stopStarted).toBeLessThan(5_000);
     expect((await viaProxy(server, app.subdomain)).status).toBe(404);
     const started = await server.request("POST", `/api/apps/${app.id}/start`, { key });
-    expect(started.body.app.status).toBe("running");
+    expect(started.status).toBe(202);
+    expect(started.body.app.status).toBe("starting");
+    await waitForStatus(server, key, app.id, ["running"]);
     expect((await answer()).version).toBe("v2");
     const before = await servingContainer();
     const restarted = await server.request("POST", `/api/apps/${app.id}/restart`, { key });
-    expect(restarted.body.app.status).toBe("running");
-    expect(await servingContainer()).not.toBe(before);
+    expect(restarted.status).toBe(202);
+    // Queued while the start's release still retires the old container; then the status is still that release's.
+    expect(restarted.body.app.status).toBe(restarted.body.queued ? "running" : "starting");
+    expect(await waitForNewContainer(before)).not.toBe(before);
     expect((await answer()).version).toBe("v2");
-  });
+  }, 120_000);
 
-  test("delete removes containers, images, files and builds; 404 afterwards", async () => {
+  test("delete answers 202 at once; containers, images, files and builds go; 404 afterwards", async () => {
     const deleted = await server.request("DELETE", `/api/apps/${app.id}`, { key });
-    expect(deleted.status).toBe(200);
+    expect(deleted.status).toBe(202);
+    expect(deleted.body.app.status).toBe("deleting");
     expect((await server.request("GET", `/api/apps/${app.id}`, { key })).status).toBe(404);
     expect((await server.request("GET", `/api/apps/${app.id}/builds`, { key })).status).toBe(404);
+    for (let attempt = 0; attempt < 100 && existsSync(`${server.dataDir}/apps/${app.id}`); attempt++) await Bun.sleep(100);
     expect(String(await dockerCli("ps", "-aq", "--filter", `label=platform.app=${app.id}`)).trim()).toBe("");
     expect(String(await dockerCli("images", "-q", "--filter", `label=platform.app=${app.id}`)).trim()).toBe("");
     expect(existsSync(`${server.dataDir}/apps/${app.id}`)).toBe(false);
@@ -229,5 +237,5 @@ describe("app lifecycle", () => {
     // It was the workspace's last app: its network (one of the engine's few address pools) is given back.
     const networks = String(await dockerCli("network", "ls", "-q", "--filter", `label=platform.workspace=${app.workspaceId}`)).trim();
     expect(networks).toBe("");
-  });
+  }, 120_000);
 });
