@@ -6,12 +6,19 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { ApiError } from "../http/errors";
-import { toCreateOptions, LABEL_MANAGED, type ContainerSpec } from "./container-spec";
-import { FrameDemuxer, LineSplitter, demuxToLines, type LogLine } from "./stream";
+import { nanoCpus, toCreateOptions, LABEL_MANAGED, type ContainerSpec } from "./container-spec";
+import { FrameDemuxer, LineSplitter, demuxToLines, type Frame, type LogLine } from "./stream";
 
 /** After a failed connection, calls fail at once for this long instead of waiting on the engine again. */
 const UNAVAILABLE_GRACE_MS = 2_000;
 const RETRY_AFTER_SECONDS = "5";
+/** Environment variable marking an exec's processes, so a timed-out one can be found and killed. */
+const EXEC_MARKER = "PLATFORM_EXEC_ID";
+const KILL_EXEC_TIMEOUT_MS = 10_000;
+/** Plain engine calls (inspect, list, create, start...) answer in well under this. */
+const CALL_TIMEOUT_MS = 30_000;
+/** Calls whose work grows with what they touch: removing, copying, committing, measuring disks. */
+const SLOW_CALL_TIMEOUT_MS = 300_000;
 const CONNECTION_ERRORS = new Set(["ECONNREFUSED", "ENOENT", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENOTFOUND", "ConnectionRefused", "FailedToOpenSocket"]);
 
 export interface DockerConnection {
@@ -55,6 +62,8 @@ export interface ExecOptions {
   env?: Record<string, string>;
   user?: string;
   stdin?: ReadableStream<Uint8Array> | Uint8Array;
+  /** When the command runs longer: its stream is destroyed, its processes killed, `done` rejects with ExecTimedOut. */
+  timeoutMs?: number;
 }
 
 export interface ExecStream {
@@ -64,6 +73,8 @@ export interface ExecStream {
 }
 
 export class DockerNotFound extends Error {}
+/** An exec ran past its timeoutMs; it was ended (stream destroyed, processes killed), not left running. */
+export class ExecTimedOut extends Error {}
 /** The Dockerfile itself failed (a RUN step exited non-zero...): the user's problem, not the engine's. */
 export class BuildFailed extends Error {}
 
@@ -98,18 +109,38 @@ export class DockerDriver {
   private unavailableUntil = 0;
   private readonly networkCreations = new Map<string, Promise<void>>();
 
+  private readonly callTimeoutMs: number;
+
   constructor(
     readonly machineId: string,
     connection: DockerConnection,
+    options: { callTimeoutMs?: number } = {},
   ) {
     this.docker = new Docker(dockerOptions(connection));
+    this.callTimeoutMs = options.callTimeoutMs ?? CALL_TIMEOUT_MS;
   }
 
-  /** Runs one engine call, turning "engine unreachable" into DOCKER_UNAVAILABLE and 404 into DockerNotFound. */
-  private async call<T>(what: string, run: () => Promise<T>): Promise<T> {
+  /**
+   * Runs one engine call, turning "engine unreachable" into DOCKER_UNAVAILABLE, 404 into
+   * DockerNotFound, and a call the engine leaves unanswered past its time into DOCKER_TIMEOUT (the
+   * request is aborted through `signal`). `timeoutMs`: the driver's default, a longer one for slow
+   * kinds of calls, or null for those that last as long as their work (builds, pulls, waits).
+   */
+  private async call<T>(what: string, run: (signal: AbortSignal) => Promise<T>, timeoutMs: number | null = this.callTimeoutMs): Promise<T> {
     if (Date.now() < this.unavailableUntil) throw this.unavailable();
+    const controller = new AbortController();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      if (timeoutMs === null) return;
+      timer = setTimeout(() => {
+        reject(new ApiError("DOCKER_TIMEOUT", `The Docker engine of machine '${this.machineId}' did not answer (${what}) within ${timeoutMs / 1000} s; try again`, {
+          "Retry-After": RETRY_AFTER_SECONDS,
+        }));
+        controller.abort();
+      }, timeoutMs);
+    });
     try {
-      return await run();
+      return await Promise.race([run(controller.signal), timedOut]);
     } catch (error) {
       if (error instanceof BuildFailed || error instanceof ApiError || error instanceof DockerNotFound) throw error;
       if (isConnectionError(error)) {
@@ -119,6 +150,8 @@ export class DockerDriver {
       if ((error as { statusCode?: number }).statusCode === 404) throw new DockerNotFound(`${what}: not found`);
       const reason = (error as { json?: { message?: string } }).json?.message ?? (error as Error).message;
       throw new Error(`docker ${what} failed: ${reason}`);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -167,7 +200,7 @@ export class DockerDriver {
             },
           ),
         );
-      });
+      }, null);
     } catch (error) {
       if (error instanceof ApiError) throw error;
       throw new ApiError("IMAGE_UNAVAILABLE", `Image ${image} is not present and could not be pulled: ${(error as Error).message}`);
@@ -187,6 +220,8 @@ export class DockerDriver {
     /** Memory (and equal swap) of the build's containers: user code runs in them (install scripts, builds). */
     memoryMB?: number;
     onLog?: (line: string) => void;
+    /** Aborting drops the connection, which makes the engine stop the build; rejects with the signal's reason. */
+    signal?: AbortSignal;
   }): Promise<string> {
     return this.call(`build ${options.tag}`, async () => {
       const context =
@@ -203,10 +238,17 @@ export class DockerDriver {
         forcerm: true,
       });
       let imageId = "";
-      await new Promise<void>((resolve, reject) =>
+      await new Promise<void>((resolve, reject) => {
+        const abort = () => {
+          (stream as unknown as Readable).destroy();
+          reject(options.signal!.reason);
+        };
+        if (options.signal?.aborted) return abort();
+        options.signal?.addEventListener("abort", abort, { once: true });
         this.docker.modem.followProgress(
           stream,
           (error, output) => {
+            options.signal?.removeEventListener("abort", abort);
             const failed = output?.find((event: { error?: string }) => event.error);
             if (error) reject(error);
             else if (failed) reject(new BuildFailed(failed.error));
@@ -217,10 +259,15 @@ export class DockerDriver {
             const text = event.stream ?? event.status;
             if (text) for (const line of text.split("\n")) if (line.trim()) options.onLog?.(line.replace(/\r$/, ""));
           },
-        ),
-      );
+        );
+      });
       return imageId || (await this.docker.getImage(options.tag).inspect()).Id;
-    });
+    }, null);
+  }
+
+  /** Saves a container's file system (and its config, labels included) as the image `repo:tag`. */
+  async commitContainer(id: string, repo: string, tag: string): Promise<void> {
+    await this.call(`commit ${id}`, () => this.docker.getContainer(id).commit({ repo, tag, pause: false }), SLOW_CALL_TIMEOUT_MS);
   }
 
   /** Removes an image only if it carries the platform's label. */
@@ -228,7 +275,7 @@ export class DockerDriver {
     try {
       const info = await this.call(`inspect image ${image}`, () => this.docker.getImage(image).inspect());
       if (!info.Config?.Labels?.[LABEL_MANAGED]) return false;
-      await this.call(`remove image ${image}`, () => this.docker.getImage(image).remove({ force: true }));
+      await this.call(`remove image ${image}`, () => this.docker.getImage(image).remove({ force: true }), SLOW_CALL_TIMEOUT_MS);
       return true;
     } catch (error) {
       if (error instanceof DockerNotFound) return false;
@@ -250,9 +297,9 @@ export class DockerDriver {
   }
 
   async startContainer(id: string): Promise<void> {
-    await this.call(`start ${id}`, async () => {
+    await this.call(`start ${id}`, async (signal) => {
       try {
-        await this.docker.getContainer(id).start();
+        await this.docker.getContainer(id).start({ abortSignal: signal });
       } catch (error) {
         if ((error as { statusCode?: number }).statusCode !== 304) throw error; // already running
       }
@@ -260,20 +307,20 @@ export class DockerDriver {
   }
 
   async stopContainer(id: string, timeoutSeconds = 10): Promise<void> {
-    await this.call(`stop ${id}`, async () => {
+    await this.call(`stop ${id}`, async (signal) => {
       try {
-        await this.docker.getContainer(id).stop({ t: timeoutSeconds });
+        await this.docker.getContainer(id).stop({ t: timeoutSeconds, abortSignal: signal });
       } catch (error) {
         if ((error as { statusCode?: number }).statusCode !== 304) throw error; // already stopped
       }
-    });
+    }, timeoutSeconds * 1000 + this.callTimeoutMs);
   }
 
 
   /** Removes a container (running or not); a missing one counts as removed. */
   async removeContainer(id: string): Promise<void> {
     try {
-      await this.call(`remove ${id}`, () => this.docker.getContainer(id).remove({ force: true, v: false }));
+      await this.call(`remove ${id}`, (signal) => this.docker.getContainer(id).remove({ force: true, v: false, abortSignal: signal }), SLOW_CALL_TIMEOUT_MS);
     } catch (error) {
       if (!(error instanceof DockerNotFound)) throw error;
     }
@@ -288,8 +335,12 @@ export class DockerDriver {
     await this.call(`update ${id}`, () => this.docker.getContainer(id).update({ Memory: bytes, MemorySwap: bytes }));
   }
 
+  async updateContainerCpus(id: string, cpus: number): Promise<void> {
+    await this.call(`update ${id}`, () => this.docker.getContainer(id).update({ NanoCpus: nanoCpus(cpus) }));
+  }
+
   async inspectContainer(id: string): Promise<ContainerSummary> {
-    const info = await this.call(`inspect ${id}`, () => this.docker.getContainer(id).inspect());
+    const info = await this.call(`inspect ${id}`, (signal) => this.docker.getContainer(id).inspect({ abortSignal: signal }));
     const ports: Record<number, number> = {};
     for (const [port, bindings] of Object.entries(info.NetworkSettings?.Ports ?? {})) {
       const hostPort = (bindings as { HostPort: string }[] | null)?.[0]?.HostPort;
@@ -315,8 +366,8 @@ export class DockerDriver {
 
   /** Containers (running or not) carrying all of the given labels. */
   async listContainers(labels: Record<string, string>): Promise<{ id: string; name: string; state: string; labels: Record<string, string> }[]> {
-    const containers = await this.call("list containers", () =>
-      this.docker.listContainers({ all: true, filters: { label: labelFilter(labels) } }),
+    const containers = await this.call("list containers", (signal) =>
+      this.docker.listContainers({ all: true, filters: { label: labelFilter(labels) }, abortSignal: signal }),
     );
     return containers.map((container) => ({
       id: container.Id,
@@ -360,21 +411,61 @@ export class DockerDriver {
     return statsFromSample(sample);
   }
 
+  /** Extracts a tar stream (e.g. from ./tar.ts) into a container, running or not; missing parent folders are made. */
+  async extractToContainer(id: string, directory: string, tar: ReadableStream<Uint8Array>): Promise<void> {
+    await this.call(
+      `copy into ${id}`,
+      () => this.docker.getContainer(id).putArchive(Readable.fromWeb(tar as never) as unknown as NodeJS.ReadableStream, { path: directory }),
+      SLOW_CALL_TIMEOUT_MS,
+    );
+  }
+
+  /**
+   * The container's stdout and stderr frames from now on, until it exits (attach before starting
+   * it to miss nothing). The engine waits while the reader does: a slow reader slows the writer.
+   */
+  async attachOutput(id: string): Promise<AsyncGenerator<Frame>> {
+    const stream = (await this.call(`attach ${id}`, () =>
+      this.docker.getContainer(id).attach({ stream: true, stdout: true, stderr: true, logs: false }),
+    )) as unknown as Readable;
+    return (async function* () {
+      const demuxer = new FrameDemuxer();
+      try {
+        for await (const chunk of stream) yield* demuxer.push(new Uint8Array(chunk as Buffer));
+      } finally {
+        stream.destroy();
+      }
+    })();
+  }
+
+  /** Waits until the container has stopped; its exit code, and whether the memory limit killed it. */
+  async waitForExit(id: string): Promise<{ exitCode: number; outOfMemory: boolean }> {
+    const result = await this.call(`wait ${id}`, () => this.docker.getContainer(id).wait({ condition: "not-running" }), null);
+    const info = await this.call(`inspect ${id}`, () => this.docker.getContainer(id).inspect());
+    return { exitCode: (result as { StatusCode: number }).StatusCode, outOfMemory: Boolean(info.State.OOMKilled) };
+  }
+
   /** Writes files (path relative to `directory` → content) into a container, running or not. */
   async copyToContainer(id: string, directory: string, files: Record<string, string | Uint8Array>): Promise<void> {
     const archive = await new Bun.Archive(files).bytes();
-    await this.call(`copy into ${id}`, () => this.docker.getContainer(id).putArchive(Buffer.from(archive), { path: directory }));
+    await this.call(`copy into ${id}`, () => this.docker.getContainer(id).putArchive(Buffer.from(archive), { path: directory }), SLOW_CALL_TIMEOUT_MS);
   }
 
   // ---- exec ---------------------------------------------------------------------------------
 
-  /** Runs argv in a running container with stdout streamed back (what dumps and restores need). */
+  /**
+   * Runs argv in a running container with stdout streamed back (what dumps and restores need).
+   * The engine has no call to end an exec, so each one carries a marker in its environment: on
+   * timeout the stream is destroyed and every process holding the marker (the command and its
+   * children) is killed from a second exec, so nothing is left running behind the caller's back.
+   */
   async execStream(id: string, options: ExecOptions): Promise<ExecStream> {
     const container = this.docker.getContainer(id);
+    const marker = crypto.randomUUID().replaceAll("-", "");
     const exec = await this.call(`exec in ${id}`, () =>
       container.exec({
         Cmd: options.command,
-        Env: Object.entries(options.env ?? {}).map(([name, value]) => `${name}=${value}`),
+        Env: Object.entries({ ...options.env, [EXEC_MARKER]: marker }).map(([name, value]) => `${name}=${value}`),
         User: options.user,
         AttachStdin: options.stdin !== undefined,
         AttachStdout: true,
@@ -401,14 +492,43 @@ export class DockerDriver {
       duplex.on("close", resolve);
       duplex.on("error", reject);
     });
-    if (options.stdin !== undefined) void pipeStdin(options.stdin, duplex);
+    let killed: Promise<void> | null = null;
+    const timer =
+      options.timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            killed = this.killExec(id, marker);
+            duplex.destroy();
+          }, options.timeoutMs);
+    if (options.stdin !== undefined) void pipeStdin(options.stdin, duplex).catch(() => {});
     const done = ended.then(async () => {
+      clearTimeout(timer);
+      if (killed) {
+        await killed;
+        throw new ExecTimedOut(`${options.command[0]} did not finish within ${options.timeoutMs! / 1000} s and was stopped`);
+      }
       stdoutController.close();
       const info = await this.call(`exec in ${id}`, () => exec.inspect());
       return { exitCode: info.ExitCode ?? -1, stderr: new TextDecoder().decode(Buffer.concat(stderrChunks)) };
     });
     done.catch((error) => stdoutController.error(error));
     return { stdout, done };
+  }
+
+  /** Kills, as root, every process of the container whose environment holds the exec's marker. */
+  private async killExec(id: string, marker: string): Promise<void> {
+    const script =
+      `for p in /proc/[0-9]*; do ` +
+      `if tr '\\0' '\\n' < "$p/environ" 2>/dev/null | grep -qx "${EXEC_MARKER}=${marker}"; then kill -9 "\${p#/proc/}" 2>/dev/null; fi; ` +
+      `done`;
+    try {
+      // Not a timeoutMs of its own: a killer that hangs is given up, not killed in turn.
+      const { stdout, done } = await this.execStream(id, { command: ["sh", "-c", script], user: "0" });
+      const giveUp = setTimeout(() => void stdout.cancel(), KILL_EXEC_TIMEOUT_MS);
+      await done.finally(() => clearTimeout(giveUp));
+    } catch (error) {
+      console.warn(`[docker] could not kill a timed-out exec in ${id.slice(0, 12)}: ${(error as Error).message}`);
+    }
   }
 
   /** Runs argv and collects its output. */
@@ -421,13 +541,13 @@ export class DockerDriver {
   // ---- networks and volumes -----------------------------------------------------------------
 
   /** Creates the network unless it exists. Calls for one name are serialized: the engine would make two of the same name. */
-  ensureNetwork(name: string, labels: Record<string, string>): Promise<void> {
+  ensureNetwork(name: string, labels: Record<string, string>, driverOptions: Record<string, string> = {}): Promise<void> {
     const previous = this.networkCreations.get(name) ?? Promise.resolve();
     const next = previous.catch(() => {}).then(async () => {
       const existing = await this.call("list networks", () => this.docker.listNetworks({ filters: { name: [name] } }));
       if (existing.some((network) => network.Name === name)) return;
       await this.call(`create network ${name}`, () =>
-        this.docker.createNetwork({ Name: name, Driver: "bridge", Labels: labels, CheckDuplicate: true }),
+        this.docker.createNetwork({ Name: name, Driver: "bridge", Labels: labels, Options: driverOptions, CheckDuplicate: true }),
       );
     });
     this.networkCreations.set(name, next);
@@ -481,7 +601,7 @@ export class DockerDriver {
 
   /** Bytes used by each platform volume, as the engine measures them. */
   async volumeUsage(): Promise<Record<string, number>> {
-    const usage = await this.call("system df", () => this.docker.df());
+    const usage = await this.call("system df", () => this.docker.df(), SLOW_CALL_TIMEOUT_MS);
     const sizes: Record<string, number> = {};
     for (const volume of (usage as { Volumes?: { Name: string; Labels?: Record<string, string>; UsageData?: { Size: number } }[] }).Volumes ?? []) {
       if (volume.Labels?.[LABEL_MANAGED]) sizes[volume.Name] = volume.UsageData?.Size ?? 0;

@@ -1,7 +1,9 @@
 // The driver against the real local engine, with the node stand-in image chosen through
 // PLATFORM_IMAGE_NODE like the platform itself would.
 import { afterAll, describe, expect, test } from "bun:test";
-import { BuildFailed, DockerNotFound } from "../../../src/docker/driver";
+import { BuildFailed, DockerDriver, DockerNotFound, ExecTimedOut } from "../../../src/docker/driver";
+import { ApiError } from "../../../src/http/errors";
+import { tempDir } from "../../helpers/temp";
 import { LABEL_MANAGED, type ContainerSpec } from "../../../src/docker/container-spec";
 import { config, dockerCli, localDriver, uniqueName } from "../../helpers/docker";
 
@@ -133,6 +135,34 @@ describe("docker driver on the real engine", () => {
     expect(failing).toEqual({ exitCode: 3, stdout: "", stderr: "bad\n" });
     const env = await driver.exec(id, { command: ["printenv", "GREETING"], env: { GREETING: "hello there" } });
     expect(env.stdout).toBe("hello there\n");
+  });
+
+  test("an exec past its timeout is ended: the call rejects and its processes are gone from the container", async () => {
+    const id = await run();
+    const started = performance.now();
+    const failure = await driver.exec(id, { command: ["sh", "-c", "sleep 4242 & sleep 4243; echo never"], timeoutMs: 1_000 }).catch((error) => error);
+    expect(failure).toBeInstanceOf(ExecTimedOut);
+    expect(performance.now() - started).toBeLessThan(10_000);
+    const processes = await driver.exec(id, { command: ["ps", "-eo", "args"] });
+    expect(processes.stdout).not.toContain("sleep 424"); // the command and the child it started
+    expect(processes.stdout).toContain("sleep 300"); // the container's own process is left alone
+  });
+
+  test("an engine that accepts the connection but never answers: the call fails with DOCKER_TIMEOUT at its time", async () => {
+    const socket = `${tempDir("platform-silent-engine-")}/docker.sock`;
+    const silent = Bun.listen({ unix: socket, socket: { data() {} } }); // reads requests, answers none
+    try {
+      const stuck = new DockerDriver("silent", { host: `unix://${socket}` }, { callTimeoutMs: 500 });
+      const started = performance.now();
+      const failure = await stuck.inspectContainer("anything").catch((error) => error);
+      expect(failure).toBeInstanceOf(ApiError);
+      expect(failure.code).toBe("DOCKER_TIMEOUT");
+      expect(failure.status).toBe(504);
+      expect(failure.headers["Retry-After"]).toBeDefined();
+      expect(performance.now() - started).toBeLessThan(3_000);
+    } finally {
+      silent.stop(true);
+    }
   });
 
   test("files copied into a container are there", async () => {
