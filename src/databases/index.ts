@@ -16,13 +16,15 @@ import {
 import { DatabaseService } from "./service";
 import { deleteDatabase, startDatabase, stopDatabase, updateSettings } from "./lifecycle";
 import { rotatePassword } from "./rotation";
+import { MASKED_PASSWORD } from "./engines";
+import { mayReadSecrets } from "../http/permissions";
 
 const STATUSES =
   "Database `status`: `provisioning` (image being pulled, container being created or started, or the engine not answering yet), `running` " +
   "(the engine answered a real query with the credentials), `stopped`, `failed` (`statusReason` says why; POST start tries " +
   "again), `deleting`.";
 const DATABASE_FIELDS =
-  "`database`: id, name, engine, version, status, statusReason, memoryMB, storageGB, username, databaseName, machineId, " +
+  "`database`: id, name, engine, version, status, statusReason, memoryMB, cpus (the container's CPU limit), storageGB, username, databaseName, machineId, " +
   "host and port (published on PLATFORM_DB_BIND_ADDRESS, named by PLATFORM_PUBLIC_HOST), internalHost and internalPort " +
   "(the name is the database's alias on the workspace network its apps share), connectionString and " +
   "internalConnectionString (`postgresql://`, `mysql://`, `mongodb://...?authSource=admin`, `redis://`), createdAt, updatedAt. " +
@@ -32,6 +34,20 @@ const OPERATION =
 const STORAGE =
   "`storageGB` is an allowance: Docker local volumes cannot enforce a size, so the volume's real use is measured " +
   "(`storage.usedBytes`, measured again once the last measure is 2 seconds old) and `storage.warning` is set once it is over the allowance.";
+
+/** For roles that may not read secrets: the connection strings with `****` for the password. */
+function withPasswordMasked<Database extends { connectionString: string | null; internalConnectionString: string }>(database: Database): Database {
+  const mask = (connectionString: string) => {
+    const url = new URL(connectionString);
+    url.password = MASKED_PASSWORD;
+    return url.toString();
+  };
+  return {
+    ...database,
+    connectionString: database.connectionString && mask(database.connectionString),
+    internalConnectionString: mask(database.internalConnectionString),
+  };
+}
 
 function actorOf(principal: Principal) {
   const actor = auditActor(principal);
@@ -74,7 +90,10 @@ export function databasesRoutes(ctx: ServerContext) {
             `${STORAGE} MySQL: the password is root's too. Redis: the username is an ACL user (\`default\` is switched off). ` +
             "Refused at once, with nothing kept: 409 `NAME_TAKEN` when a database or an app of the workspace has the name (both " +
             "answer to their names on the workspace network); 400 `UNKNOWN_MACHINE`; 409 `PORT_RANGE_EXHAUSTED` when every " +
-            "port of PLATFORM_DB_PORT_RANGE is held by a database or in use on the host; 409 `OPERATION_FAILED` when no port " +
+            "port of PLATFORM_DB_PORT_RANGE is held by a database or in use on the host; 409 `QUOTA_EXCEEDED` when the " +
+            "workspace is at PLATFORM_QUOTA_DATABASES, PLATFORM_QUOTA_DB_PORTS or would pass PLATFORM_QUOTA_MEMORY_MB (apps' " +
+            "and databases' memoryMB together); `cpus` (0.1-16) limits the container, default PLATFORM_DEFAULT_CPUS; " +
+            "409 `OPERATION_FAILED` when no port " +
             "can be published on PLATFORM_DB_BIND_ADDRESS; 503 `DOCKER_UNAVAILABLE` (with Retry-After) when the Docker engine " +
             "does not answer.",
         },
@@ -97,14 +116,17 @@ export function databasesRoutes(ctx: ServerContext) {
         },
       },
     )
-    .get("/:databaseId", async ({ principal, params }) => ok({ database: await service.get(principal.workspaceId, params.databaseId) }), {
+    .get("/:databaseId", async ({ principal, params }) => {
+      const database = await service.get(principal.workspaceId, params.databaseId);
+      return ok({ database: mayReadSecrets(principal.role) ? database : withPasswordMasked(database) });
+    }, {
       auth: true,
       params: databaseIdParams,
       query: workspaceQuery,
       detail: {
         summary: "Get a database",
         description:
-          `Reads the container first, so the status is live. ${DATABASE_FIELDS} Plus \`storage\`: allowanceBytes, usedBytes, ` +
+          `Reads the container first, so the status is live. ${DATABASE_FIELDS} The \`viewer\` role gets the connection strings masked. Plus \`storage\`: allowanceBytes, usedBytes, ` +
           `overAllowance, warning. ${STORAGE} ${STATUSES}`,
       },
     })
@@ -118,9 +140,10 @@ export function databasesRoutes(ctx: ServerContext) {
         body: settingsBody,
         query: workspaceQuery,
         detail: {
-          summary: "Change name or memory",
+          summary: "Change name, memory or CPUs",
           description:
-            "`memoryMB` (>= 256) is applied to the running container at once, without a restart (Redis' maxmemory follows). " +
+            "`memoryMB` (>= 256) and `cpus` (0.1-16; null: PLATFORM_DEFAULT_CPUS) are applied to the running container at once, " +
+            "without a restart (Redis' maxmemory follows). 409 `QUOTA_EXCEEDED` when more memory would pass PLATFORM_QUOTA_MEMORY_MB. " +
             "A new `name` is also the new alias on the workspace network; the host port and connection string stay as they are. " +
             "Answers `database` and " + OPERATION + " 409 `NAME_TAKEN` when a database or an app of the workspace has the name; " +
             "409 `BUSY` while another operation runs; 409 `OPERATION_FAILED` when Docker refuses the limit (e.g. below current use).",
@@ -180,12 +203,21 @@ export function databasesRoutes(ctx: ServerContext) {
     )
     .post(
       "/:databaseId/stop",
-      async ({ principal, params }) => ok(withOperation(await stopDatabase(service, principal.workspaceId, params.databaseId, actorOf(principal)))),
+      ({ principal, params, set }) => {
+        set.status = 202;
+        return ok(withOperation(stopDatabase(service, principal.workspaceId, params.databaseId, actorOf(principal))));
+      },
       {
         auth: true,
         params: databaseIdParams,
         query: workspaceQuery,
-        detail: { summary: "Stop a database", description: "Stops the engine cleanly (data kept on its volume). Answers `database` (status `stopped`) and " + OPERATION },
+        detail: {
+          summary: "Stop a database",
+          description:
+            "Answers 202 at once with `database` and " + OPERATION + " The engine is stopped cleanly in the background (data " +
+            "kept on its volume): the status becomes `stopped` when the operation succeeds; when Docker fails the operation is " +
+            "`failed` with the error and the status is left as it was. 409 `BUSY` while another operation runs.",
+        },
       },
     )
     .delete(

@@ -1,11 +1,13 @@
 // Start, stop, settings and delete of a database. Each is one operation in the history and holds
-// the database while it runs (a second operation meanwhile gets 409 BUSY). Start answers at once
-// and finishes in the background; the others finish before answering.
+// the database while it runs (a second operation meanwhile gets 409 BUSY). Start and stop answer
+// at once and finish in the background; the others finish before answering.
 import { eq } from "drizzle-orm";
 import { databases } from "../db/schema";
 import { ApiError } from "../http/errors";
 import { workspaceNetworkName } from "../docker/workspace-network";
 import type { SettingsInput } from "./model";
+import { assertWithinQuota } from "../quotas/limits";
+import { workspaceUsage } from "../quotas/usage";
 import type { OperationActor } from "./operations";
 import {
   createContainer,
@@ -51,32 +53,35 @@ export function startDatabase(service: DatabaseService, workspaceId: string, dat
   return { database: service.view(service.reload(row), { masked: false }), operationId: operation.id };
 }
 
-export async function stopDatabase(service: DatabaseService, workspaceId: string, databaseId: string, actor: OperationActor) {
+/** Stops the engine cleanly in the background (it may take its time to flush); `stopped` once it has. */
+export function stopDatabase(service: DatabaseService, workspaceId: string, databaseId: string, actor: OperationActor) {
   const row = service.find(workspaceId, databaseId);
   const target = service.targetOf(row);
   const operation = service.operations.begin(row, "stop", actor);
-  await operation
-    .run(async () => {
-      const container = await service.containerOf(target);
-      if (container) await stopContainer(target, container.id);
+  service.track(
+    operation.run(async () => {
+      const container = await service.containerOf(target).catch((error) => Promise.reject(dockerFailure(error, "Docker could not stop the database")));
+      if (container) await stopContainer(target, container.id).catch((error) => Promise.reject(dockerFailure(error, "Docker could not stop the database")));
       service.update(row.id, { status: "stopped", statusReason: null });
-    })
-    .catch((error) => Promise.reject(dockerFailure(error, "Docker could not stop the database")));
+    }),
+  );
   return { database: service.view(service.reload(row), { masked: false }), operationId: operation.id };
 }
 
 /**
  * Renames (the alias on the workspace network follows; the host port stays) and/or
- * applies a new memory limit to the container as it runs, with no restart and no data loss.
+ * applies a new memory or CPU limit to the container as it runs, with no restart and no data loss.
  */
 export async function updateSettings(service: DatabaseService, workspaceId: string, databaseId: string, input: SettingsInput, actor: OperationActor) {
   const row = service.find(workspaceId, databaseId);
   const rename = input.name !== undefined && input.name !== row.name;
   const resize = input.memoryMB !== undefined && input.memoryMB !== row.memoryMB;
+  const cpus = input.cpus === undefined ? row.cpus : input.cpus;
   if (rename) service.assertNameFree(workspaceId, input.name!);
+  if (resize) assertWithinQuota("memoryMB", workspaceUsage(service.db, workspaceId).memoryMB, input.memoryMB! - row.memoryMB, service.config.quotas.memoryMB);
   const operation = service.operations.begin(row, "settings", actor);
   await operation.run(async () => {
-    const updated = { ...row, name: input.name ?? row.name, memoryMB: input.memoryMB ?? row.memoryMB };
+    const updated = { ...row, name: input.name ?? row.name, memoryMB: input.memoryMB ?? row.memoryMB, cpus };
     const target = service.targetOf(updated);
     const container = await service.containerOf(target);
     if (resize && container) {
@@ -90,6 +95,11 @@ export async function updateSettings(service: DatabaseService, workspaceId: stri
         if (!result.ok) throw new ApiError("OPERATION_FAILED", `${target.definition.title} refused the new memory size: ${problemOf(result)}`);
       }
     }
+    if (cpus !== row.cpus && container) {
+      await target.driver.updateContainerCpus(container.id, cpus ?? service.config.defaultCpus).catch((error) => {
+        throw dockerFailure(error, "Docker refused the new CPU limit");
+      });
+    }
     if (rename && container) {
       await target.driver.setNetworkAliases(container.id, workspaceNetworkName(row.workspaceId), [updated.name]).catch((error) => {
         throw dockerFailure(error, "Docker could not give the container its new alias");
@@ -97,7 +107,7 @@ export async function updateSettings(service: DatabaseService, workspaceId: stri
     }
     try {
       // hostPort is left as it is: it was chosen at creation and the container keeps publishing it.
-      service.update(row.id, { name: updated.name, memoryMB: updated.memoryMB });
+      service.update(row.id, { name: updated.name, memoryMB: updated.memoryMB, cpus: updated.cpus });
     } catch (error) {
       if (String(error).includes("UNIQUE")) throw new ApiError("NAME_TAKEN", `A database named '${updated.name}' already exists in this workspace`);
       throw error;
