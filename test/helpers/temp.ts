@@ -6,6 +6,11 @@ import { join } from "node:path";
 
 const made: string[] = [];
 
+/** The folders made so far (the teardown reads the test servers' data dirs among them). */
+export function madeTempDirs(): string[] {
+  return [...made];
+}
+
 export function removeTempDirs() {
   for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
 }

@@ -11,7 +11,13 @@ beforeAll(async () => {
   server = await TestServer.start({ PLATFORM_BUILD_MEMORY_MB: "64" });
   key = (await server.createKey("limits")).key;
 });
-afterAll(() => server.stop());
+afterAll(async () => {
+  // The app deployed once the slots are free keeps building and then runs: it must not outlive the test.
+  for (const app of (await server.request("GET", "/api/apps/", { key })).body.apps ?? []) {
+    await server.request("DELETE", `/api/apps/${app.id}`, { key });
+  }
+  await server.stop();
+});
 
 /** A deploy whose body is still arriving: its upload slot stays taken until `finish`. */
 function stalledUpload() {
