@@ -1,6 +1,8 @@
 // Settings of the platform, read once from PLATFORM_* environment variables.
 // Every setting is documented in README.md with its default; keep the two in step.
 import { resolve } from "node:path";
+import { availableParallelism, hostname } from "node:os";
+import { parseCidrList, type CidrRange } from "../http/trusted-proxies";
 
 export type Runtime = "node" | "bun" | "python";
 export type Engine = "postgresql" | "mysql" | "mongodb" | "redis";
@@ -33,11 +35,48 @@ export interface Config {
   buildCaFile: string | undefined;
   buildNpmRegistry: string | undefined;
   buildMemoryMB: number;
+  buildCpus: number;
+  buildPidsLimit: number;
+  buildTimeoutSeconds: number;
+  /** A build log past this keeps its first and last part. */
+  buildLogMaxBytes: number;
+  buildsPerWorkspace: number;
+  buildsMax: number;
   uploads: { maxUploadBytes: number; maxArchiveEntries: number; maxUncompressedBytes: number };
   apiRateLimit: RateLimit;
   authFailureRateLimit: RateLimit;
+  /** Failed password attempts per account (email, invitation, the owner setup), from any address. */
+  accountFailureRateLimit: RateLimit;
+  /** How many password hashes or checks run at once, and how many more may wait for a turn. */
+  passwordHashing: { concurrency: number; queueLimit: number };
+  /** Peers whose X-Forwarded-For, -Proto and -Host are believed. */
+  trustedProxies: CidrRange[];
+  /** Host names the dashboard may be reached by (besides IP literals and localhost); "*" allows any. */
+  apiHosts: string[];
   sessionTtlSeconds: number;
   reconcileSchedule: string;
+  /** Builds kept per app (besides its current build and unfinished ones) when housekeeping runs. */
+  buildRetention: number;
+  /** Croner schedule of housekeeping: pruning expired sessions and old builds. */
+  housekeepingSchedule: string;
+  quotas: WorkspaceQuotas;
+  /** CPUs of an app or database container whose `cpus` is not set. */
+  defaultCpus: number;
+  /** uid[:gid] app containers run as; undefined: the image's own user (root in the runtime images). */
+  appUser: string | undefined;
+  egress: { firewall: boolean; blockedCidrs: string[] };
+}
+
+/** Per-workspace limits; see "Isolation" in README.md. */
+export interface WorkspaceQuotas {
+  apps: number;
+  databases: number;
+  /** Sum of the memoryMB of the workspace's apps and databases. */
+  memoryMB: number;
+  /** Databases with a host port. */
+  dbPorts: number;
+  /** App source trees (and, once they exist, backups) on the platform's disk. */
+  diskMB: number;
 }
 
 function integerSetting(env: Record<string, string | undefined>, name: string, fallback: number, min = 0): number {
@@ -48,6 +87,65 @@ function integerSetting(env: Record<string, string | undefined>, name: string, f
     throw new Error(`${name} must be a number >= ${min}, got "${raw}"`);
   }
   return value;
+}
+
+function cpusSetting(env: Record<string, string | undefined>, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0.1 || value > 16) throw new Error(`${name} must be a number from 0.1 to 16, got "${raw}"`);
+  return value;
+}
+
+/** Empty or "root": the image's own user. Otherwise a numeric uid or uid:gid (names may not exist in the image). */
+function appUserSetting(env: Record<string, string | undefined>, name: string, fallback: string): string | undefined {
+  const raw = env[name];
+  if (raw === "" || raw === "root" || raw === "0" || raw === "0:0") return undefined;
+  const value = raw ?? fallback;
+  if (!/^\d{1,9}(:\d{1,9})?$/.test(value)) throw new Error(`${name} must be a uid or uid:gid (numbers), "root" or empty, got "${value}"`);
+  return value;
+}
+
+function onOffSetting(env: Record<string, string | undefined>, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (raw === "on") return true;
+  if (raw === "off") return false;
+  throw new Error(`${name} must be "on" or "off", got "${raw}"`);
+}
+
+/** Comma-separated IPv4 addresses or CIDRs, e.g. "169.254.0.0/16,10.0.0.5". */
+function cidrListSetting(env: Record<string, string | undefined>, name: string, fallback: string): string[] {
+  const raw = env[name] ?? fallback;
+  const items = raw.split(",").map((item) => item.trim()).filter(Boolean);
+  for (const item of items) {
+    const match = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?:\/(\d{1,2}))?$/.exec(item);
+    if (!match || match.slice(1, 5).some((octet) => Number(octet) > 255) || (match[5] !== undefined && Number(match[5]) > 32)) {
+      throw new Error(`${name} must be comma-separated IPv4 addresses or CIDRs, got "${item}"`);
+    }
+  }
+  return items;
+}
+
+function trustedProxiesSetting(env: Record<string, string | undefined>, name: string): CidrRange[] {
+  try {
+    return parseCidrList(env[name] ?? "");
+  } catch (error) {
+    throw new Error(`${name} must be comma-separated IPv4 or IPv6 addresses or CIDRs: ${(error as Error).message}`);
+  }
+}
+
+const HOST_NAME = /^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*$/;
+
+/** Comma-separated host names, lowercased; "*" allows any. The fallback's odd names are left out. */
+function hostListSetting(env: Record<string, string | undefined>, name: string, fallback: string[]): string[] {
+  const lowered = (text: string) => text.trim().toLowerCase().replace(/\.$/, "");
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback.map(lowered).filter((item) => HOST_NAME.test(item));
+  const names = raw.split(",").map(lowered).filter(Boolean);
+  const bad = names.find((item) => item !== "*" && !HOST_NAME.test(item));
+  if (bad !== undefined) throw new Error(`${name} must be comma-separated host names (or "*"), got "${bad}"`);
+  return names;
 }
 
 function textSetting(env: Record<string, string | undefined>, name: string, fallback: string): string {
@@ -92,6 +190,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     buildCaFile: env.PLATFORM_BUILD_CA_FILE || undefined,
     buildNpmRegistry: env.PLATFORM_BUILD_NPM_REGISTRY || undefined,
     buildMemoryMB: integerSetting(env, "PLATFORM_BUILD_MEMORY_MB", 2048, 64),
+    buildCpus: cpusSetting(env, "PLATFORM_BUILD_CPUS", 1),
+    buildPidsLimit: integerSetting(env, "PLATFORM_BUILD_PIDS_LIMIT", 512, 16),
+    buildTimeoutSeconds: integerSetting(env, "PLATFORM_BUILD_TIMEOUT_SECONDS", 900, 1),
+    buildLogMaxBytes: integerSetting(env, "PLATFORM_BUILD_LOG_MAX_BYTES", 5 * 1024 * 1024, 64 * 1024),
+    buildsPerWorkspace: integerSetting(env, "PLATFORM_BUILDS_PER_WORKSPACE", 2, 1),
+    buildsMax: integerSetting(env, "PLATFORM_BUILDS_MAX", 4, 1),
     uploads: {
       maxUploadBytes: integerSetting(env, "PLATFORM_MAX_UPLOAD_BYTES", 512 * 1024 * 1024, 1),
       maxArchiveEntries: integerSetting(env, "PLATFORM_MAX_ARCHIVE_ENTRIES", 20_000, 1),
@@ -105,7 +209,36 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       burst: integerSetting(env, "PLATFORM_AUTH_FAILURE_BURST", 10, 1),
       refillPerSecond: integerSetting(env, "PLATFORM_AUTH_FAILURE_PER_MINUTE", 10, 0) / 60,
     },
+    accountFailureRateLimit: {
+      burst: integerSetting(env, "PLATFORM_AUTH_ACCOUNT_FAILURE_BURST", 20, 1),
+      refillPerSecond: integerSetting(env, "PLATFORM_AUTH_ACCOUNT_FAILURE_PER_MINUTE", 2, 0) / 60,
+    },
+    passwordHashing: {
+      concurrency: integerSetting(env, "PLATFORM_PASSWORD_HASH_CONCURRENCY", availableParallelism(), 1),
+      queueLimit: integerSetting(env, "PLATFORM_PASSWORD_HASH_QUEUE", 32, 0),
+    },
+    trustedProxies: trustedProxiesSetting(env, "PLATFORM_TRUSTED_PROXIES"),
+    apiHosts: hostListSetting(env, "PLATFORM_API_HOSTS", [
+      hostname(),
+      textSetting(env, "PLATFORM_PUBLIC_HOST", "localhost"),
+      textSetting(env, "PLATFORM_DOMAIN", "localhost"),
+    ]),
     sessionTtlSeconds: integerSetting(env, "PLATFORM_SESSION_TTL_HOURS", 168, 1) * 3600,
     reconcileSchedule: textSetting(env, "PLATFORM_RECONCILE_SCHEDULE", "*/30 * * * * *"),
+    buildRetention: integerSetting(env, "PLATFORM_BUILD_RETENTION", 50, 1),
+    housekeepingSchedule: textSetting(env, "PLATFORM_HOUSEKEEPING_SCHEDULE", "0 */15 * * * *"),
+    quotas: {
+      apps: integerSetting(env, "PLATFORM_QUOTA_APPS", 50),
+      databases: integerSetting(env, "PLATFORM_QUOTA_DATABASES", 20),
+      memoryMB: integerSetting(env, "PLATFORM_QUOTA_MEMORY_MB", 16_384),
+      dbPorts: integerSetting(env, "PLATFORM_QUOTA_DB_PORTS", 20),
+      diskMB: integerSetting(env, "PLATFORM_QUOTA_DISK_MB", 10_240),
+    },
+    defaultCpus: cpusSetting(env, "PLATFORM_DEFAULT_CPUS", 1),
+    appUser: appUserSetting(env, "PLATFORM_APP_USER", "1000:1000"),
+    egress: {
+      firewall: onOffSetting(env, "PLATFORM_EGRESS_FIREWALL", true),
+      blockedCidrs: cidrListSetting(env, "PLATFORM_EGRESS_BLOCKED", "169.254.0.0/16"),
+    },
   };
 }

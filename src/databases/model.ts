@@ -21,6 +21,7 @@ export type OperationType = (typeof OPERATION_TYPES)[number] | "backup" | "resto
 
 export const LIMITS = {
   memoryMB: { default: 512, min: 256, max: 262_144 },
+  cpus: { min: 0.1, max: 16 },
   storageGB: { default: 5, min: 1, max: 65_536 },
   password: { min: 8, max: 128 },
   logsTail: { default: 100, min: 1, max: 2000 },
@@ -42,6 +43,11 @@ const memoryMB = t.Integer({
   maximum: LIMITS.memoryMB.max,
   description: `Memory limit of the container in MB (>= ${LIMITS.memoryMB.min})`,
 });
+const cpus = t.Number({
+  minimum: LIMITS.cpus.min,
+  maximum: LIMITS.cpus.max,
+  description: `CPUs the container may use (${LIMITS.cpus.min}-${LIMITS.cpus.max}, e.g. 0.5); null or omitted: the platform default (PLATFORM_DEFAULT_CPUS)`,
+});
 const password = t.String({
   pattern: PASSWORD_PATTERN,
   description: `${LIMITS.password.min}-${LIMITS.password.max} printable ASCII characters, no spaces`,
@@ -57,6 +63,7 @@ export const createDatabaseBody = t.Object({
     t.String({ pattern: VERSION_PATTERN, description: "Engine version, the image tag (default: postgresql 17, mysql 8.4, mongodb 8, redis 7)" }),
   ),
   memoryMB: t.Optional(memoryMB),
+  cpus: t.Optional(t.Nullable(cpus)),
   storageGB: t.Optional(
     t.Integer({
       minimum: LIMITS.storageGB.min,
@@ -74,8 +81,8 @@ export const createDatabaseBody = t.Object({
 export type CreateDatabaseInput = typeof createDatabaseBody.static;
 
 export const settingsBody = t.Object(
-  { name: t.Optional(name), memoryMB: t.Optional(memoryMB) },
-  { minProperties: 1, description: "At least one of name, memoryMB" },
+  { name: t.Optional(name), memoryMB: t.Optional(memoryMB), cpus: t.Optional(t.Nullable(cpus)) },
+  { minProperties: 1, description: "At least one of name, memoryMB, cpus" },
 );
 export type SettingsInput = typeof settingsBody.static;
 

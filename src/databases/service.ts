@@ -33,6 +33,8 @@ import {
 } from "./runtime";
 import { databaseView, liveStatus, storageView, type ContainerState } from "./view";
 import { bindCheck, chooseHostPort } from "./ports";
+import { assertWithinQuota } from "../quotas/limits";
+import { workspaceUsage } from "../quotas/usage";
 
 export interface DatabaseServiceDeps {
   db: PlatformDb;
@@ -150,6 +152,15 @@ export class DatabaseService {
       this.portsBeingTaken.add(port);
       return { port, release: () => this.portsBeingTaken.delete(port) };
     }
+  }
+
+  /** A new database with a host port and `memoryMB`: within the workspace's quotas? */
+  private assertQuotas(workspaceId: string, memoryMB: number) {
+    const usage = workspaceUsage(this.db, workspaceId);
+    const quotas = this.config.quotas;
+    assertWithinQuota("databases", usage.databases, 1, quotas.databases);
+    assertWithinQuota("dbPorts", usage.dbPorts, 1, quotas.dbPorts);
+    assertWithinQuota("memoryMB", usage.memoryMB, memoryMB, quotas.memoryMB);
   }
 
   /** Lets a background operation finish on its own; its outcome is already recorded in its operation row. */
@@ -298,7 +309,7 @@ export class DatabaseService {
       version: input.version ?? definition.defaultVersion,
       status: "provisioning",
       statusReason: null,
-      cpus: null,
+      cpus: input.cpus ?? null,
       memoryMB: input.memoryMB ?? LIMITS.memoryMB.default,
       storageGB: input.storageGB ?? LIMITS.storageGB.default,
       username: credentials.username,
@@ -312,6 +323,8 @@ export class DatabaseService {
       updatedAt: now,
     };
     try {
+      // Checked here, after the last await: no other create can slip in between check and insert.
+      this.assertQuotas(workspaceId, row.memoryMB);
       this.db.insert(databases).values(row).run();
     } catch (error) {
       if (String(error).includes("UNIQUE")) throw new ApiError("NAME_TAKEN", `A database named '${input.name}' already exists in this workspace`);

@@ -16,6 +16,8 @@ export function databaseView(row: DatabaseRow, credentials: Credentials, definit
     status: row.status as DatabaseStatus,
     statusReason: row.statusReason,
     memoryMB: row.memoryMB,
+    /** The CPU limit the container has: its own, or PLATFORM_DEFAULT_CPUS. */
+    cpus: row.cpus ?? config.defaultCpus,
     storageGB: row.storageGB,
     username: row.username,
     databaseName: row.databaseName,

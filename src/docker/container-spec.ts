@@ -1,6 +1,6 @@
 // What the platform asks of a container, and the pure translation into the engine's create
 // options with the hardening every container gets: memory limit with equal swap, pids limit,
-// no-new-privileges, all capabilities dropped but the few an image needs, capped json-file
+// a CPU limit, no-new-privileges, all capabilities dropped but the few an image needs, capped json-file
 // logs, no privileged mode, no host mounts (named volumes only), never the Docker socket.
 import type Docker from "dockerode";
 
@@ -27,10 +27,15 @@ export interface ContainerSpec {
   env?: Record<string, string>;
   labels: Record<string, string>;
   memoryMB: number;
+  /** CPUs the container may use (fractions allowed, e.g. 0.5), as Docker's NanoCpus; omitted: no limit. */
+  cpus?: number;
   pidsLimit?: number;
   capabilities?: Capability[];
   workingDir?: string;
+  /** uid[:gid] the process runs as; omitted: the image's user. */
   user?: string;
+  /** Namespaced kernel settings (net.*), e.g. letting a non-root app bind a port below 1024. */
+  sysctls?: Record<string, string>;
   /** Workspace network and the names other containers on it reach this one by. */
   network?: { name: string; aliases: string[] };
   /** Container port published on the host, bound to one address (e.g. 127.0.0.1). */
@@ -44,6 +49,8 @@ export interface ContainerSpec {
 
 const CONTAINER_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** Only the network namespace's own settings: they change nothing outside the container. */
+const NETWORK_SYSCTL = /^net\.ipv4\.[a-z0-9_.]+$/;
 
 export function toCreateOptions(spec: ContainerSpec): Docker.ContainerCreateOptions {
   if (!CONTAINER_NAME.test(spec.name)) throw new Error(`invalid container name ${JSON.stringify(spec.name)}`);
@@ -56,6 +63,9 @@ export function toCreateOptions(spec: ContainerSpec): Docker.ContainerCreateOpti
     return `${name}=${value}`;
   });
   const memoryBytes = Math.round(spec.memoryMB * 1024 * 1024);
+  for (const name of Object.keys(spec.sysctls ?? {})) {
+    if (!NETWORK_SYSCTL.test(name)) throw new Error(`sysctl ${name} is not allowed`);
+  }
   const port = spec.publish ? `${spec.publish.containerPort}/tcp` : undefined;
   return {
     name: spec.name,
@@ -70,6 +80,7 @@ export function toCreateOptions(spec: ContainerSpec): Docker.ContainerCreateOpti
     HostConfig: {
       Memory: memoryBytes,
       MemorySwap: memoryBytes,
+      NanoCpus: spec.cpus === undefined ? undefined : nanoCpus(spec.cpus),
       PidsLimit: spec.pidsLimit ?? DEFAULT_PIDS_LIMIT,
       SecurityOpt: ["no-new-privileges:true"],
       CapDrop: ["ALL"],
@@ -82,10 +93,17 @@ export function toCreateOptions(spec: ContainerSpec): Docker.ContainerCreateOpti
         : undefined,
       RestartPolicy: { Name: spec.restartPolicy ?? "no" },
       Init: spec.init ?? false,
+      Sysctls: spec.sysctls,
       NetworkMode: spec.network?.name,
     },
     NetworkingConfig: spec.network
       ? { EndpointsConfig: { [spec.network.name]: { Aliases: spec.network.aliases } } }
       : undefined,
   };
+}
+
+/** Docker's unit for a CPU limit: billionths of a CPU. */
+export function nanoCpus(cpus: number): number {
+  if (!Number.isFinite(cpus) || cpus <= 0) throw new Error(`invalid cpus ${cpus}`);
+  return Math.round(cpus * 1e9);
 }

@@ -44,5 +44,19 @@ describe("container create options", () => {
     expect(() => toCreateOptions({ ...base, labels: {} })).toThrow(/platform.managed/);
     expect(() => toCreateOptions({ ...base, name: "../evil" })).toThrow(/invalid container name/);
     expect(() => toCreateOptions({ ...base, env: { "A=B": "x" } })).toThrow(/invalid environment variable/);
+    expect(() => toCreateOptions({ ...base, sysctls: { "kernel.shmmax": "1" } })).toThrow(/sysctl kernel.shmmax is not allowed/);
+    expect(() => toCreateOptions({ ...base, cpus: 0 })).toThrow(/invalid cpus/);
+  });
+
+  test("a CPU limit becomes NanoCpus; none is set when cpus is omitted", () => {
+    expect(toCreateOptions({ ...base, cpus: 0.5 }).HostConfig!.NanoCpus).toBe(500_000_000);
+    expect(toCreateOptions({ ...base, cpus: 2 }).HostConfig!.NanoCpus).toBe(2_000_000_000);
+    expect(toCreateOptions(base).HostConfig!.NanoCpus).toBeUndefined();
+  });
+
+  test("user and the namespaced sysctl a non-root app needs for a low port", () => {
+    const options = toCreateOptions({ ...base, user: "1000:1000", sysctls: { "net.ipv4.ip_unprivileged_port_start": "0" } });
+    expect(options.User).toBe("1000:1000");
+    expect(options.HostConfig!.Sysctls).toEqual({ "net.ipv4.ip_unprivileged_port_start": "0" });
   });
 });

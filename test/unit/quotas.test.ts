@@ -1,0 +1,73 @@
+import { describe, expect, test } from "bun:test";
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { tmpdir } from "node:os";
+import { assertWithinQuota, bytesToMB, quotaRefusal } from "../../src/quotas/limits";
+import { treeBytes, WorkspaceDisk } from "../../src/quotas/usage";
+import { loadConfig } from "../../src/config";
+import { ApiError } from "../../src/http/errors";
+
+describe("quota decisions", () => {
+  test("a change fits while use plus growth stays within the limit", () => {
+    expect(quotaRefusal("apps", 49, 1, 50)).toBeNull();
+    expect(quotaRefusal("memoryMB", 1000, 24, 1024)).toBeNull();
+  });
+
+  test("the refusal names the quota, the use, the limit and the setting", () => {
+    expect(quotaRefusal("apps", 2, 1, 2)).toBe(
+      "Workspace quota for apps exceeded: 2 apps in use of 2 apps, this needs 1 app more (the platform's operator can raise PLATFORM_QUOTA_APPS)",
+    );
+    expect(quotaRefusal("memoryMB", 960, 128, 1024)).toContain("memory exceeded: 960 MB in use of 1024 MB, this needs 128 MB more");
+    expect(quotaRefusal("dbPorts", 1, 1, 1)).toContain("PLATFORM_QUOTA_DB_PORTS");
+    expect(quotaRefusal("databases", 3, 1, 3)).toContain("PLATFORM_QUOTA_DATABASES");
+    expect(quotaRefusal("diskMB", bytesToMB(3.5 * 1024 * 1024), 1, 4)).toContain("3.5 MB in use of 4 MB");
+  });
+
+  test("shrinking always fits, even above a lowered quota", () => {
+    expect(quotaRefusal("memoryMB", 4096, -512, 1024)).toBeNull();
+    expect(quotaRefusal("memoryMB", 4096, 0, 1024)).toBeNull();
+  });
+
+  test("a refusal is a 409 QUOTA_EXCEEDED", () => {
+    try {
+      assertWithinQuota("databases", 20, 1, 20);
+      throw new Error("not refused");
+    } catch (error) {
+      expect(error).toBeInstanceOf(ApiError);
+      expect((error as ApiError).status).toBe(409);
+      expect((error as ApiError).code).toBe("QUOTA_EXCEEDED");
+    }
+  });
+
+  test("settings: generous defaults, overridable, refused when not numbers", () => {
+    const defaults = loadConfig({});
+    expect(defaults.quotas).toEqual({ apps: 50, databases: 20, memoryMB: 16_384, dbPorts: 20, diskMB: 10_240 });
+    expect(defaults.defaultCpus).toBe(1);
+    expect(loadConfig({ PLATFORM_QUOTA_APPS: "2" }).quotas.apps).toBe(2);
+    expect(() => loadConfig({ PLATFORM_QUOTA_MEMORY_MB: "lots" })).toThrow(/PLATFORM_QUOTA_MEMORY_MB/);
+    expect(() => loadConfig({ PLATFORM_DEFAULT_CPUS: "64" })).toThrow(/PLATFORM_DEFAULT_CPUS/);
+  });
+});
+
+describe("disk accounting", () => {
+  const root = join(tmpdir(), `quota-disk-${crypto.randomUUID()}`);
+
+  test("a tree's bytes: regular files only, symlinks not followed, a missing dir is empty", async () => {
+    mkdirSync(join(root, "a/b"), { recursive: true });
+    writeFileSync(join(root, "a/one"), "x".repeat(1000));
+    writeFileSync(join(root, "a/b/two"), "y".repeat(24));
+    symlinkSync("/etc", join(root, "a/link"));
+    expect(await treeBytes(join(root, "a"))).toBe(1024);
+    expect(await treeBytes(join(root, "missing"))).toBe(0);
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  test("every registered kind counts (app sources now, backups later)", async () => {
+    const disk = new WorkspaceDisk();
+    disk.register("app sources", async (workspaceId, { exceptAppId }) => (workspaceId === "ws" ? (exceptAppId ? 100 : 300) : 0));
+    disk.register("backups", async () => 50);
+    expect(await disk.bytesUsed("ws")).toBe(350);
+    expect(await disk.bytesUsed("ws", { exceptAppId: "app_1" })).toBe(150);
+    expect(await disk.bytesUsed("other")).toBe(50);
+  });
+});
