@@ -5,6 +5,8 @@ import { openDatabase } from "./db";
 import { createServerContext } from "./http/context";
 import { createServer } from "./http/server";
 import { startProxy } from "./proxy/server";
+import { startHousekeeping } from "./housekeeping";
+import { AppStorage } from "./apps/sources";
 import { createKeyFromCli } from "./cli/keys";
 import { PLATFORM_VERSION } from "./version";
 import { setupRequired } from "./auth/service";
@@ -39,6 +41,11 @@ function serve() {
     .recoverAfterRestart()
     .catch((error) => console.error("[apps] recovery after restart:", error))
     .then(() => ctx.reconciler.start(config.reconcileSchedule));
+  const storage = new AppStorage(config.dataDir);
+  const housekeeping = startHousekeeping(
+    { db, machines: ctx.machines, buildRetention: config.buildRetention, buildLogFile: (appId, buildId) => storage.buildLogFile(appId, buildId) },
+    config.housekeepingSchedule,
+  );
   console.log(`platform ${PLATFORM_VERSION} listening on http://${config.host}:${server.server?.port} (data in ${config.dataDir})`);
   if (setupRequired(db)) {
     const dashboardHost = config.host === "0.0.0.0" || config.host === "::" ? hostname() : config.host;
@@ -50,6 +57,7 @@ function serve() {
   const shutdown = async (signal: string) => {
     console.log(`${signal} received, shutting down`);
     ctx.reconciler.stop();
+    housekeeping.stop();
     // A DELETE answers before its containers are gone: let those removals finish, within reason.
     await Promise.race([ctx.apps.deletionsDone(), Bun.sleep(SHUTDOWN_GRACE_MS)]);
     proxy.stop();

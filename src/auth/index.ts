@@ -2,7 +2,9 @@
 // session and its active workspace (organization).
 import { Elysia, t } from "elysia";
 import type { ServerContext } from "../http/context";
-import { assertSameOrigin, authPlugin, bearerKeyOf, clientAddressOf, limitFailedAttempts } from "../http/auth";
+import { authPlugin, bearerKeyOf, limitFailedAttempts } from "../http/auth";
+import { passwordFormSource, requestSourceOf } from "../http/request-source";
+import { setupTokenRequired } from "./setup-token";
 import { ok } from "../http/envelope";
 import { ApiError } from "../http/errors";
 import { findUserById, workspacesOf } from "../workspaces/service";
@@ -24,42 +26,70 @@ export const credentialsBody = t.Object({
 });
 
 export function authRoutes(ctx: ServerContext) {
-  const startSession = (request: Request, set: { headers: Record<string, any> }, userId: string) => {
+  const startSession = (https: boolean, set: { headers: Record<string, any> }, userId: string) => {
     const token = createSession(ctx.db, userId, ctx.config.sessionTtlSeconds);
-    set.headers["set-cookie"] = sessionCookie(token, ctx.config.sessionTtlSeconds, request);
+    set.headers["set-cookie"] = sessionCookie(token, ctx.config.sessionTtlSeconds, https);
   };
 
   return new Elysia({ prefix: "/api/auth", tags: ["Session"] })
     .use(authPlugin(ctx))
-    .get("/setup", () => ok({ setupRequired: setupRequired(ctx.db), keyRequired: setupKeyRequired(ctx.db) }), {
-      detail: {
-        summary: "Is the owner account still to be created?",
-        description:
-          "Public. `setupRequired` is true on a fresh instance until the owner account exists. `keyRequired` is true " +
-          "when keys were made with `platform keys create` before the setup: then `POST /api/auth/setup` must send one " +
-          "of them as `Authorization: Bearer svc_...`.",
-        security: [],
+    .get(
+      "/setup",
+      ({ request, server }) => {
+        const { peerAddress } = requestSourceOf(ctx.config, server, request);
+        return ok({
+          setupRequired: setupRequired(ctx.db),
+          keyRequired: setupKeyRequired(ctx.db),
+          tokenRequired: setupTokenRequired(ctx.db, request, peerAddress, ctx.config.trustedProxies),
+        });
       },
-    })
+      {
+        detail: {
+          summary: "Is the owner account still to be created?",
+          description:
+            "Public. `setupRequired` is true on a fresh instance until the owner account exists. `keyRequired` is true " +
+            "when keys were made with `platform keys create` before the setup: then `POST /api/auth/setup` must send one " +
+            "of them as `Authorization: Bearer svc_...`. `tokenRequired` is true when this caller's setup must send " +
+            "`setupToken`, the one-time token the server prints at start: on a fresh instance without such keys, for " +
+            "every caller but the machine itself (a direct loopback connection, not one through a proxy).",
+          security: [],
+        },
+      },
+    )
     .post(
       "/setup",
       async ({ body, request, server, set }) => {
-        assertSameOrigin(request, false);
-        const clientAddress = clientAddressOf(server, request);
-        const owner = await limitFailedAttempts(ctx, clientAddress, () => createOwner(ctx.db, body, bearerKeyOf(request), clientAddress));
-        startSession(request, set, owner.userId);
+        const source = passwordFormSource(ctx.config, server, request);
+        const { setupToken, ...credentials } = body;
+        const owner = await limitFailedAttempts(ctx, { clientAddress: source.clientAddress, account: "setup" }, async () => {
+          if (setupTokenRequired(ctx.db, request, source.peerAddress, ctx.config.trustedProxies) && !ctx.setupToken.matches(setupToken)) {
+            throw new ApiError(
+              "SETUP_TOKEN_REQUIRED",
+              "Creating the owner account from another machine needs the setup token printed in the server's output at start (the ?setup= part of the URL there)",
+            );
+          }
+          return createOwner(ctx.db, credentials, bearerKeyOf(request), source.clientAddress);
+        });
+        startSession(source.https, set, owner.userId);
         set.status = 201;
         return ok({ user: { id: owner.userId, email: body.email.toLowerCase() }, organizationId: owner.workspaceId });
       },
       {
-        body: credentialsBody,
+        body: t.Object({
+          ...credentialsBody.properties,
+          setupToken: t.Optional(t.String({ maxLength: 128, description: "The one-time token printed at start (see `tokenRequired`)" })),
+        }),
         detail: {
           summary: "Create the owner account (first visit only)",
           description:
             "Only while `GET /api/auth/setup` says `setupRequired`; afterwards 409 `ALREADY_SET_UP`. Sets the HttpOnly " +
             "session cookie. If keys were made with `platform keys create` before (`keyRequired`), this account becomes " +
             "their owner, so the request must prove it comes from the operator: `Authorization: Bearer svc_...` with one " +
-            "of those keys, else 401 `SETUP_KEY_REQUIRED`. Failures are rate limited per client address (429 with Retry-After).",
+            "of those keys, else 401 `SETUP_KEY_REQUIRED`. Otherwise, unless it comes from the machine itself, it must send " +
+            "`setupToken` (printed at start as the dashboard URL's `?setup=`), else 401 `SETUP_TOKEN_REQUIRED`. 403 " +
+            "`HOST_NOT_ALLOWED` when `Host` is not an IP, localhost or a name of PLATFORM_API_HOSTS; 403 `CSRF_REJECTED` for a " +
+            "cross-site Origin. Failures count against the client address and the setup (429 `RATE_LIMITED` with Retry-After); " +
+            "503 `SERVER_BUSY` when too many password checks wait.",
           security: [],
         },
       },
@@ -67,10 +97,10 @@ export function authRoutes(ctx: ServerContext) {
     .post(
       "/claim",
       async ({ body, request, server, set }) => {
-        assertSameOrigin(request, false);
-        const clientAddress = clientAddressOf(server, request);
-        const owner = await limitFailedAttempts(ctx, clientAddress, () => claimOwner(ctx.db, body, bearerKeyOf(request), clientAddress));
-        startSession(request, set, owner.userId);
+        const { clientAddress, https } = passwordFormSource(ctx.config, server, request);
+        const account = `login:${body.email.toLowerCase()}`;
+        const owner = await limitFailedAttempts(ctx, { clientAddress, account }, () => claimOwner(ctx.db, body, bearerKeyOf(request), clientAddress));
+        startSession(https, set, owner.userId);
         return ok({ user: { id: owner.userId, email: body.email.toLowerCase() }, organizationId: owner.workspaceId });
       },
       {
@@ -90,10 +120,10 @@ export function authRoutes(ctx: ServerContext) {
     .post(
       "/login",
       async ({ body, request, server, set }) => {
-        assertSameOrigin(request, false);
-        const clientAddress = clientAddressOf(server, request);
-        const { userId } = await limitFailedAttempts(ctx, clientAddress, () => verifyLogin(ctx.db, body, clientAddress));
-        startSession(request, set, userId);
+        const { clientAddress, https } = passwordFormSource(ctx.config, server, request);
+        const account = `login:${body.email.toLowerCase()}`;
+        const { userId } = await limitFailedAttempts(ctx, { clientAddress, account }, () => verifyLogin(ctx.db, body, clientAddress));
+        startSession(https, set, userId);
         return ok({ user: { id: userId, email: body.email.toLowerCase() } });
       },
       {
@@ -101,18 +131,20 @@ export function authRoutes(ctx: ServerContext) {
         detail: {
           summary: "Log in to the dashboard",
           description:
-            "Sets the HttpOnly `platform_session` cookie. Failures are rate limited per client address: once they are " +
-            "spent every login from it, right or wrong, gets 429 with Retry-After. (API keys and session cookies are " +
-            "never refused for their address's failures: only failed ones get 429 instead of 401 then.)",
+            "Sets the HttpOnly `platform_session` cookie. Failures are rate limited per client address and per account " +
+            "(email): once either has spent them every login from it or for it, right or wrong, gets 429 `RATE_LIMITED` " +
+            "with Retry-After. (API keys and session cookies are never refused for their address's failures: only failed " +
+            "ones get 429 instead of 401 then.) 403 `HOST_NOT_ALLOWED` / `CSRF_REJECTED` as for the setup; 503 " +
+            "`SERVER_BUSY` when too many password checks wait.",
           security: [],
         },
       },
     )
     .post(
       "/logout",
-      ({ principal, request, set }) => {
+      ({ principal, request, server, set }) => {
         if (principal.sessionTokenHash) deleteSession(ctx.db, principal.sessionTokenHash);
-        set.headers["set-cookie"] = sessionCookie("", 0, request);
+        set.headers["set-cookie"] = sessionCookie("", 0, requestSourceOf(ctx.config, server, request).https);
         return ok({});
       },
       { auth: true, detail: { summary: "End the current session" } },

@@ -186,9 +186,11 @@ export function setActiveWorkspace(db: PlatformDb, tokenHash: string, userId: st
   db.update(sessions).set({ activeWorkspaceId: workspaceId }).where(eq(sessions.tokenHash, tokenHash)).run();
 }
 
-/** The Set-Cookie value of a session; Secure when the request came over HTTPS (directly or via a TLS proxy). */
-export function sessionCookie(token: string, maxAgeSeconds: number, request: Request): string {
-  const secure = request.url.startsWith("https:") || request.headers.get("x-forwarded-proto") === "https";
+/**
+ * The Set-Cookie value of a session; Secure when the client came over HTTPS, directly or through a
+ * trusted proxy (`RequestSource.https`: an X-Forwarded-Proto from anyone else is not believed).
+ */
+export function sessionCookie(token: string, maxAgeSeconds: number, secure: boolean): string {
   return `${SESSION_COOKIE}=${token}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${secure ? "; Secure" : ""}`;
 }
 

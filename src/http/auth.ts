@@ -1,11 +1,13 @@
 // Authentication of every API route: `Authorization: Bearer svc_...` or the dashboard's session
 // cookie. Routes opt in with `{ auth: true }` and receive `principal`. Also applies the
-// per-address limit on failed attempts (counted after the credential for keys and cookies, checked
-// first for the password forms), the per-caller rate limit, the key's usage quota, the Origin
-// check on cookie requests that change state, the `workspaceId` query parameter within the key's
-// scope, the role the permission matrix (./permissions.ts) asks for, and the audit of the action.
+// per-address limit on failed attempts (counted after the credential for keys and cookies, taken
+// first for the password forms, with a per-account limit too), the per-caller rate limit, the
+// key's usage quota, the Host and Origin checks on cookie requests (./request-source.ts), the
+// `workspaceId` query parameter within the key's scope, the role the permission matrix
+// (./permissions.ts) asks for, and the audit of the action.
 import { Elysia } from "elysia";
 import { ApiError } from "./errors";
+import { assertAllowedHost, assertSameOrigin, requestSourceOf, type RequestSource } from "./request-source";
 import type { ServerContext } from "./context";
 import { findUsableKey, spendKeyUsage } from "../api-keys/service";
 import { findSession, readCookie, SESSION_COOKIE } from "../auth/service";
@@ -36,43 +38,48 @@ function rateLimited(message: string, retryAfterSeconds: number) {
   return new ApiError("RATE_LIMITED", message, { "Retry-After": String(retryAfterSeconds) });
 }
 
+/** Who makes a password attempt: the client's address and the account it is for. */
+export interface Attempter {
+  clientAddress: string | null;
+  /** `login:<lowercased email>`, `invitation:<id>` or `setup`. */
+  account: string;
+}
+
 /**
  * For the password forms (login, owner setup, invitation acceptance), where a guess is cheap to
- * make: refuse at once while the address has no failed attempts left, and count every refusal.
+ * make. A token of the address's bucket and one of the account's are taken BEFORE the password is
+ * checked, so parallel guesses cannot all get past a check that has not counted the others yet;
+ * a success (or our own failure) gives them back. The hashing itself waits for a turn among the
+ * platform's password checks (PLATFORM_PASSWORD_HASH_CONCURRENCY): past the queue, 503.
  */
-export async function limitFailedAttempts<T>(ctx: ServerContext, clientAddress: string | null, attempt: () => Promise<T>): Promise<T> {
-  const addressKey = clientAddress ?? "unknown";
-  const allowance = ctx.limits.authFailures.check(addressKey);
-  if (!allowance.allowed) {
-    throw rateLimited("Too many failed attempts from this address; try again later", allowance.retryAfterSeconds);
+export async function limitFailedAttempts<T>(ctx: ServerContext, attempter: Attempter, attempt: () => Promise<T>): Promise<T> {
+  const { authFailures, accountFailures, passwordChecks } = ctx.limits;
+  const addressKey = attempter.clientAddress ?? "unknown";
+  const byAddress = authFailures.take(addressKey);
+  if (!byAddress.allowed) throw rateLimited("Too many failed attempts from this address; try again later", byAddress.retryAfterSeconds);
+  const byAccount = accountFailures.take(attempter.account);
+  if (!byAccount.allowed) {
+    authFailures.giveBack(addressKey);
+    throw rateLimited("Too many failed attempts for this account; try again later", byAccount.retryAfterSeconds);
   }
+  let counted = false;
+  const turn = await passwordChecks.acquire();
   try {
+    if (!turn.acquired) {
+      throw new ApiError("SERVER_BUSY", "Too many password checks at once; try again in a moment", { "Retry-After": "1" });
+    }
     return await attempt();
   } catch (error) {
-    if (error instanceof ApiError && error.status < 500) ctx.limits.authFailures.take(addressKey);
+    // A refusal of the caller's (wrong password, wrong token, taken setup) counts; ours does not.
+    counted = error instanceof ApiError && error.status < 500 && error.code !== "RATE_LIMITED";
     throw error;
+  } finally {
+    if (turn.acquired) turn.release();
+    if (!counted) {
+      authFailures.giveBack(addressKey);
+      accountFailures.giveBack(attempter.account);
+    }
   }
-}
-
-export function clientAddressOf(server: { requestIP(request: Request): { address: string } | null } | null, request: Request) {
-  return server?.requestIP(request)?.address ?? null;
-}
-
-/** Cookie requests that change state must come from a page of this same host (no CSRF). */
-export function assertSameOrigin(request: Request, required: boolean) {
-  const origin = request.headers.get("origin");
-  if (!origin) {
-    if (required) throw new ApiError("CSRF_REJECTED", "Missing Origin header on a cookie-authenticated request");
-    return;
-  }
-  let originHost: string;
-  try {
-    originHost = new URL(origin).host;
-  } catch {
-    throw new ApiError("CSRF_REJECTED", "Malformed Origin header");
-  }
-  const host = request.headers.get("host") ?? new URL(request.url).host;
-  if (originHost !== host) throw new ApiError("CSRF_REJECTED", "Cross-origin request refused");
 }
 
 /**
@@ -87,7 +94,8 @@ function failedAttempt(ctx: ServerContext, clientAddress: string | null, failure
   return rateLimited("Too many failed authentication attempts", allowance.retryAfterSeconds);
 }
 
-export function authenticate(ctx: ServerContext, request: Request, clientAddress: string | null): Principal {
+export function authenticate(ctx: ServerContext, request: Request, source: RequestSource): Principal {
+  const clientAddress = source.clientAddress;
   const header = request.headers.get("authorization");
   let identity: Omit<Principal, "workspaceId" | "role" | "clientAddress"> & {
     defaultWorkspaceId: string | null;
@@ -115,7 +123,8 @@ export function authenticate(ctx: ServerContext, request: Request, clientAddress
       const token = readCookie(request.headers.get("cookie"), SESSION_COOKIE);
       const session = token ? findSession(ctx.db, token) : undefined;
       if (!session) throw new ApiError("UNAUTHORIZED", "Authentication required: send 'Authorization: Bearer svc_...'");
-      if (!SAFE_METHODS.has(request.method)) assertSameOrigin(request, true);
+      assertAllowedHost(ctx.config, source);
+      if (!SAFE_METHODS.has(request.method)) assertSameOrigin(request, source, true);
       const limit = ctx.limits.api.take(`user:${session.userId}`);
       if (!limit.allowed) throw rateLimited("Rate limit exceeded", limit.retryAfterSeconds);
       identity = {
@@ -167,7 +176,7 @@ export function authPlugin(ctx: ServerContext) {
   return new Elysia({ name: "auth" }).macro({
     auth: {
       transform: ({ request, server, route, path }) => {
-        const principal = authenticate(ctx, request, clientAddressOf(server, request));
+        const principal = authenticate(ctx, request, requestSourceOf(ctx.config, server, request));
         const permission = assertPermitted(principal.role, routeKeyOf(request.method, route, path));
         principals.set(request, { principal, permission });
       },

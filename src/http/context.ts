@@ -2,7 +2,8 @@
 // machines with their Docker drivers, and the domain services that own background work.
 import type { Config } from "../config";
 import type { PlatformDb } from "../db";
-import { TokenBuckets } from "./rate-limit";
+import { ConcurrencyLimit, TokenBuckets } from "./rate-limit";
+import { SetupToken } from "../auth/setup-token";
 import { Machines } from "../machines/service";
 import { Reconciler } from "../machines/reconciler";
 import { openSecretBox, type SecretBox } from "../crypto/secrets";
@@ -14,7 +15,17 @@ import { BuildLogs } from "../apps/build-logs";
 export interface ServerContext {
   config: Config;
   db: PlatformDb;
-  limits: { api: TokenBuckets; authFailures: TokenBuckets };
+  limits: {
+    api: TokenBuckets;
+    /** Failed authentications per client address. */
+    authFailures: TokenBuckets;
+    /** Failed password attempts per account: `login:<email>`, `invitation:<id>`, `setup`. */
+    accountFailures: TokenBuckets;
+    /** Password hashes and checks running at once, platform-wide. */
+    passwordChecks: ConcurrencyLimit;
+  };
+  /** Asked of an owner setup that does not come from the machine itself; printed at start. */
+  setupToken: SetupToken;
   machines: Machines;
   reconciler: Reconciler;
   secrets: SecretBox;
@@ -33,14 +44,20 @@ export function createServerContext(config: Config, db: PlatformDb): ServerConte
   const secrets = openSecretBox(config.dataDir, encryptedDataExists(db));
   const proxyRoutes = new ProxyRoutes();
   const storage = new AppStorage(config.dataDir);
-  const buildLogs = new BuildLogs((appId, buildId) => storage.buildLogFile(appId, buildId));
+  const buildLogs = new BuildLogs((appId, buildId) => storage.buildLogFile(appId, buildId), config.buildLogMaxBytes);
   const reconciler = new Reconciler(machines);
   const apps = new AppsService({ db, config, machines, secrets, storage, buildLogs, proxyRoutes });
   reconciler.register(apps);
   return {
     config,
     db,
-    limits: { api: new TokenBuckets(config.apiRateLimit), authFailures: new TokenBuckets(config.authFailureRateLimit) },
+    limits: {
+      api: new TokenBuckets(config.apiRateLimit),
+      authFailures: new TokenBuckets(config.authFailureRateLimit),
+      accountFailures: new TokenBuckets(config.accountFailureRateLimit),
+      passwordChecks: new ConcurrencyLimit(config.passwordHashing.concurrency, config.passwordHashing.queueLimit),
+    },
+    setupToken: new SetupToken(),
     machines,
     reconciler,
     secrets,

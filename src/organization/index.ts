@@ -2,7 +2,8 @@
 // the active workspace. Who may call what is in src/http/permissions.ts.
 import { Elysia, t } from "elysia";
 import type { ServerContext } from "../http/context";
-import { assertSameOrigin, auditActor, authPlugin, clientAddressOf, limitFailedAttempts } from "../http/auth";
+import { auditActor, authPlugin, limitFailedAttempts } from "../http/auth";
+import { passwordFormSource } from "../http/request-source";
 import { ok } from "../http/envelope";
 import { listAuditEvents } from "../audit/service";
 import { membersOf } from "../workspaces/service";
@@ -81,14 +82,14 @@ export function organizationRoutes(ctx: ServerContext) {
     .post(
       "/invitations/:invitationId/accept",
       async ({ params, body, request, server, set }) => {
-        assertSameOrigin(request, false);
-        const clientAddress = clientAddressOf(server, request);
-        const accepted = await limitFailedAttempts(ctx, clientAddress, () =>
+        const { clientAddress, https } = passwordFormSource(ctx.config, server, request);
+        const account = `invitation:${params.invitationId}`;
+        const accepted = await limitFailedAttempts(ctx, { clientAddress, account }, () =>
           acceptInvitation(ctx.db, params.invitationId, body.password, clientAddress),
         );
         const token = createSession(ctx.db, accepted.userId, ctx.config.sessionTtlSeconds);
         setActiveWorkspace(ctx.db, sha256Hex(token), accepted.userId, accepted.workspaceId);
-        set.headers["set-cookie"] = sessionCookie(token, ctx.config.sessionTtlSeconds, request);
+        set.headers["set-cookie"] = sessionCookie(token, ctx.config.sessionTtlSeconds, https);
         return ok({ organizationId: accepted.workspaceId, user: { id: accepted.userId } });
       },
       {
@@ -101,7 +102,10 @@ export function organizationRoutes(ctx: ServerContext) {
             "email, or a new password to create that account; it never sets the password of an existing account (409 " +
             "`PASSWORDLESS_ACCOUNT` for one without). Starts a session in the organization. " +
             "404 `INVITATION_NOT_FOUND` (unknown, canceled or used, also by an acceptance at the same moment), 410 " +
-            "`INVITATION_EXPIRED`, 409 `CONFLICT` when the invited account was created meanwhile (accept again with its password).",
+            "`INVITATION_EXPIRED`, 409 `CONFLICT` when the invited account was created meanwhile (accept again with its password). " +
+            "Failures are rate limited per client address and per invitation (429 `RATE_LIMITED` with Retry-After); 403 " +
+            "`HOST_NOT_ALLOWED` / `CSRF_REJECTED` for a disallowed Host or a cross-site Origin; 503 `SERVER_BUSY` when too many " +
+            "password checks wait.",
           security: [],
         },
       },

@@ -1,9 +1,14 @@
-// The owner setup of a headless install: once `platform keys create` has made a passwordless
-// owner, claiming it (its workspaces and keys) needs one of its keys, so nobody who merely reaches
-// the server can take the install over. A truly empty instance needs none.
-import { afterAll, describe, expect, test } from "bun:test";
+// Nobody who merely reaches the server first can take a fresh install over. A truly empty
+// instance asks another machine for the one-time setup token printed at start (the machine itself
+// needs none); once `platform keys create` has made a passwordless owner, claiming it (its
+// workspaces and keys) needs one of its keys instead.
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { TestServer } from "../helpers/server";
 import { expectErrorEnvelope, sessionCookieOf } from "../helpers/auth-matrix";
+import { requestFrom } from "../helpers/loopback-client";
+
+// Some tests start the server twice, and password hashing is slow on a busy machine.
+setDefaultTimeout(30_000);
 
 const servers: TestServer[] = [];
 afterAll(() => Promise.all(servers.map((server) => server.stop())));
@@ -27,6 +32,81 @@ describe("an empty instance", () => {
     expect((await server.request("GET", "/api/auth/setup")).body).toEqual(
       expect.objectContaining({ setupRequired: false, keyRequired: false }),
     );
+  });
+});
+
+/** The token in the line the server printed at start: "owner setup: open http://...:port/?setup=<token> ...". */
+async function printedSetupToken(server: TestServer): Promise<string> {
+  for (let waited = 0; waited < 5000; waited += 50) {
+    const match = /owner setup: open http:\/\/\S+:\d+\/\?setup=([A-Za-z0-9]+) /.exec(server.output);
+    if (match) return match[1]!;
+    await Bun.sleep(50);
+  }
+  throw new Error(`no setup token printed:\n${server.output}`);
+}
+
+/** A request the way a front proxy on this machine relays one: from loopback, with X-Forwarded-For. */
+const relayed = { "x-forwarded-for": "198.51.100.7" };
+
+describe("the one-time setup token", () => {
+  test("is printed at start with the dashboard URL, and is new at every start", async () => {
+    const server = await start();
+    const first = await printedSetupToken(server);
+    expect(first).toMatch(/^[A-Za-z0-9]{32}$/);
+    expect(server.output).toContain(`:${new URL(server.baseUrl).port}/?setup=${first}`);
+    await server.stop();
+    await server.boot();
+    expect(await printedSetupToken(server)).not.toBe(first);
+  });
+
+  test("another machine must send it: missing or wrong -> 401 SETUP_TOKEN_REQUIRED, counted as failures; right -> the owner", async () => {
+    const server = await start({ PLATFORM_AUTH_FAILURE_BURST: "3", PLATFORM_AUTH_FAILURE_PER_MINUTE: "1" });
+    const token = await printedSetupToken(server);
+    expect((await server.request("GET", "/api/auth/setup", { headers: relayed })).body).toEqual(
+      expect.objectContaining({ setupRequired: true, keyRequired: false, tokenRequired: true }),
+    );
+    const missing = await server.request("POST", "/api/auth/setup", { body: INTRUDER, headers: relayed });
+    expectErrorEnvelope(missing, 401, "SETUP_TOKEN_REQUIRED");
+    expect(missing.body.error).toContain("setup token");
+    expect(missing.headers.get("set-cookie")).toBeNull();
+    expectErrorEnvelope(await server.request("POST", "/api/auth/setup", { body: { ...INTRUDER, setupToken: token.slice(1) + "x" }, headers: relayed }), 401, "SETUP_TOKEN_REQUIRED");
+    expect((await server.request("GET", "/api/auth/setup")).body.setupRequired).toBe(true);
+
+    // Another address still has its attempts; 127.0.0.1 has spent two of three.
+    const created = await requestFrom(server, "127.0.0.2", "POST", "/api/auth/setup", { ...OWNER, setupToken: token }, relayed);
+    expect(created.status).toBe(201);
+    expect(sessionCookieOf(created)).toContain("platform_session=");
+    expectErrorEnvelope(await server.request("POST", "/api/auth/setup", { body: INTRUDER, headers: relayed }), 409, "ALREADY_SET_UP");
+    expectErrorEnvelope(await server.request("POST", "/api/auth/setup", { body: INTRUDER, headers: relayed }), 429, "RATE_LIMITED");
+  });
+
+  test("through a trusted proxy the token is asked even from a loopback peer; the machine itself needs none", async () => {
+    const server = await start({ PLATFORM_TRUSTED_PROXIES: "127.0.0.1" });
+    const token = await printedSetupToken(server);
+    expect((await server.request("GET", "/api/auth/setup")).body.tokenRequired).toBe(true);
+    expectErrorEnvelope(await server.request("POST", "/api/auth/setup", { body: OWNER }), 401, "SETUP_TOKEN_REQUIRED");
+    // A direct connection from the machine (127.0.0.2 is no proxy) needs no token.
+    expect((await requestFrom(server, "127.0.0.2", "GET", "/api/auth/setup")).body.tokenRequired).toBe(false);
+    expect((await server.request("POST", "/api/auth/setup", { body: { ...OWNER, setupToken: token }, headers: relayed })).status).toBe(201);
+    expect((await server.request("GET", "/api/auth/setup")).body).toEqual(expect.objectContaining({ setupRequired: false, tokenRequired: false }));
+  });
+
+  test("is not printed once the owner exists", async () => {
+    const server = await start();
+    expect((await server.request("POST", "/api/auth/setup", { body: OWNER })).status).toBe(201);
+    await server.stop();
+    await server.boot();
+    await Bun.sleep(300);
+    expect(server.output).not.toContain("?setup=");
+  });
+
+  test("with keys from the command line one of them is asked instead: no token", async () => {
+    const server = await start();
+    const cli = await server.createKey("headless");
+    expect((await server.request("GET", "/api/auth/setup", { headers: relayed })).body).toEqual(
+      expect.objectContaining({ keyRequired: true, tokenRequired: false }),
+    );
+    expect((await server.request("POST", "/api/auth/setup", { body: OWNER, key: cli.key, headers: relayed })).status).toBe(201);
   });
 });
 
