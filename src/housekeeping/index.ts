@@ -1,0 +1,46 @@
+// Housekeeping on a croner schedule (PLATFORM_HOUSEKEEPING_SCHEDULE): prunes expired sessions
+// and the builds past PLATFORM_BUILD_RETENTION per app, with their log files and images, so the
+// database, the data dir and the engine's disk do not grow with every deploy and login.
+import { Cron } from "croner";
+import type { PlatformDb } from "../db";
+import type { Machines } from "../machines/service";
+import { pruneExpiredSessions, pruneOldBuilds } from "./prune";
+
+export interface HousekeepingContext {
+  db: PlatformDb;
+  machines: Machines;
+  buildRetention: number;
+  buildLogFile: (appId: string, buildId: string) => string;
+  now?: () => number;
+}
+
+export interface HousekeepingReport {
+  sessions: number;
+  builds: number;
+  images: number;
+}
+
+export async function runHousekeeping(ctx: HousekeepingContext): Promise<HousekeepingReport> {
+  const sessions = pruneExpiredSessions(ctx.db, (ctx.now ?? Date.now)());
+  const pruned = pruneOldBuilds(ctx.db, ctx.buildRetention, ctx.buildLogFile);
+  let images = 0;
+  for (const { build, machineId } of pruned) {
+    if (!build.image) continue;
+    // Only platform-labelled images are ever removed, and the engine refuses one a running container uses.
+    const removed = await ctx.machines.get(machineId).removeImage(build.image).catch(() => false);
+    if (removed) images++;
+  }
+  return { sessions, builds: pruned.length, images };
+}
+
+/** Runs on the schedule; overlapping runs are skipped. Answers the job, to stop it at shutdown. */
+export function startHousekeeping(ctx: HousekeepingContext, schedule: string): Cron {
+  return new Cron(schedule, { protect: true }, async () => {
+    try {
+      const report = await runHousekeeping(ctx);
+      if (report.sessions + report.builds > 0) console.log(`[housekeeping] pruned ${report.sessions} sessions, ${report.builds} builds, ${report.images} images`);
+    } catch (error) {
+      console.error("[housekeeping]", error);
+    }
+  });
+}
