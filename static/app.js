@@ -151,8 +151,8 @@ async function start() {
   const [first, invitationId] = route();
   if (first === "invite" && invitationId) return showInvite(invitationId);
   try {
-    const { setupRequired, keyRequired } = await api("GET", "/api/auth/setup");
-    if (setupRequired) return showSetup(keyRequired);
+    const { setupRequired, keyRequired, tokenRequired } = await api("GET", "/api/auth/setup");
+    if (setupRequired) return showSetup(keyRequired, tokenRequired);
     session = await api("GET", "/api/auth/session");
     showWorkspace();
   } catch (failure) {
@@ -191,9 +191,19 @@ async function enterWorkspace() {
 
 /**
  * The owner setup. When keys were made with `platform keys create` before (`keyRequired`), the
- * account takes them over, so the server wants one of them to know this is the operator.
+ * account takes them over, so the server wants one of them to know this is the operator. Else,
+ * from another machine (`tokenRequired`), it wants the one-time token the server printed at
+ * start: the link printed there carries it as `?setup=`, which fills the field in.
  */
-function showSetup(keyRequired) {
+function showSetup(keyRequired, tokenRequired) {
+  const printedToken = new URLSearchParams(location.search).get("setup");
+  const tokenField =
+    tokenRequired &&
+    field(
+      "Setup token",
+      { type: "password", name: "setupToken", class: "key-input", required: true, autocomplete: "off", spellcheck: "false", value: printedToken ?? "" },
+      "Printed in the server's output at start (owner setup: open …/?setup=…). Open that link, or paste the token.",
+    );
   const keyField =
     keyRequired &&
     field(
@@ -206,10 +216,13 @@ function showSetup(keyRequired) {
     keyRequired
       ? "This platform has no account yet. The owner account takes over the workspaces and keys made with platform keys create."
       : "This platform has no account yet. The first account owns it and its workspace.",
-    form({ "aria-label": "Create the owner account" }, [keyField, credentialFields("new-password")], "Create owner account", async ({ apiKey, ...credentials }) => {
+    form({ "aria-label": "Create the owner account" }, [tokenField, keyField, credentialFields("new-password")], "Create owner account", async ({ apiKey, setupToken, ...credentials }) => {
       // The command prints a JSON line; pasting all of it works too.
       const key = apiKey && (/svc_[A-Za-z0-9_]+/.exec(apiKey)?.[0] ?? apiKey.trim());
-      await api("POST", "/api/auth/setup", credentials, key ? { authorization: `Bearer ${key}` } : {});
+      const token = setupToken?.trim() || printedToken || undefined;
+      await api("POST", "/api/auth/setup", { ...credentials, setupToken: token }, key ? { authorization: `Bearer ${key}` } : {});
+      // The token is spent: keep it out of the address bar and the history.
+      if (printedToken) history.replaceState(null, "", location.pathname + location.hash);
       await enterWorkspace();
     }),
   );

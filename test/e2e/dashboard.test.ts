@@ -1,5 +1,6 @@
 // The built-in dashboard in headless Chromium against the real server: owner setup, API keys in
-// Settings > Developer, logout and login, invitations, and the audit log. The steps build on
+// Settings > Developer, logout and login, invitations, and the audit log; the setup's key or
+// one-time token when the browser is not on the machine itself. The steps build on
 // each other (one owner, one workspace), so they run in order on one server.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Page } from "playwright-core";
@@ -195,6 +196,45 @@ describe("a headless install whose first key came from the command line", () => 
     } finally {
       await context.close();
       await headless.stop();
+    }
+  });
+});
+
+describe("a fresh install reached through a front proxy", () => {
+  test("the setup form asks for the printed one-time token, and the printed link fills it in", async () => {
+    // The browser connects from 127.0.0.1, which here is a trusted proxy: it is not the machine itself.
+    const proxied = await TestServer.start({ PLATFORM_TRUSTED_PROXIES: "127.0.0.1" });
+    const context = await chromium.newContext();
+    try {
+      // Printed right after the "listening" line, which may have arrived alone.
+      let token: string | undefined;
+      for (let waited = 0; !token && waited < 5000; waited += 50) {
+        token = /\?setup=([A-Za-z0-9]+)/.exec(proxied.output)?.[1];
+        if (!token) await Bun.sleep(50);
+      }
+      expect(token).toBeTruthy();
+      const setupPage = await context.newPage();
+      watch(setupPage);
+      await setupPage.goto(proxied.baseUrl);
+      await setupPage.getByRole("heading", { name: "Create the owner account" }).waitFor();
+      await setupPage.getByLabel("Setup token").fill("not-the-token");
+      await setupPage.getByLabel("Email").fill(OWNER.email);
+      await setupPage.getByLabel("Password").fill(OWNER.password);
+      await setupPage.getByRole("button", { name: "Create owner account" }).click();
+      await setupPage.getByRole("alert").getByText(/setup token/).waitFor();
+
+      await setupPage.goto(`${proxied.baseUrl}/?setup=${token}`);
+      expect(await setupPage.getByLabel("Setup token").inputValue()).toBe(token!);
+      await setupPage.getByLabel("Email").fill(OWNER.email);
+      await setupPage.getByLabel("Password").fill(OWNER.password);
+      await setupPage.getByRole("button", { name: "Create owner account" }).click();
+      await setupPage.getByRole("banner").getByText(OWNER.email).waitFor();
+      // The spent token does not stay in the address bar.
+      expect(new URL(setupPage.url()).search).toBe("");
+      expect(pageErrors).toEqual([]);
+    } finally {
+      await context.close();
+      await proxied.stop();
     }
   });
 });
