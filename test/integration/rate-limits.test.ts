@@ -1,5 +1,6 @@
 // Rate limits with small settings: failed authentication per client address (failed keys and
-// cookies are counted, valid ones always pass; password forms are checked first), and every
+// cookies are counted, valid ones always pass; password forms take their token first, see
+// security-login-race.test.ts for them under concurrency and per account), and every
 // authenticated route per key. Both answer 429 RATE_LIMITED with Retry-After.
 import { afterAll, describe, expect, test } from "bun:test";
 import { TestServer } from "../helpers/server";
