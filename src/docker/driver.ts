@@ -108,6 +108,7 @@ export class DockerDriver {
   private readonly docker: Docker;
   private unavailableUntil = 0;
   private readonly networkCreations = new Map<string, Promise<void>>();
+  private engineCpus: Promise<number> | null = null;
 
   private readonly callTimeoutMs: number;
 
@@ -291,7 +292,7 @@ export class DockerDriver {
   // ---- containers ---------------------------------------------------------------------------
 
   async createContainer(spec: ContainerSpec): Promise<string> {
-    const options = toCreateOptions(spec);
+    const options = toCreateOptions(spec.cpus === undefined ? spec : { ...spec, cpus: await this.cpusWithinEngine(spec.cpus) });
     const container = await this.call(`create ${spec.name}`, () => this.docker.createContainer(options));
     return container.id;
   }
@@ -336,7 +337,18 @@ export class DockerDriver {
   }
 
   async updateContainerCpus(id: string, cpus: number): Promise<void> {
-    await this.call(`update ${id}`, () => this.docker.getContainer(id).update({ NanoCpus: nanoCpus(cpus) }));
+    const limit = nanoCpus(await this.cpusWithinEngine(cpus));
+    await this.call(`update ${id}`, () => this.docker.getContainer(id).update({ NanoCpus: limit }));
+  }
+
+  /** The engine refuses a CPU limit above its machine's CPUs; such a limit means "all of them" anyway. */
+  private async cpusWithinEngine(cpus: number): Promise<number> {
+    this.engineCpus ??= this.call("info", async () => (await this.docker.info()).NCPU as number);
+    const available = await this.engineCpus.catch((error) => {
+      this.engineCpus = null;
+      throw error;
+    });
+    return available > 0 ? Math.min(cpus, available) : cpus;
   }
 
   async inspectContainer(id: string): Promise<ContainerSummary> {

@@ -76,6 +76,11 @@ describe("CPU limits", () => {
     expect((await waitForOperation(server, key, database.id, changed.body.operationId)).status).toBe("succeeded");
     expect(changed.body.database.cpus).toBe(2);
     expect(hostConfigOf(container).NanoCpus).toBe(2_000_000_000);
+    // More CPUs than the machine has means all of them (the engine would refuse the number itself).
+    const engineCpus = Number(Bun.spawnSync(["docker", "info", "-f", "{{.NCPU}}"]).stdout.toString().trim());
+    const all = await server.request("PATCH", `/api/databases/${database.id}/settings`, { key, body: { cpus: 16 } });
+    expect(all.status).toBe(200);
+    expect(hostConfigOf(container).NanoCpus).toBe(Math.min(16, engineCpus) * 1e9);
     const back = await server.request("PATCH", `/api/databases/${database.id}/settings`, { key, body: { cpus: null } });
     expect(back.body.database.cpus).toBe(0.75);
     expect(hostConfigOf(container).NanoCpus).toBe(750_000_000);
