@@ -4,7 +4,7 @@ import { Elysia, t } from "elysia";
 import type { ServerContext } from "../http/context";
 import { authPlugin, bearerKeyOf, limitFailedAttempts } from "../http/auth";
 import { passwordFormSource, requestSourceOf } from "../http/request-source";
-import { setupTokenRequired } from "./setup-token";
+import { setupFromThisMachine, setupTokenRequired } from "./setup-token";
 import { ok } from "../http/envelope";
 import { ApiError } from "../http/errors";
 import { findUserById, workspacesOf } from "../workspaces/service";
@@ -37,10 +37,11 @@ export function authRoutes(ctx: ServerContext) {
       "/setup",
       ({ request, server }) => {
         const { peerAddress } = requestSourceOf(ctx.config, server, request);
+        const fromThisMachine = setupFromThisMachine(request, peerAddress, ctx.config.trustedProxies);
         return ok({
           setupRequired: setupRequired(ctx.db),
           keyRequired: setupKeyRequired(ctx.db),
-          tokenRequired: setupTokenRequired(ctx.db, request, peerAddress, ctx.config.trustedProxies),
+          tokenRequired: setupTokenRequired(ctx.db, fromThisMachine),
         });
       },
       {
@@ -61,8 +62,12 @@ export function authRoutes(ctx: ServerContext) {
       async ({ body, request, server, set }) => {
         const source = passwordFormSource(ctx.config, server, request);
         const { setupToken, ...credentials } = body;
-        const owner = await limitFailedAttempts(ctx, { clientAddress: source.clientAddress, account: "setup" }, async () => {
-          if (setupTokenRequired(ctx.db, request, source.peerAddress, ctx.config.trustedProxies) && !ctx.setupToken.matches(setupToken)) {
+        const fromThisMachine = setupFromThisMachine(request, source.peerAddress, ctx.config.trustedProxies);
+        // The setup is one account, but failures from elsewhere must not keep the operator on the
+        // machine itself from finishing it: that caller has a bucket of its own.
+        const account = fromThisMachine ? "setup:this-machine" : "setup";
+        const owner = await limitFailedAttempts(ctx, { clientAddress: source.clientAddress, account }, async () => {
+          if (setupTokenRequired(ctx.db, fromThisMachine) && !ctx.setupToken.matches(setupToken)) {
             throw new ApiError(
               "SETUP_TOKEN_REQUIRED",
               "Creating the owner account from another machine needs the setup token printed in the server's output at start (the ?setup= part of the URL there)",
@@ -112,7 +117,7 @@ export function authRoutes(ctx: ServerContext) {
             "(the first one by the owner setup). Send one of its keys as `Authorization: Bearer svc_...` (else 401 " +
             "`SETUP_KEY_REQUIRED`) and an email and password: a new email becomes that account; the email and password of " +
             "an existing account (401 `INVALID_CREDENTIALS` when wrong) make that account owner of the workspace and holder " +
-            "of its keys. Starts a session. Failures are rate limited per client address (429 with Retry-After).",
+            "of its keys. Starts a session. Failures are rate limited per client address and per email (429 with Retry-After).",
           security: [],
         },
       },

@@ -36,6 +36,6 @@ export function setupFromThisMachine(request: Request, peerAddress: string | nul
  * when keys from `platform keys create` are required instead (one of them proves the same: that
  * the caller runs the server), and not from the machine itself.
  */
-export function setupTokenRequired(db: PlatformDb, request: Request, peerAddress: string | null, trustedProxies: readonly CidrRange[]): boolean {
-  return setupRequired(db) && !setupKeyRequired(db) && !setupFromThisMachine(request, peerAddress, trustedProxies);
+export function setupTokenRequired(db: PlatformDb, fromThisMachine: boolean): boolean {
+  return !fromThisMachine && setupRequired(db) && !setupKeyRequired(db);
 }

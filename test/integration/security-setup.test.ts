@@ -91,6 +91,18 @@ describe("the one-time setup token", () => {
     expect((await server.request("GET", "/api/auth/setup")).body).toEqual(expect.objectContaining({ setupRequired: false, tokenRequired: false }));
   });
 
+  test("the setup is one account for its failures, but those from elsewhere never lock out the machine itself", async () => {
+    const server = await start({ PLATFORM_AUTH_ACCOUNT_FAILURE_BURST: "2", PLATFORM_AUTH_ACCOUNT_FAILURE_PER_MINUTE: "1" });
+    const token = await printedSetupToken(server);
+    for (const address of ["127.0.0.3", "127.0.0.4"]) {
+      expectErrorEnvelope(await requestFrom(server, address, "POST", "/api/auth/setup", INTRUDER, relayed), 401, "SETUP_TOKEN_REQUIRED");
+    }
+    // A third address, even with the right token: the setup's failures are spent.
+    const locked = await requestFrom(server, "127.0.0.5", "POST", "/api/auth/setup", { ...OWNER, setupToken: token }, relayed);
+    expectErrorEnvelope(locked, 429, "RATE_LIMITED");
+    expect((await requestFrom(server, "127.0.0.6", "POST", "/api/auth/setup", OWNER)).status).toBe(201);
+  });
+
   test("is not printed once the owner exists", async () => {
     const server = await start();
     expect((await server.request("POST", "/api/auth/setup", { body: OWNER })).status).toBe(201);
