@@ -1,12 +1,12 @@
 // The Docker driver: the only code that talks to an engine. One driver per machine. Every call
-// fails fast with DOCKER_UNAVAILABLE (503, Retry-After) while the engine can't be reached, and
-// works again as soon as it answers.
+// fails fast with DOCKER_UNAVAILABLE (503, Retry-After) while the engine can't be reached, works
+// again as soon as it answers, and fails with DOCKER_TIMEOUT (504) when the engine leaves it unanswered.
 import Docker from "dockerode";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { Readable } from "node:stream";
 import { ApiError } from "../http/errors";
 import { nanoCpus, toCreateOptions, LABEL_MANAGED, type ContainerSpec } from "./container-spec";
+import { dockerOptions, isConnectionError, type DockerConnection } from "./connection";
+import { statsFromSample, type ContainerStats } from "./stats";
 import { FrameDemuxer, LineSplitter, demuxToLines, type Frame, type LogLine } from "./stream";
 
 /** After a failed connection, calls fail at once for this long instead of waiting on the engine again. */
@@ -19,14 +19,6 @@ const KILL_EXEC_TIMEOUT_MS = 10_000;
 const CALL_TIMEOUT_MS = 30_000;
 /** Calls whose work grows with what they touch: removing, copying, committing, measuring disks. */
 const SLOW_CALL_TIMEOUT_MS = 300_000;
-const CONNECTION_ERRORS = new Set(["ECONNREFUSED", "ENOENT", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENOTFOUND", "ConnectionRefused", "FailedToOpenSocket"]);
-
-export interface DockerConnection {
-  /** `unix:///var/run/docker.sock` or `tcp://host:2376`. */
-  host?: string;
-  /** Folder with ca.pem, cert.pem and key.pem for TLS to a tcp host. */
-  tlsCertPath?: string;
-}
 
 export interface ContainerSummary {
   id: string;
@@ -44,17 +36,6 @@ export interface ContainerSummary {
   networks: Record<string, string>;
   memoryLimitBytes: number;
   restartPolicy: string;
-}
-
-export interface ContainerStats {
-  cpuPercent: number;
-  memoryUsedBytes: number;
-  memoryLimitBytes: number;
-  networkRxBytes: number;
-  networkTxBytes: number;
-  blockReadBytes: number;
-  blockWriteBytes: number;
-  pids: number;
 }
 
 export interface ExecOptions {
@@ -77,28 +58,6 @@ export class DockerNotFound extends Error {}
 export class ExecTimedOut extends Error {}
 /** The Dockerfile itself failed (a RUN step exited non-zero...): the user's problem, not the engine's. */
 export class BuildFailed extends Error {}
-
-export function dockerOptions(connection: DockerConnection): Docker.DockerOptions {
-  const host = connection.host ?? "unix:///var/run/docker.sock";
-  if (host.startsWith("unix://")) return { socketPath: host.slice("unix://".length) };
-  const url = new URL(host.replace(/^tcp:/, connection.tlsCertPath ? "https:" : "http:"));
-  const options: Docker.DockerOptions = {
-    host: url.hostname,
-    port: Number(url.port || (connection.tlsCertPath ? 2376 : 2375)),
-    protocol: connection.tlsCertPath ? "https" : "http",
-  };
-  if (connection.tlsCertPath) {
-    options.ca = readFileSync(join(connection.tlsCertPath, "ca.pem"));
-    options.cert = readFileSync(join(connection.tlsCertPath, "cert.pem"));
-    options.key = readFileSync(join(connection.tlsCertPath, "key.pem"));
-  }
-  return options;
-}
-
-function isConnectionError(error: unknown): boolean {
-  const code = (error as { code?: string; errno?: string })?.code;
-  return (code !== undefined && CONNECTION_ERRORS.has(code)) || /socket hang up|connect ECONNREFUSED|ENOENT/.test(String((error as Error)?.message));
-}
 
 function labelFilter(labels: Record<string, string>): string[] {
   return Object.entries(labels).map(([name, value]) => `${name}=${value}`);
@@ -316,7 +275,6 @@ export class DockerDriver {
       }
     }, timeoutSeconds * 1000 + this.callTimeoutMs);
   }
-
 
   /** Removes a container (running or not); a missing one counts as removed. */
   async removeContainer(id: string): Promise<void> {
@@ -610,7 +568,6 @@ export class DockerDriver {
     }
   }
 
-
   /** Bytes used by each platform volume, as the engine measures them. */
   async volumeUsage(): Promise<Record<string, number>> {
     const usage = await this.call("system df", () => this.docker.df(), SLOW_CALL_TIMEOUT_MS);
@@ -620,38 +577,6 @@ export class DockerDriver {
     }
     return sizes;
   }
-}
-
-export function statsFromSample(sample: Docker.ContainerStats): ContainerStats {
-  const cpuDelta = sample.cpu_stats.cpu_usage.total_usage - (sample.precpu_stats?.cpu_usage?.total_usage ?? 0);
-  const systemDelta = (sample.cpu_stats.system_cpu_usage ?? 0) - (sample.precpu_stats?.system_cpu_usage ?? 0);
-  const cpus = sample.cpu_stats.online_cpus || sample.cpu_stats.cpu_usage.percpu_usage?.length || 1;
-  const cpuPercent = cpuDelta > 0 && systemDelta > 0 ? (cpuDelta / systemDelta) * cpus * 100 : 0;
-  // Like `docker stats`: page cache the kernel can drop is not counted as used.
-  const cache = (sample.memory_stats.stats as Record<string, number> | undefined)?.total_inactive_file ??
-    (sample.memory_stats.stats as Record<string, number> | undefined)?.inactive_file ?? 0;
-  let rx = 0;
-  let tx = 0;
-  for (const network of Object.values(sample.networks ?? {})) {
-    rx += network.rx_bytes;
-    tx += network.tx_bytes;
-  }
-  let blockRead = 0;
-  let blockWrite = 0;
-  for (const entry of sample.blkio_stats?.io_service_bytes_recursive ?? []) {
-    if (entry.op.toLowerCase() === "read") blockRead += entry.value;
-    if (entry.op.toLowerCase() === "write") blockWrite += entry.value;
-  }
-  return {
-    cpuPercent: Math.round(cpuPercent * 100) / 100,
-    memoryUsedBytes: Math.max(0, (sample.memory_stats.usage ?? 0) - cache),
-    memoryLimitBytes: sample.memory_stats.limit ?? 0,
-    networkRxBytes: rx,
-    networkTxBytes: tx,
-    blockReadBytes: blockRead,
-    blockWriteBytes: blockWrite,
-    pids: (sample as { pids_stats?: { current?: number } }).pids_stats?.current ?? 0,
-  };
 }
 
 async function pipeStdin(stdin: ReadableStream<Uint8Array> | Uint8Array, duplex: NodeJS.ReadWriteStream) {

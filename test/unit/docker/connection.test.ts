@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
-import { dockerOptions } from "../../../src/docker/driver";
+import { dockerOptions } from "../../../src/docker/connection";
 import { tempDir } from "../../helpers/temp";
 
 test("a unix socket host becomes a socket path", () => {
