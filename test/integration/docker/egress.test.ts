@@ -127,6 +127,17 @@ describe("egress rules for containers on workspace networks", () => {
     expect(await probe(gateway, apiPort)).toBe("ECONNREFUSED");
     expect(await probe(gateway, 2375)).toBe("ECONNREFUSED");
     expect(await probe("peer", 3000)).toBe("open");
+    // Build containers run user code (install and build scripts) on the same bridge.
+    const buildProbe = `require("net").connect(${STAND_IN_PORT}, "${STAND_IN}").on("connect", () => { console.log("build-probe:open"); process.exit(0); })` +
+      `.on("error", (error) => { console.log("build-probe:" + error.code); process.exit(0); })`;
+    const files = appZip({
+      "package.json": JSON.stringify({ name: "build-probe", scripts: { build: `node -e '${buildProbe}'`, start: "node server.js" } }),
+      "server.js": PROBE_APP,
+    });
+    const built = await deployZip(server, key, { name: "build-probe", runtime: "node", memoryMB: "128" }, files);
+    await waitForStatus(server, key, built.body.app.id, ["running", "failed"]);
+    const build = await server.request("GET", `/api/apps/${built.body.app.id}/builds/${built.body.buildId}`, { key });
+    expect(build.body.log).toContain("build-probe:EHOSTUNREACH");
     // The host itself is not filtered: only traffic coming in from workspace bridges is.
     expect(await (await fetch(`http://${STAND_IN}:${STAND_IN_PORT}/`)).text()).toBe("stand-in");
   });
