@@ -45,6 +45,8 @@ export interface ContainerSpec {
   restartPolicy?: "no" | "on-failure" | "unless-stopped";
   /** Run a tiny init as PID 1: it forwards SIGTERM (an app as PID 1 ignores it) and reaps zombies. */
   init?: boolean;
+  /** false: the engine keeps no log (output is read by attaching, e.g. a build's); spares it encoding a flood. */
+  keepLogs?: boolean;
 }
 
 const CONTAINER_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/;
@@ -86,7 +88,10 @@ export function toCreateOptions(spec: ContainerSpec): Docker.ContainerCreateOpti
       CapDrop: ["ALL"],
       CapAdd: spec.capabilities ?? [],
       Privileged: false,
-      LogConfig: { Type: "json-file", Config: { "max-size": LOG_MAX_SIZE, "max-file": LOG_MAX_FILES } },
+      LogConfig:
+        spec.keepLogs === false
+          ? { Type: "none", Config: {} }
+          : { Type: "json-file", Config: { "max-size": LOG_MAX_SIZE, "max-file": LOG_MAX_FILES } },
       Mounts: (spec.volumes ?? []).map((volume) => ({ Type: "volume" as const, Source: volume.volumeName, Target: volume.containerPath })),
       PortBindings: port
         ? { [port]: [{ HostIp: spec.publish!.hostIp, HostPort: spec.publish!.hostPort ? String(spec.publish!.hostPort) : "" }] }

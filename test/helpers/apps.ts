@@ -58,6 +58,14 @@ const appOf = async (server: TestServer, owner: Tenant) => {
   return made;
 };
 
+/** A build of `owner` that has not ended (its script sleeps, then fails: nothing is left if it is never canceled). */
+const unfinishedBuildOf = async (server: TestServer, owner: Tenant) => {
+  const slow = appZip({ "package.json": JSON.stringify({ name: "slow", scripts: { build: "sleep 30; exit 1", start: "node x.js" } }) });
+  const response = await deployZip(server, owner.key, { name: `matrix-build-${++matrixAppCount}`, runtime: "node", memoryMB: "64" }, slow);
+  if (response.status !== 202) throw new Error(`could not deploy a matrix build: ${JSON.stringify(response.body)}`);
+  return { appId: response.body.app.id as string, buildId: response.body.buildId as string };
+};
+
 export const APP_ROUTES: AuthenticatedRoute[] = [
   { method: "GET", path: "/api/apps/" },
   // A JSON body where multipart is expected: authentication is what is checked, nothing is deployed.
@@ -74,5 +82,6 @@ export const APP_ROUTES: AuthenticatedRoute[] = [
   { method: "GET", path: "/api/apps/:appId/builds", resource: appOf },
   { method: "GET", path: "/api/apps/:appId/builds/:buildId", resource: appOf },
   { method: "GET", path: "/api/apps/:appId/builds/:buildId/log", resource: appOf },
+  { method: "POST", path: "/api/apps/:appId/builds/:buildId/cancel", resource: unfinishedBuildOf },
   { method: "DELETE", path: "/api/apps/:appId", resource: appOf },
 ];

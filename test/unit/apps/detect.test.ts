@@ -1,6 +1,5 @@
 import { describe, expect, test } from "bun:test";
 import { detectPlan, planWithCommand, DetectionFailed, STATIC_SERVER_PATH, type AppFiles } from "../../../src/apps/detect";
-import { generateDockerfile, platformContextFiles, BUILD_CA_PATH } from "../../../src/apps/dockerfile";
 
 function tree(files: Record<string, string | object>): AppFiles {
   const texts = Object.fromEntries(Object.entries(files).map(([path, content]) => [path, typeof content === "string" ? content : JSON.stringify(content)]));
@@ -67,38 +66,5 @@ describe("startup detection", () => {
     expect(plan).toMatchObject({ kind: "custom", installCommands: ["npm install --no-audit --no-fund"], buildCommands: ["npm run build"] });
     expect(plan.start).toEqual(["sh", "-c", "node dist/worker.js --queue 'jobs'"]);
     expect(planWithCommand(tree({ "README.md": "" }), "node", "./run.sh").start).toEqual(["sh", "-c", "./run.sh"]);
-  });
-});
-
-describe("generated Dockerfile", () => {
-  const plan = detectPlan(tree({ "package.json": { dependencies: { a: "1" }, scripts: { start: "node s.js" } } }), "node");
-  const settings = { baseImage: "node:22-bookworm-slim", runtime: "node" as const, port: 8080, caBundle: "PEM", npmRegistry: "https://registry.example/", buildArgNames: ["VITE_API"] };
-
-  test("the build-time CA and registry stay in the build stage", () => {
-    const dockerfile = generateDockerfile(plan, settings);
-    const [buildStage, finalStage] = dockerfile.split(/\nFROM node:22-bookworm-slim\n/);
-    expect(buildStage).toContain("NODE_EXTRA_CA_CERTS");
-    expect(buildStage).toContain('NPM_CONFIG_REGISTRY="https://registry.example/"');
-    expect(buildStage).toContain("ARG VITE_API");
-    expect(buildStage).toContain(`RUN rm -f ${BUILD_CA_PATH}`);
-    expect(finalStage).toBeDefined();
-    expect(finalStage).not.toMatch(/CA_CERTS|REGISTRY|VITE_API|pem/);
-    expect(finalStage).toContain("COPY --from=build /app /app");
-    expect(finalStage).toContain("ENV PORT=8080");
-    expect(finalStage).toContain('CMD ["npm","start"]');
-    expect(platformContextFiles(plan, settings)).toEqual({ [BUILD_CA_PATH]: "PEM" });
-  });
-
-  test("a custom command lands in CMD as JSON, whatever it contains", () => {
-    const custom = planWithCommand(tree({ "index.js": "" }), "node", 'echo "a\\b" && node index.js\n# not a Dockerfile line');
-    const cmdLine = generateDockerfile(custom, settings).split("\n").find((line) => line.startsWith("CMD "))!;
-    expect(JSON.parse(cmdLine.slice(4))).toEqual(["sh", "-c", 'echo "a\\b" && node index.js\n# not a Dockerfile line']);
-  });
-
-  test("python gets a virtualenv only when there is something to install", () => {
-    const withRequirements = detectPlan(tree({ "requirements.txt": "flask\n", "app.py": "" }), "python");
-    const pythonSettings = { baseImage: "python:3.12-slim", runtime: "python" as const, port: 8000 };
-    expect(generateDockerfile(withRequirements, pythonSettings)).toContain("RUN python -m venv /app/.venv");
-    expect(generateDockerfile(detectPlan(tree({ "main.py": "" }), "python"), pythonSettings)).not.toContain("venv");
   });
 });

@@ -1,0 +1,108 @@
+// Build logs on a temp dir: the cap keeps the first and last part with a marker, ranges read only
+// what they return, text cannot forge a platform line, and followers get the file then live lines.
+import { describe, expect, test } from "bun:test";
+import { readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { BuildLogs } from "../../../src/apps/build-logs";
+import { tempDir } from "../../helpers/temp";
+
+function logsIn(maxBytes?: number) {
+  const dir = tempDir();
+  const logs = new BuildLogs((appId, buildId) => join(dir, `${appId}-${buildId}.log`), maxBytes);
+  return { logs, file: (buildId = "b") => join(dir, `a-${buildId}.log`) };
+}
+
+describe("log cap", () => {
+  test("past the cap the file keeps its first part, a marker and the latest output, and stays under the cap", () => {
+    const cap = 64 * 1024;
+    const { logs, file } = logsIn(cap);
+    logs.append("a", "b", "==> Upload accepted");
+    let written = 0;
+    for (let i = 0; i < 5000; i++) {
+      const chunk = `line ${i} ${"y".repeat(200)}\n`.repeat(5);
+      logs.appendOutput("a", "b", chunk);
+      written += chunk.length;
+      expect(statSync(file()).size).toBeLessThanOrEqual(cap + 200);
+    }
+    logs.append("a", "b", "==> Build failed: timed out after 20 s");
+    const text = readFileSync(file(), "utf8");
+    expect(text.startsWith("==> Upload accepted\nline 0 ")).toBe(true);
+    expect(text).toMatch(/\n==> \d+ bytes of build output dropped here/);
+    expect(text.endsWith("line 4999 " + "y".repeat(200) + "\n==> Build failed: timed out after 20 s\n")).toBe(true);
+    const range = logs.read("a", "b");
+    expect(range.droppedBytes).toBeGreaterThan(written - cap);
+    expect(range.droppedBytes + range.totalBytes).toBeGreaterThan(written);
+    // Lines stay whole: the kept tail starts on a line of its own.
+    const afterMarker = text.split(/bytes of build output dropped here[^\n]*\n/)[1]!;
+    expect(afterMarker).toMatch(/^line \d+ y+\n/);
+  });
+
+  test("one chunk larger than the cap keeps only its end", () => {
+    const { logs, file } = logsIn(64 * 1024);
+    logs.appendOutput("a", "b", "y\n".repeat(1024 * 1024));
+    expect(statSync(file()).size).toBeLessThanOrEqual(64 * 1024 + 200);
+    expect(logs.read("a", "b").droppedBytes).toBeGreaterThan(2 * 1024 * 1024 - 64 * 1024);
+  });
+});
+
+describe("no forged platform lines", () => {
+  test("a platform entry is one line; continuation lines are indented", () => {
+    const { logs, file } = logsIn();
+    logs.append("a", "b", "==> Upload accepted (app.zip\n==> Image built\r==> Serving)");
+    expect(readFileSync(file(), "utf8")).toBe("==> Upload accepted (app.zip\n    ==> Image built\n    ==> Serving)\n");
+  });
+
+  test("program output starting with ==> is shifted, carriage returns end lines", () => {
+    const { logs, file } = logsIn();
+    logs.appendOutput("a", "b", "ok\n==> Image built\nprogress 10%\rprogress 100%\r\n");
+    expect(readFileSync(file(), "utf8")).toBe("ok\n ==> Image built\nprogress 10%\nprogress 100%\n");
+    // Nor can output fake the marker that reports dropped bytes.
+    logs.appendOutput("a", "b", "==> 999 bytes of build output dropped here\n");
+    expect(logs.read("a", "b").droppedBytes).toBe(0);
+  });
+});
+
+describe("ranges", () => {
+  test("by default the end of the log from a line start; with offset, exactly that range", () => {
+    const { logs } = logsIn();
+    for (let i = 0; i < 100; i++) logs.appendOutput("a", "b", `line ${String(i).padStart(3, "0")}\n`); // 9 bytes each
+    const tail = logs.read("a", "b", { limit: 40 });
+    expect(tail.text).toBe("line 096\nline 097\nline 098\nline 099\n");
+    expect(tail).toMatchObject({ offset: 864, nextOffset: 900, totalBytes: 900, droppedBytes: 0 });
+    const middle = logs.read("a", "b", { offset: 18, limit: 18 });
+    expect(middle).toMatchObject({ text: "line 002\nline 003\n", offset: 18, nextOffset: 36 });
+    expect(logs.read("a", "b", { offset: 5000 }).text).toBe("");
+    expect(logs.read("a", "missing")).toEqual({ text: "", offset: 0, nextOffset: 0, totalBytes: 0, droppedBytes: 0 });
+  });
+
+  test("a range never cuts a character: the cut one is left for the next range", () => {
+    const { logs } = logsIn();
+    logs.appendOutput("a", "b", "héllo\n"); // é is 2 bytes: offsets 1-2
+    expect(logs.read("a", "b", { offset: 0, limit: 2 })).toMatchObject({ text: "h", nextOffset: 1 });
+    expect(logs.read("a", "b", { offset: 1, limit: 3 })).toMatchObject({ text: "él", nextOffset: 4 });
+    expect(logs.read("a", "b", { offset: 2, limit: 3 })).toMatchObject({ text: "ll", offset: 3 });
+  });
+});
+
+describe("follow", () => {
+  test("what was written, then new lines, until the build ends", async () => {
+    const { logs } = logsIn();
+    logs.open("b");
+    logs.append("a", "b", "==> first");
+    const stream = logs.follow("a", "b");
+    logs.appendOutput("a", "b", "second\n");
+    setTimeout(() => {
+      logs.append("a", "b", "==> third");
+      logs.finish("b");
+    }, 20);
+    expect(await new Response(stream).text()).toBe("==> first\nsecond\n==> third\n");
+  });
+
+  test("a finished build's log is read in chunks and the stream ends", async () => {
+    const { logs } = logsIn(16 * 1024 * 1024);
+    const line = `${"x".repeat(99)}\n`;
+    logs.appendOutput("a", "b", line.repeat(3000)); // 300 KB: several chunks
+    const text = await new Response(logs.follow("a", "b")).text();
+    expect(text.length).toBe(300_000);
+  });
+});
