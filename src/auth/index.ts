@@ -178,7 +178,9 @@ export function authRoutes(ctx: ServerContext) {
             "The user, the active organization (workspace), the role there, and every organization the user belongs to " +
             "(an API key acts only in its own workspace and those it was made for: any other `workspaceId` is 404 `WORKSPACE_NOT_FOUND`). " +
             "Like every authenticated route: a wrong key or cookie gets 401, or 429 `RATE_LIMITED` with Retry-After once " +
-            "its client address has spent its failed attempts; a valid one is never refused for its address.",
+            "its client address has spent its failed attempts; a valid one is never refused for its address. A cookie " +
+            "request whose `Host` is not this server's (an IP, localhost or a name of PLATFORM_API_HOSTS) gets 403 " +
+            "`HOST_NOT_ALLOWED`, and one that changes state from another site's page 403 `CSRF_REJECTED`.",
         },
       },
     )
