@@ -3,6 +3,7 @@
 import { zipSync, strToU8 } from "fflate";
 import type { TestServer } from "./server";
 import type { AuthenticatedRoute, Tenant } from "./auth-matrix";
+import { removeWorkspaceNetworks } from "./databases";
 
 export function appZip(files: Record<string, string>): Uint8Array<ArrayBuffer> {
   return zipSync(Object.fromEntries(Object.entries(files).map(([path, text]) => [path, strToU8(text)]))) as Uint8Array<ArrayBuffer>;
@@ -58,8 +59,17 @@ const appOf = async (server: TestServer, owner: Tenant) => {
   return made;
 };
 
+const matrixBuildWorkspaces = new Set<string>();
+
+/** Removes the workspace networks the matrix's build containers joined (call it after the matrix's tests). */
+export function removeMatrixBuildNetworks() {
+  removeWorkspaceNetworks(...matrixBuildWorkspaces);
+  matrixBuildWorkspaces.clear();
+}
+
 /** A build of `owner` that has not ended (its script sleeps, then fails: nothing is left if it is never canceled). */
 const unfinishedBuildOf = async (server: TestServer, owner: Tenant) => {
+  matrixBuildWorkspaces.add(owner.workspaceId);
   const slow = appZip({ "package.json": JSON.stringify({ name: "slow", scripts: { build: "sleep 30; exit 1", start: "node x.js" } }) });
   const response = await deployZip(server, owner.key, { name: `matrix-build-${++matrixAppCount}`, runtime: "node", memoryMB: "64" }, slow);
   if (response.status !== 202) throw new Error(`could not deploy a matrix build: ${JSON.stringify(response.body)}`);

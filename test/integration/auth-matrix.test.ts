@@ -3,11 +3,13 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { TestServer } from "../helpers/server";
 import { AUTH_MATRIX_ENV, AUTHENTICATED_ROUTES, describeAuthMatrix, openApiPath } from "../helpers/auth-matrix";
 import { removeMatrixDatabases } from "../helpers/databases";
+import { removeMatrixBuildNetworks } from "../helpers/apps";
 
 let server: TestServer;
 beforeAll(async () => (server = await TestServer.start(AUTH_MATRIX_ENV)));
 afterAll(() => server.stop());
 afterAll(removeMatrixDatabases);
+afterAll(removeMatrixBuildNetworks);
 
 test("the matrix covers every route the server documents as authenticated", async () => {
   const { body: document } = await server.request("GET", "/api/docs/json");
