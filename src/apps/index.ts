@@ -36,7 +36,7 @@ export function appsRoutes(ctx: ServerContext) {
       },
       {
         auth: true,
-        detail: { summary: "List apps", description: `Apps of the workspace (\`workspaceId\` or \`organizationId\` selects another one the caller belongs to): \`apps\` and \`meta.total\`. Status values: ${STATUS_TEXT}.` },
+        detail: { summary: "List apps", description: `Apps of the workspace (\`workspaceId\` or \`organizationId\` selects another one the caller belongs to): \`apps\` and \`meta.total\`. An app being deleted is listed (status \`deleting\`) until its removal is done, while GET one already answers 404. Status values: ${STATUS_TEXT}.` },
       },
     )
     .post(
