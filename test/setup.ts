@@ -2,7 +2,7 @@
 // run that the tests left nothing behind on this machine. Whatever a test server made in Docker
 // (containers, volumes, networks of its workspaces) and is still there fails the run, and is
 // removed so the next run starts clean; then the temp dirs go.
-import { afterAll, setDefaultTimeout } from "bun:test";
+import { afterAll } from "bun:test";
 import { Database } from "bun:sqlite";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -67,9 +67,6 @@ function remove(kind: Kind, id: string) {
 }
 
 useStandInImages();
-
-// bunfig.toml's `timeout` is not read by this Bun (tests were cut at 5 s): real builds and containers need room.
-setDefaultTimeout(120_000);
 
 // Servers of tests leave the host's iptables alone (test/integration/docker/egress.test.ts turns
 // the egress firewall on for itself): parallel test servers would otherwise replace each other's rules.

@@ -6,7 +6,8 @@ import { TestServer } from "../helpers/server";
 import { appZip, deployZip, waitForStatus } from "../helpers/apps";
 import { createDatabase, deleteAllDatabases, waitForOperation, waitForStatus as waitForDatabase } from "../helpers/databases";
 
-setDefaultTimeout(120_000); // real builds and containers
+// Per file: this Bun reads no timeout from bunfig.toml, and a preload's setting holds for its first file only.
+setDefaultTimeout(120_000);
 
 let server: TestServer;
 let key: string;

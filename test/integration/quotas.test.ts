@@ -5,7 +5,8 @@ import { TestServer, type CreatedKey } from "../helpers/server";
 import { appZip, deployZip } from "../helpers/apps";
 import { createDatabase, deleteAllDatabases, removeWorkspaceNetworks } from "../helpers/databases";
 
-setDefaultTimeout(120_000); // real builds and containers
+// Per file: this Bun reads no timeout from bunfig.toml, and a preload's setting holds for its first file only.
+setDefaultTimeout(120_000);
 
 const QUOTAS = {
   PLATFORM_QUOTA_APPS: "2",

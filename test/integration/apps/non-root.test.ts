@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { TestServer } from "../../helpers/server";
 import { appZip, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
 
-setDefaultTimeout(120_000); // real builds and containers
+// Per file: this Bun reads no timeout from bunfig.toml, and a preload's setting holds for its first file only.
+setDefaultTimeout(120_000);
 
 const REPORTER = `
 const fs = require("fs");

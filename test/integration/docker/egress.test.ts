@@ -10,7 +10,8 @@ import { appZip, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
 import { FORWARD_CHAIN, INPUT_CHAIN, removeEgressRules } from "../../../src/docker/egress";
 import { workspaceBridgeName, workspaceNetworkName } from "../../../src/docker/workspace-network";
 
-setDefaultTimeout(120_000); // real builds and containers
+// Per file: this Bun reads no timeout from bunfig.toml, and a preload's setting holds for its first file only.
+setDefaultTimeout(120_000);
 
 const suffix = Math.floor(Math.random() * 1e6).toString(36);
 const NAMESPACE = `plt-egress-${suffix}`;
