@@ -46,6 +46,8 @@ export class AppsService implements ContainerOwner {
   private readonly deletions = new Set<Promise<void>>();
   /** The disk quota's accounting; app sources are counted here, backups register beside them. */
   readonly disk = new WorkspaceDisk();
+  /** Bytes of each app's source tree: measured once, asynchronously, then known from each accepted upload. */
+  private readonly sourceBytes = new Map<string, Promise<number>>();
   /** Port of the public proxy in app URLs: the configured one, or the one bound when it was 0. */
   proxyPort: number;
 
@@ -54,7 +56,7 @@ export class AppsService implements ContainerOwner {
     this.proxyPort = ctx.config.proxyPort;
     this.disk.register("app sources", async (workspaceId, { exceptAppId }) => {
       const others = this.list(workspaceId).filter((app) => app.id !== exceptAppId);
-      const sizes = await Promise.all(others.map((app) => treeBytes(this.ctx.storage.appDir(app.id))));
+      const sizes = await Promise.all(others.map((app) => this.sourceBytesOf(app.id)));
       return sizes.reduce((sum, size) => sum + size, 0);
     });
   }
@@ -185,6 +187,7 @@ export class AppsService implements ContainerOwner {
       const buildId = this.newBuild(appId, existing ? "redeploy" : "upload");
       // The tree becomes the app's source when its build starts, never under a build still reading the old one.
       const newSource = this.ctx.storage.keepForBuild(appId, buildId, staging);
+      this.sourceBytes.set(appId, Promise.resolve(totalBytes));
       this.ctx.buildLogs.append(appId, buildId, `==> Upload of ${file.size} bytes accepted (${file.filename || "archive"})`);
       this.deployer.schedule(appId, (signal) => this.deployer.buildAndRelease(appId, buildId, newSource, signal));
       return { app: this.publicApp(this.get(workspaceId, appId)), buildId, created: !existing };
@@ -403,6 +406,16 @@ export class AppsService implements ContainerOwner {
     await releaseWorkspaceNetwork(driver, app.workspaceId);
     this.ctx.db.delete(apps).where(eq(apps.id, app.id)).run();
     await this.ctx.storage.removeApp(app.id);
+    this.sourceBytes.delete(app.id);
+  }
+
+  private sourceBytesOf(appId: string): Promise<number> {
+    let known = this.sourceBytes.get(appId);
+    if (!known) {
+      known = treeBytes(this.ctx.storage.sourceDir(appId));
+      this.sourceBytes.set(appId, known);
+    }
+    return known;
   }
 
   async logs(workspaceId: string, appId: string, options: { tail: number; timestamps: boolean }) {

@@ -112,8 +112,19 @@ describe("per-workspace quotas", () => {
     expect(first.status).toBe(202);
     const second = await deployZip(server, key, { name: "heavier", runtime: "node", memoryMB: "64" }, bulky(600));
     expectQuotaRefusal(second, /quota for disk exceeded: 0\.\d MB in use of 1 MB, this needs 0\.6 MB more/, "PLATFORM_QUOTA_DISK_MB");
-    expect((await deployZip(server, key, { name: "heavy", runtime: "node", memoryMB: "64" }, bulky(700))).status).toBe(202);
+    const redeploy = await deployZip(server, key, { name: "heavy", runtime: "node", memoryMB: "64" }, bulky(700));
+    expect(redeploy.status).toBe(202);
     const names = (await server.request("GET", "/api/apps/", { key })).body.apps.map((app: any) => app.name);
     expect(names).toEqual(["heavy"]);
+    // After a restart the trees are measured from the files: the 700 KB source is what counts now.
+    const buildPath = `/api/apps/${redeploy.body.app.id}/builds/${redeploy.body.buildId}`;
+    for (let attempt = 0; attempt < 240; attempt++) {
+      if (["succeeded", "failed"].includes((await server.request("GET", buildPath, { key })).body.build?.status)) break;
+      await Bun.sleep(250);
+    }
+    await server.stop();
+    await server.boot();
+    const afterRestart = await deployZip(server, key, { name: "heavier", runtime: "node", memoryMB: "64" }, bulky(400));
+    expectQuotaRefusal(afterRestart, /quota for disk exceeded: 0\.7 MB in use of 1 MB, this needs 0\.4 MB more/, "PLATFORM_QUOTA_DISK_MB");
   });
 });
