@@ -6,7 +6,7 @@
 // engine's builder makes the app image from /app of that commit with a Dockerfile that runs
 // nothing. The build container and the committed image are removed whatever the outcome.
 import { readFileSync, rmSync } from "node:fs";
-import { and, eq, inArray } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import { apps, builds } from "../db/schema";
 import { BuildFailed, type DockerDriver } from "../docker/driver";
 import { LABEL_APP, LABEL_BUILD, LABEL_MANAGED, LABEL_WORKSPACE } from "../docker/container-spec";
@@ -39,7 +39,7 @@ const MAX_PARTIAL_LINE = 64 * 1024;
 /** How long a cancel waits for the build to stop before it answers anyway. */
 const CANCEL_WAIT_MS = 10_000;
 
-export const imageTag = (appId: string, buildId: string) => `platform-app-${appId.toLowerCase()}:${buildId.toLowerCase()}`;
+const imageTag = (appId: string, buildId: string) => `platform-app-${appId.toLowerCase()}:${buildId.toLowerCase()}`;
 /** The committed build container, only until the app image is made from it. */
 const stepsImage = (appId: string, buildId: string) => `platform-build-${appId.toLowerCase()}:${buildId.toLowerCase()}`;
 
@@ -119,16 +119,6 @@ export class Builder {
     this.ctx.buildLogs.append(appId, buildId, `==> Build ${reason}`);
     this.ctx.buildLogs.finish(buildId);
     return true;
-  }
-
-  /** Cancels every unfinished build of the app (delete does this first, so it never waits on a build). */
-  async cancelAll(appId: string, reason: string): Promise<void> {
-    const unfinished = this.ctx.db
-      .select({ id: builds.id })
-      .from(builds)
-      .where(and(eq(builds.appId, appId), inArray(builds.status, ["queued", "building"])))
-      .all();
-    await Promise.all(unfinished.map((build) => this.cancel(appId, build.id, reason)));
   }
 
   /** Containers and committed images a build interrupted by a platform restart left behind. */

@@ -37,8 +37,6 @@ const START_TIMEOUT_MS = 60_000;
 /** Time the previous container keeps answering requests already sent to it after the switch. */
 const DRAIN_MS = 1_000;
 
-export { imageTag } from "./builder";
-
 class ReleaseFailed extends Error {}
 
 function preemptedReason(signal: AbortSignal): string {

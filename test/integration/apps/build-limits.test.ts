@@ -200,3 +200,18 @@ describe("registry credentials", () => {
     expect(server.output).not.toContain(REGISTRY_PASSWORD);
   }, 60_000);
 });
+
+describe("platform restart", () => {
+  test("a build container left running by a killed platform is removed when it starts again", async () => {
+    const { appId, buildId } = await deployBuild("sleep infinity");
+    await waitForBuild(appId, buildId, ["building"]);
+    for (let i = 0; i < 100 && (await containersOf(appId)).length === 0; i++) await Bun.sleep(100);
+    expect(await containersOf(appId)).toHaveLength(1);
+    await server.stop("SIGKILL");
+    expect(await containersOf(appId)).toHaveLength(1); // still running: nothing else would ever stop it
+    await server.boot();
+    expect((await getBuild(appId, buildId)).build).toMatchObject({ status: "failed", error: "interrupted by a platform restart" });
+    for (let i = 0; i < 100 && (await containersOf(appId)).length > 0; i++) await Bun.sleep(100);
+    expect(await containersOf(appId)).toEqual([]);
+  }, 90_000);
+});
