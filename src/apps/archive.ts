@@ -14,7 +14,7 @@
 import { Inflate } from "fflate";
 import { chmod, mkdir, mkdtemp, open, rename, rm, stat } from "node:fs/promises";
 import { basename, dirname, join, resolve, sep } from "node:path";
-import { SIG_LOCAL, LOCAL_BYTES, FLAG_ENCRYPTED, FLAG_DATA_DESCRIPTOR, METHOD_DEFLATE, refuse, invalid, shown, ZipFileReader, readCentralDirectory, utf8, type CentralEntry, type ParsedArchive } from "./zip-directory";
+import { SIG_LOCAL, LOCAL_BYTES, FLAG_ENCRYPTED, FLAG_DATA_DESCRIPTOR, METHOD_DEFLATE, refuse, invalid, shown, pauseEvery, ZipFileReader, readCentralDirectory, utf8, type CentralEntry, type ParsedArchive } from "./zip-directory";
 
 export interface ArchiveLimits {
   /**
@@ -172,7 +172,8 @@ function tooLarge(limits: ArchiveLimits): never {
  */
 async function locateData(reader: ZipFileReader, parsed: ParsedArchive): Promise<void> {
   const byOffset = [...parsed.entries].sort((a, b) => a.localHeaderOffset - b.localHeaderOffset);
-  for (const entry of byOffset) {
+  for (const [i, entry] of byOffset.entries()) {
+    await pauseEvery(i);
     const header = await reader.read(entry.localHeaderOffset, LOCAL_BYTES + entry.rawName.length);
     const view = new DataView(header.buffer, header.byteOffset, header.byteLength);
     const name = shown(utf8.decode(entry.rawName));
@@ -321,7 +322,8 @@ export async function inspectZip(zipFile: string, limits: ArchiveLimits): Promis
   const { reader, planned, budget } = await openArchive(zipFile, limits);
   try {
     const entries: ArchiveEntry[] = [];
-    for (const entry of planned) {
+    for (const [i, entry] of planned.entries()) {
+      await pauseEvery(i);
       const size = entry.kind === "file" ? await inflateEntry(reader, entry, budget, async () => {}) : 0;
       entries.push(describe(entry, size));
     }

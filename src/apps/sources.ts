@@ -1,6 +1,9 @@
 // Where an app's files live on the platform's side: its kept source tree (what builds are made
 // from, and what later file edits change) and its build logs, under <data>/apps/<appId>/.
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
+// Trees are never walked or deleted synchronously: an upload may hold 20,000 folders, and a
+// synchronous rm of such a tree stalled every tenant's API and proxy for seconds.
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync } from "node:fs";
+import { lstat, readdir, rm } from "node:fs/promises";
 import { join, relative } from "node:path";
 import type { AppFiles } from "./detect";
 import type { TarEntry } from "../docker/tar";
@@ -10,6 +13,9 @@ const CONTEXT_EXCLUDES = new Set(["node_modules", ".git", ".dockerignore", ".pla
 const MAX_READ_BYTES = 1024 * 1024;
 
 export class AppStorage {
+  /** Names in <data>/trash this process is deleting now. */
+  private readonly beingDeleted = new Set<string>();
+
   constructor(private readonly dataDir: string) {}
 
   appDir(appId: string) {
@@ -47,48 +53,86 @@ export class AppStorage {
     return pending;
   }
 
-  /** Makes an extracted upload the app's source tree (the old tree is removed). */
+  /**
+   * Makes an extracted upload the app's source tree. The old tree is moved away at once and
+   * deleted in the background (see `discard`).
+   */
   replaceSource(appId: string, extractedDir: string) {
     mkdirSync(join(this.appDir(appId), "builds"), { recursive: true, mode: 0o700 });
     const target = this.sourceDir(appId);
-    const old = `${target}.old-${crypto.randomUUID()}`;
-    if (existsSync(target)) renameSync(target, old);
+    void this.discard(target);
     renameSync(extractedDir, target);
-    rmSync(old, { recursive: true, force: true });
   }
 
-  /** Uploads and extractions a restart cut short; nothing in them is referenced any more. */
-  removeLeftoverUploads() {
-    rmSync(join(this.dataDir, "uploads"), { recursive: true, force: true });
+  /**
+   * Uploads and extractions a restart cut short (nothing in them is referenced any more), and
+   * trees whose deletion it cut short. They are moved away at once, as a synchronous delete did,
+   * so a request arriving meanwhile never loses a fresh upload; the deleting runs off the thread.
+   */
+  async removeLeftoverUploads() {
+    const trashDir = join(this.dataDir, "trash");
+    const leftovers = existsSync(trashDir) ? readdirSync(trashDir).filter((name) => !this.beingDeleted.has(name)) : [];
+    const removals = leftovers.map((name) => removeTree(join(trashDir, name)));
+    removals.push(this.discard(join(this.dataDir, "uploads")));
     const appsDir = join(this.dataDir, "apps");
-    if (!existsSync(appsDir)) return;
-    for (const appId of readdirSync(appsDir)) {
-      rmSync(join(appsDir, appId, "pending"), { recursive: true, force: true });
+    for (const appId of existsSync(appsDir) ? readdirSync(appsDir) : []) {
+      removals.push(this.discard(join(appsDir, appId, "pending")));
       for (const entry of readdirSync(join(appsDir, appId))) {
-        if (entry.startsWith("source.old-")) rmSync(join(appsDir, appId, entry), { recursive: true, force: true });
+        // Old source trees that versions before the trash folder kept beside the new one.
+        if (entry.startsWith("source.old-")) removals.push(this.discard(join(appsDir, appId, entry)));
       }
     }
+    await Promise.all(removals);
   }
 
-  removeApp(appId: string) {
-    rmSync(this.appDir(appId), { recursive: true, force: true });
+  /** The app's folder is gone when this is called; its files are deleted by the time it settles. */
+  removeApp(appId: string): Promise<void> {
+    return this.discard(this.appDir(appId));
+  }
+
+  /**
+   * Removes a tree without holding up the server: it is renamed into <data>/trash at once
+   * (synchronously: nothing reaches it by its old path afterwards; a failed rename throws), then
+   * deleted with the promise-based rm, which works on the thread pool. A deletion a restart cuts
+   * short is finished at the next start. The promise never rejects: a failure leaves trash behind.
+   */
+  private discard(path: string): Promise<void> {
+    const trashDir = join(this.dataDir, "trash");
+    mkdirSync(trashDir, { recursive: true, mode: 0o700 });
+    const name = crypto.randomUUID();
+    try {
+      renameSync(path, join(trashDir, name));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return Promise.resolve();
+      throw error;
+    }
+    this.beingDeleted.add(name);
+    return removeTree(join(trashDir, name)).finally(() => this.beingDeleted.delete(name));
   }
 }
 
-/** Every regular file of a tree, relative paths with forward slashes, skipping excluded folders. */
-function* walk(root: string, dir = root): Generator<{ path: string; absolute: string; size: number; mode: number }> {
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+async function removeTree(path: string): Promise<void> {
+  try {
+    await rm(path, { recursive: true, force: true });
+  } catch (error) {
+    console.warn(`[apps] could not delete ${path} (it is retried at the next start): ${(error as Error).message}`);
+  }
+}
+
+/** Every regular file of a tree, relative paths with forward slashes, skipping excluded folders. Symlinks are not followed. */
+async function* walk(root: string, dir = root): AsyncGenerator<{ path: string; absolute: string }> {
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
     if (CONTEXT_EXCLUDES.has(entry.name)) continue;
     const absolute = join(dir, entry.name);
-    const stat = lstatSync(absolute);
-    if (stat.isDirectory()) yield* walk(root, absolute);
-    else if (stat.isFile()) yield { path: relative(root, absolute).split("\\").join("/"), absolute, size: stat.size, mode: stat.mode };
+    if (entry.isDirectory()) yield* walk(root, absolute);
+    else if (entry.isFile()) yield { path: relative(root, absolute).split("\\").join("/"), absolute };
   }
 }
 
-export function sourceFiles(sourceDir: string): AppFiles {
+/** The tree's file list for detection; `read` reads one small file (package.json...) when asked. */
+export async function sourceFiles(sourceDir: string): Promise<AppFiles> {
   const paths = new Set<string>();
-  for (const file of walk(sourceDir)) paths.add(file.path);
+  for await (const file of walk(sourceDir)) paths.add(file.path);
   return {
     paths,
     read(path) {
@@ -101,9 +145,10 @@ export function sourceFiles(sourceDir: string): AppFiles {
 }
 
 /** The build context: the source tree (minus excluded folders) plus the platform's own files. */
-export function* contextEntries(sourceDir: string, platformFiles: Record<string, string>): Generator<TarEntry> {
-  for (const file of walk(sourceDir)) {
-    yield { path: file.path, mode: file.mode & 0o111 ? 0o755 : 0o644, content: { file: file.absolute, size: file.size } };
+export async function* contextEntries(sourceDir: string, platformFiles: Record<string, string>): AsyncGenerator<TarEntry> {
+  for await (const file of walk(sourceDir)) {
+    const { size, mode } = await lstat(file.absolute);
+    yield { path: file.path, mode: mode & 0o111 ? 0o755 : 0o644, content: { file: file.absolute, size } };
   }
   for (const [path, text] of Object.entries(platformFiles)) {
     yield { path, mode: 0o644, content: new TextEncoder().encode(text) };
