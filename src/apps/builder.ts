@@ -278,6 +278,7 @@ export class Builder {
         `${config.buildPidsLimit} processes, no capabilities, timeout ${config.buildTimeoutSeconds} s`,
     );
     if (settings.npmRegistry) logs.log(`    package registry: ${settings.npmRegistry}`);
+    if (signal.aborted) throw signal.reason;
     const containerId = await driver.createContainer({
       name: `build-${app.id.toLowerCase()}-${buildId.toLowerCase()}`,
       image: settings.baseImage,

@@ -136,6 +136,8 @@ describe("cancel and delete", () => {
     const probe = startLagProbe(server);
     const { appId, buildId } = await deployBuild("sleep infinity");
     await waitForBuild(appId, buildId, ["building"]);
+    for (let i = 0; i < 100 && (await containersOf(appId)).length === 0; i++) await Bun.sleep(100);
+    expect(await containersOf(appId)).toHaveLength(1);
     const started = performance.now();
     const deleted = await server.request("DELETE", `/api/apps/${appId}`, { key });
     expect(deleted.status).toBeLessThan(300);
