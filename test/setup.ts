@@ -1,8 +1,8 @@
-// Preloaded by `bun test` (bunfig.toml): selects the stand-in images, and checks after the whole
-// run that the tests left nothing behind on this machine. Whatever a test server made in Docker
-// (containers, volumes, networks of its workspaces) and is still there fails the run, and is
-// removed so the next run starts clean; then the temp dirs go.
-import { afterAll } from "bun:test";
+// Preloaded by `bun test` (bunfig.toml): sets the tests' timeout, selects the stand-in images,
+// and checks after the whole run that the tests left nothing behind on this machine. Whatever a
+// test server made in Docker (containers, volumes, networks of its workspaces) and is still there
+// fails the run, and is removed so the next run starts clean; then the temp dirs go.
+import { afterAll, setDefaultTimeout } from "bun:test";
 import { Database } from "bun:sqlite";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -10,6 +10,10 @@ import { madeTempDirs, removeTempDirs } from "./helpers/temp";
 import { useStandInImages } from "./helpers/stand-ins";
 
 type Kind = "container" | "volume" | "network";
+
+// Integration tests start real servers and containers. bunfig.toml's `timeout` is not applied by
+// this Bun (tests and hooks were cut at the default 5 s), so the preload sets it.
+setDefaultTimeout(120_000);
 
 // Workspace networks the run made are removed at the end (the engine refuses while one is in
 // use): each holds one of the engine's ~30 address pools, and workspaces of tests are many.
