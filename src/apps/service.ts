@@ -55,7 +55,7 @@ export class AppsService implements ContainerOwner {
     this.deployer = new Deployer(ctx);
     this.proxyPort = ctx.config.proxyPort;
     this.disk.register("app sources", async (workspaceId, { exceptAppId }) => {
-      const others = this.list(workspaceId).filter((app) => app.id !== exceptAppId);
+      const others = this.list(workspaceId).filter((app) => app.id !== exceptAppId && app.status !== "deleting");
       const sizes = await Promise.all(others.map((app) => this.sourceBytesOf(app.id)));
       return sizes.reduce((sum, size) => sum + size, 0);
     });

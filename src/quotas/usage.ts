@@ -1,7 +1,7 @@
 // Per-workspace quotas, what is in use: counts and sums read from SQLite (cheap, so read inside
 // the synchronous check-then-write step of a create), and the bytes on the platform's disk, which
 // are measured asynchronously (an await-ing walk, never a synchronous one on the server thread).
-import { and, eq, isNotNull, sql } from "drizzle-orm";
+import { and, eq, isNotNull, ne, sql } from "drizzle-orm";
 import { lstat, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { PlatformDb } from "../db";
@@ -16,21 +16,22 @@ export interface WorkspaceUsage {
   dbPorts: number;
 }
 
+/** Apps and databases being deleted are not counted: their removal is under way, and a DELETE answers before it ends. */
 export function workspaceUsage(db: PlatformDb, workspaceId: string): WorkspaceUsage {
   const appTotals = db
     .select({ count: sql<number>`count(*)`, memoryMB: sql<number>`coalesce(sum(${apps.memoryMB}), 0)` })
     .from(apps)
-    .where(eq(apps.workspaceId, workspaceId))
+    .where(and(eq(apps.workspaceId, workspaceId), ne(apps.status, "deleting")))
     .get();
   const databaseTotals = db
     .select({ count: sql<number>`count(*)`, memoryMB: sql<number>`coalesce(sum(${databases.memoryMB}), 0)` })
     .from(databases)
-    .where(eq(databases.workspaceId, workspaceId))
+    .where(and(eq(databases.workspaceId, workspaceId), ne(databases.status, "deleting")))
     .get();
   const withPort = db
     .select({ count: sql<number>`count(*)` })
     .from(databases)
-    .where(and(eq(databases.workspaceId, workspaceId), isNotNull(databases.hostPort)))
+    .where(and(eq(databases.workspaceId, workspaceId), ne(databases.status, "deleting"), isNotNull(databases.hostPort)))
     .get();
   return {
     apps: appTotals?.count ?? 0,
