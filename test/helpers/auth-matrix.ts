@@ -22,6 +22,8 @@ export interface AuthenticatedRoute {
   resource?: (server: TestServer, owner: Tenant) => Promise<Record<string, string>>;
   /** Instead of `resource`, for ids of platform-wide things that belong to no workspace (machines). */
   params?: Record<string, string>;
+  /** The route acts on the workspace itself (deletes it): it is let in with the owner key of a fresh, empty one. */
+  freshWorkspace?: boolean;
 }
 
 /** Server settings for the matrix: it fails authentication on purpose far more often than the default limits allow. */
@@ -49,6 +51,20 @@ const invitationOf = async (server: TestServer, owner: Tenant) => {
   return { invitationId: body.invitation.id as string };
 };
 
+/** A member of `owner`'s workspace: a new account that accepted an invitation. */
+export const memberOf = async (server: TestServer, owner: Tenant) => {
+  const email = `matrix-member-${++resourceCount}@example.com`;
+  const invitation = await created(server.request("POST", "/api/organization/invitations", { key: owner.key, body: { email } }));
+  const accepted = await server.request("POST", `/api/organization/invitations/${invitation.invitation.id}/accept`, {
+    body: { password: "matrix-member-password" },
+  });
+  if (accepted.status !== 200) throw new Error(`could not add a member for the auth matrix: ${JSON.stringify(accepted.body)}`);
+  return { userId: accepted.body.user.id as string };
+};
+
+/** The owner key of a new, empty workspace (made by the command line, so with an owner of its own). */
+export const freshWorkspaceOwner = (server: TestServer) => server.createKey("matrix fresh", `matrix-fresh-${++resourceCount}`);
+
 export const AUTHENTICATED_ROUTES: AuthenticatedRoute[] = [
   { method: "GET", path: "/api/api-keys/" },
   { method: "POST", path: "/api/api-keys/", body: { name: "matrix" } },
@@ -58,6 +74,11 @@ export const AUTHENTICATED_ROUTES: AuthenticatedRoute[] = [
   { method: "POST", path: "/api/organization/invitations", body: { email: "matrix-invitee@example.com" } },
   { method: "DELETE", path: "/api/organization/invitations/:invitationId", resource: invitationOf },
   { method: "GET", path: "/api/organization/members" },
+  { method: "PATCH", path: "/api/organization/members/:userId", body: { role: "viewer" }, resource: memberOf },
+  { method: "DELETE", path: "/api/organization/members/:userId", resource: memberOf },
+  { method: "GET", path: "/api/organization/api-keys" },
+  { method: "DELETE", path: "/api/organization/api-keys/:keyId", resource: apiKeyOf },
+  { method: "DELETE", path: "/api/organization/", freshWorkspace: true },
   { method: "GET", path: "/api/organization/audit-log" },
   { method: "GET", path: "/api/auth/session" },
   { method: "POST", path: "/api/auth/set-active-organization", body: { organizationId: "ws_placeholder" } },
@@ -98,9 +119,9 @@ export function expectErrorEnvelope(response: { status: number; body: any }, sta
 }
 
 /**
- * Two tenants. `platform keys create` makes the first user the owner of every workspace it creates,
- * so the caller is a second user: invited as admin into "default" only, with a key made from the
- * session its acceptance starts. `other` is a workspace that user does not belong to.
+ * Two tenants. `platform keys create` gives each workspace it makes an owner of its own; the
+ * caller is a second user, invited as admin into "default" only, with a key made from the session
+ * its acceptance starts. `other` is a workspace that user does not belong to.
  */
 export async function prepareTenants(server: TestServer): Promise<{ caller: Tenant; other: Tenant }> {
   const owner = await server.createKey("matrix owner", "default");
@@ -128,6 +149,9 @@ export async function prepareTenants(server: TestServer): Promise<{ caller: Tena
 
 type Send = (route: AuthenticatedRoute) => Promise<{ status: number; body: any }>;
 
+/** Tests that make a resource (a deployed app, a running database) wait for it; bun's 5 s is too short under load. */
+const RESOURCE_TIMEOUT_MS = 180_000;
+
 /** One test per route and check. The server must run with AUTH_MATRIX_ENV. */
 export function describeAuthMatrix(getServer: () => TestServer, routes: AuthenticatedRoute[] = AUTHENTICATED_ROUTES) {
   let tenants: { caller: Tenant; other: Tenant };
@@ -145,7 +169,7 @@ export function describeAuthMatrix(getServer: () => TestServer, routes: Authenti
     const revoked = await makeKey("matrix revoked");
     await server.request("DELETE", `/api/api-keys/${revoked.id}`, { key: tenants.caller.key });
     revokedKey = revoked.key;
-  });
+  }, 60_000);
 
   // Authentication is decided before the body is read, so the refused requests carry none.
   const withAuthorization = (authorization: string): Send => (route) =>
@@ -183,13 +207,11 @@ export function describeAuthMatrix(getServer: () => TestServer, routes: Authenti
 
       test("the caller's own key is let in", async () => {
         const params = route.resource ? await route.resource(getServer(), tenants.caller) : route.params;
-        const response = await getServer().request(route.method, fillPath(route.path, params), {
-          key: tenants.caller.key,
-          body: route.body,
-        });
+        const key = route.freshWorkspace ? (await freshWorkspaceOwner(getServer())).key : tenants.caller.key;
+        const response = await getServer().request(route.method, fillPath(route.path, params), { key, body: route.body });
         expect([401, 403, 404]).not.toContain(response.status);
         expect(response.status).toBeLessThan(500);
-      });
+      }, RESOURCE_TIMEOUT_MS);
 
       if (route.resource) {
         test("another workspace's resource -> 404, and its owner can reach it", async () => {
@@ -197,7 +219,7 @@ export function describeAuthMatrix(getServer: () => TestServer, routes: Authenti
           expectErrorEnvelope(await getServer().request(route.method, path, { key: tenants.caller.key, body: route.body }), 404);
           const byOwner = await getServer().request(route.method, path, { key: tenants.other.key, body: route.body });
           expect(byOwner.status).toBeLessThan(300);
-        });
+        }, RESOURCE_TIMEOUT_MS);
       }
     });
   }

@@ -7,8 +7,9 @@ import { removeMatrixBuildNetworks } from "../helpers/apps";
 
 let server: TestServer;
 beforeAll(async () => (server = await TestServer.start(AUTH_MATRIX_ENV)));
-afterAll(() => server.stop());
-afterAll(removeMatrixDatabases);
+// Stopping waits for the apps' and databases' background work; under load that takes more than the default 5 s.
+afterAll(() => server.stop(), 60_000);
+afterAll(removeMatrixDatabases, 60_000);
 afterAll(removeMatrixBuildNetworks);
 
 test("the matrix covers every route the server documents as authenticated", async () => {
