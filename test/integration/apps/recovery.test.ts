@@ -1,9 +1,11 @@
 // The platform is killed in the middle of a redeploy's build: after it restarts, the build is
 // marked interrupted, the app keeps serving its previous release, and the proxy finds it again.
+// Killed while a stop waits on the engine: the stop is finished at start.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readdirSync } from "node:fs";
 import { TestServer } from "../../helpers/server";
 import { appZip, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
+import { dockerCli } from "../../helpers/docker";
 
 let server: TestServer;
 let key: string;
@@ -47,5 +49,30 @@ test("SIGKILL during a build: interrupted build, app still serving, route restor
   }
   expect(answer).toBe(200);
   expect(readdirSync(`${server.dataDir}/apps/${running.id}`)).not.toContain("pending");
+  await server.request("DELETE", `/api/apps/${running.id}`, { key });
+});
+
+test("SIGKILL while a stop waits on an app that ignores SIGTERM: the stop is finished at start", async () => {
+  const stubborn = appZip({
+    "package.json": JSON.stringify({ name: "stubborn", scripts: { start: "node server.js" } }),
+    "server.js": 'process.on("SIGTERM", () => {});\nrequire("http").createServer((req, res) => res.end("stubborn")).listen(process.env.PORT);\n',
+  });
+  // node itself gets the signal (npm or a shell would leave on SIGTERM): only the engine's SIGKILL after 10 s ends it.
+  const deployed = await deployZip(server, key, { name: "stubborn", runtime: "node", memoryMB: "64", startupCommand: "exec node server.js" }, stubborn);
+  const running = await waitForStatus(server, key, deployed.body.app.id, ["running", "failed"]);
+  expect(running.status).toBe("running");
+
+  const stopping = await server.request("POST", `/api/apps/${running.id}/stop`, { key });
+  expect(stopping.status).toBe(202);
+  await Bun.sleep(1_000); // the engine waits up to 10 s for the app to leave on SIGTERM
+  expect((await server.request("GET", `/api/apps/${running.id}`, { key })).body.app.status).toBe("stopping");
+  await server.stop("SIGKILL");
+  await server.boot();
+
+  const recovered = await waitForStatus(server, key, running.id, ["stopped", "running", "failed"], 30_000);
+  expect(recovered.status).toBe("stopped");
+  const ids = String(await dockerCli("ps", "-aq", "--filter", `label=platform.app=${running.id}`)).trim().split("\n");
+  expect(ids).toHaveLength(1);
+  expect((await dockerCli("inspect", ids[0]!))[0].State.Running).toBe(false);
   await server.request("DELETE", `/api/apps/${running.id}`, { key });
 });
