@@ -11,6 +11,7 @@ const PUBLIC_ROUTES = [
   "GET /api/auth/setup",
   "POST /api/auth/setup",
   "POST /api/auth/login",
+  "POST /api/auth/claim",
   "POST /api/organization/invitations/{invitationId}/accept",
   "GET /api/organization/invitations/{invitationId}/preview",
 ];
