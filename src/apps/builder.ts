@@ -8,8 +8,8 @@
 import { readFileSync, rmSync } from "node:fs";
 import { and, eq } from "drizzle-orm";
 import { apps, builds } from "../db/schema";
-import { BuildFailed, type DockerDriver } from "../docker/driver";
-import { LABEL_APP, LABEL_BUILD, LABEL_MANAGED, LABEL_WORKSPACE } from "../docker/container-spec";
+import { BuildFailed, DockerNotFound, type DockerDriver } from "../docker/driver";
+import { LABEL_APP, LABEL_BUILD, LABEL_MANAGED, LABEL_WORKSPACE, type ContainerSpec } from "../docker/container-spec";
 import type { Frame } from "../docker/stream";
 import { tarStream, type TarEntry } from "../docker/tar";
 import { ensureWorkspaceNetwork } from "../docker/workspace-network";
@@ -279,7 +279,7 @@ export class Builder {
     );
     if (settings.npmRegistry) logs.log(`    package registry: ${settings.npmRegistry}`);
     if (signal.aborted) throw signal.reason;
-    const containerId = await driver.createContainer({
+    const spec = async (): Promise<ContainerSpec> => ({
       name: `build-${app.id.toLowerCase()}-${buildId.toLowerCase()}`,
       image: settings.baseImage,
       entrypoint: ["/bin/sh", "-c"],
@@ -295,6 +295,11 @@ export class Builder {
       workingDir: "/app",
       init: true,
       keepLogs: false,
+    });
+    // The network can go between its check and the create (the workspace's last app deleted meanwhile): made again, once.
+    const containerId = await driver.createContainer(await spec()).catch(async (error) => {
+      if (!(error instanceof DockerNotFound)) throw error;
+      return driver.createContainer(await spec());
     });
     let killing: Promise<void> | undefined;
     const kill = () => void (killing = driver.removeContainer(containerId).catch(() => {}));

@@ -113,7 +113,7 @@ describe("cancel and delete", () => {
     expect(inspected.HostConfig.CapAdd ?? []).toEqual([]);
     expect(inspected.HostConfig.SecurityOpt).toContain("no-new-privileges:true");
     expect(inspected.Config.Labels).toMatchObject({ "platform.managed": "true", "platform.app": appId, "platform.build": buildId });
-    for (let i = 0; i < 300 && !(await getBuild(appId, buildId)).log.includes("CapEff"); i++) await Bun.sleep(100);
+    for (let i = 0; i < 300 && !(await getBuild(appId, buildId)).log.includes("CapEff:\t"); i++) await Bun.sleep(100);
     expect((await getBuild(appId, buildId)).log).toContain("CapEff:\t0000000000000000");
 
     const started = performance.now();
