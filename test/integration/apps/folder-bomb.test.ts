@@ -123,7 +123,7 @@ describe("a deep tree that is allowed never stalls the server", () => {
     expect(maxLagMs).toBeLessThan(MAX_LAG_MS);
   }, 180_000);
 
-  test("deploying, building and deleting an app with the deep tree stays under 100 ms of lag", async () => {
+  test("deploying, building, redeploying and deleting an app with the deep tree stays under 100 ms of lag", async () => {
     const deployed = await underProbe(async () => {
       const response = await deployZip(server, key, { name: "deep-app", runtime: "node", memoryMB: "64" }, DEEP_TREE);
       expect(response.status).toBe(202);
@@ -134,6 +134,24 @@ describe("a deep tree that is allowed never stalls the server", () => {
     expect(deployed.maxLagMs).toBeLessThan(MAX_LAG_MS);
     const appDir = join(server.dataDir, "apps", appId);
     expect(existsSync(join(appDir, "source", "359", ...Array(28).fill("d"), "f"))).toBe(true);
+
+    // A redeploy makes the new tree the source when its build starts; the old one is deleted meanwhile.
+    const trashDir = join(server.dataDir, "trash");
+    const redeployed = await underProbe(async () => {
+      const response = await deployZip(server, key, { name: "deep-app", runtime: "node", memoryMB: "64" }, folderBombZip(300, 30, [INDEX_HTML]));
+      expect(response.status).toBe(202);
+      let build: any;
+      for (const deadline = Date.now() + 120_000; Date.now() < deadline; await Bun.sleep(250)) {
+        build = (await server.request("GET", `/api/apps/${appId}/builds/${response.body.buildId}`, { key })).body.build;
+        if (build?.status === "succeeded" || build?.status === "failed") break;
+      }
+      for (const deadline = Date.now() + 60_000; existsSync(trashDir) && readdirSync(trashDir).length > 0 && Date.now() < deadline; ) await Bun.sleep(100);
+      return build;
+    });
+    expect(redeployed.result.status).toBe("succeeded");
+    expect(existsSync(join(appDir, "source", "359"))).toBe(false);
+    expect(readdirSync(trashDir)).toEqual([]);
+    expect(redeployed.maxLagMs).toBeLessThan(MAX_LAG_MS);
 
     // DELETE may answer before the files are gone: the probe runs until they are.
     const deleted = await underProbe(async () => {
