@@ -279,12 +279,12 @@ function scan(kind: FileKind, text: string): Mention[] {
   }
 }
 
-async function listFiles(root: string, relative = ""): Promise<string[]> {
-  const found: string[] = [];
+/** Every regular file under `root`, into one list: a deep tree no longer copies its list up every level. */
+async function listFiles(root: string, relative = "", found: string[] = []): Promise<string[]> {
   for (const entry of await readdir(join(root, relative), { withFileTypes: true })) {
     const path = relative ? `${relative}/${entry.name}` : entry.name;
     if (entry.isDirectory()) {
-      if (!SKIPPED_DIRECTORIES.has(entry.name)) found.push(...(await listFiles(root, path)));
+      if (!SKIPPED_DIRECTORIES.has(entry.name)) await listFiles(root, path, found);
     } else if (entry.isFile()) {
       found.push(path);
     }
