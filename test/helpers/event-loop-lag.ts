@@ -2,7 +2,8 @@
 // cheap request (`GET /api/platform/config`, public, no database work) every ~20 ms, one at a
 // time. The server is a child process, so a stall of its event loop (a synchronous tree walk, a
 // big rmSync) shows up here as one slow answer, which is what every tenant's API and proxy would
-// feel. Usage:
+// feel. It measures wall time, so a machine loaded past its cores adds scheduling delay too
+// (measured here: up to ~80 ms at a load of 9 on 2 cores, with the server idle meanwhile). Usage:
 //   const probe = startLagProbe(server);
 //   ...abuse...
 //   const maxMs = await probe.stop();   // the slowest answer seen, in ms
