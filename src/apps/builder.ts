@@ -138,7 +138,11 @@ export class Builder {
     const row = this.ctx.db.select().from(builds).where(eq(builds.id, buildId)).get();
     if (!app || app.status === "deleting" || row?.status !== "queued" || preempt?.aborted) {
       if (newSource) rmSync(newSource, { recursive: true, force: true });
-      if (row?.status === "queued") this.record(appId, buildId, "canceled", `canceled: ${reasonOf(preempt?.reason)}`);
+      if (row?.status === "queued" && app && app.status !== "deleting") {
+        const reason = `canceled: ${reasonOf(preempt?.reason)}`;
+        this.ctx.buildLogs.append(appId, buildId, `==> Build ${reason}`);
+        this.record(appId, buildId, "canceled", reason);
+      }
       this.ctx.buildLogs.finish(buildId);
       const canceledByUser = app && app.status !== "deleting" && row?.status === "canceled";
       return { failure: canceledByUser ? `Build ${buildId} ${row.error ?? "canceled"}` : null };
