@@ -545,6 +545,8 @@ export class AppsService implements ContainerOwner {
    * uploads are removed, and the proxy routes are restored.
    */
   async recoverAfterRestart() {
+    // Moved aside before the first await: a deploy accepted meanwhile must keep its fresh upload.
+    const leftoversRemoved = this.ctx.storage.removeLeftoverUploads();
     const now = Date.now();
     const interrupted = this.ctx.db
       .update(builds)
@@ -580,7 +582,7 @@ export class AppsService implements ContainerOwner {
         console.warn(`[apps] could not recover ${app.id}: ${(error as Error).message}`);
       }
     }
-    await this.ctx.storage.removeLeftoverUploads();
+    await leftoversRemoved;
     for (const app of this.ctx.db.select().from(apps).where(eq(apps.status, "running")).all()) await this.restoreRoute(app.id);
   }
 }

@@ -128,9 +128,7 @@ describe("per-workspace quotas", () => {
     }
     await server.stop();
     await server.boot();
-    // Recovery after a start discards the uploads folder in the background, an upload arriving
-    // meanwhile included (a 500 ENOENT; reported): let it finish first.
-    await Bun.sleep(3000);
+    // At once: recovery moves leftover uploads aside before a new one can arrive.
     const afterRestart = await deployZip(server, key, { name: "heavier", runtime: "node", memoryMB: "64" }, bulky(400));
     expectQuotaRefusal(afterRestart, /quota for disk exceeded: 0\.7 MB in use of 1 MB, this needs 0\.4 MB more/, "PLATFORM_QUOTA_DISK_MB");
   });
