@@ -119,6 +119,7 @@ export function createApiKey(db: PlatformDb, caller: KeyCaller, input: CreateKey
     updatedAt: now,
     lastUsedAt: null,
   };
+  // Immediate: the CLI runs this beside a live server, and a read lock upgraded later fails at once.
   db.transaction((tx) => {
     // Read in the transaction: the issuer's quota as it is now, after this very request spent from it.
     if (caller.apiKeyId) {
@@ -147,7 +148,7 @@ export function createApiKey(db: PlatformDb, caller: KeyCaller, input: CreateKey
       target: `${row.name} (${row.id})`,
       now,
     });
-  });
+  }, { behavior: "immediate" });
   return { key, apiKey: publicKey(row) };
 }
 

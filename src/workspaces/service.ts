@@ -109,6 +109,7 @@ function placeholderEmail(db: PlatformDb, workspaceName: string): string {
  * later claims a placeholder with one of its keys, so those keys belong to whoever logs in.
  */
 export function ensureWorkspaceWithOwner(db: PlatformDb, name: string, now = Date.now()) {
+  // Immediate: the CLI runs this beside a live server, and a read lock upgraded later fails at once.
   return db.transaction((tx) => {
     const txDb = tx as unknown as PlatformDb;
     const existing = findWorkspaceByName(txDb, name);
@@ -124,5 +125,5 @@ export function ensureWorkspaceWithOwner(db: PlatformDb, name: string, now = Dat
     const ownerId = createUser(txDb, placeholderEmail(txDb, name), null, now).id;
     addMember(txDb, workspace.id, ownerId, "owner", now);
     return { workspace, ownerId };
-  });
+  }, { behavior: "immediate" });
 }
