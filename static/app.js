@@ -542,7 +542,7 @@ async function renderMembers(panel) {
         { class: "inline", "aria-label": "Invite a member" },
         [
           field("Email", { type: "email", name: "email", required: true, autocomplete: "off" }),
-          field("Role", { name: "role", options: [["member", "Member"], ["admin", "Admin"]] }),
+          field("Role", { name: "role", options: [["member", "Member"], ["admin", "Admin"], ["viewer", "Viewer (read-only)"]] }),
         ],
         "Invite",
         async (values, element) => {
@@ -570,6 +570,23 @@ const ACTION_LABELS = {
   "invitation.created": "Invitation sent",
   "invitation.canceled": "Invitation canceled",
   "invitation.accepted": "Invitation accepted",
+  "auth.owner_claimed": "Owner account claimed",
+  "member.role_changed": "Member's role changed",
+  "member.removed": "Member removed",
+  "app.deployed": "App deployed",
+  "app.started": "App started",
+  "app.stopped": "App stopped",
+  "app.restarted": "App restarted",
+  "app.deleted": "App deleted",
+  "app.env_changed": "App env vars changed",
+  "app.settings_changed": "App settings changed",
+  "build.canceled": "Build canceled",
+  "database.created": "Database created",
+  "database.started": "Database started",
+  "database.stopped": "Database stopped",
+  "database.deleted": "Database deleted",
+  "database.settings_changed": "Database settings changed",
+  "database.password_rotated": "Database password rotated",
 };
 
 async function renderAuditLog(panel) {

@@ -31,7 +31,7 @@ export type AuditAction =
   | "database.deleted"
   | "database.settings_changed"
   | "database.password_rotated"
-  | "database.restored";
+  | "build.canceled";
 
 export interface AuditActor {
   type: "user" | "api_key" | "cli" | "anonymous";

@@ -69,7 +69,7 @@ export const PERMISSIONS: Record<string, RoutePermission> = {
   "GET /api/apps/:appId/builds": { roles: EVERYONE },
   "GET /api/apps/:appId/builds/:buildId": { roles: EVERYONE },
   "GET /api/apps/:appId/builds/:buildId/log": { roles: EVERYONE },
-  "POST /api/apps/:appId/builds/:buildId/cancel": { roles: OPERATORS },
+  "POST /api/apps/:appId/builds/:buildId/cancel": { roles: OPERATORS, audit: "build.canceled" },
 
   // Databases. Viewers get connection strings masked.
   "GET /api/databases/": { roles: EVERYONE },

@@ -206,7 +206,7 @@ export function organizationRoutes(ctx: ServerContext) {
             "`invitation.created`, `invitation.canceled`, `invitation.accepted`, `member.role_changed`, `member.removed`, " +
             "`app.deployed`, `app.started`, `app.stopped`, `app.restarted`, `app.deleted`, `app.env_changed`, " +
             "`app.settings_changed`, `database.created`, `database.started`, `database.stopped`, `database.deleted`, " +
-            "`database.settings_changed`, `database.password_rotated`, `database.restored`), actor {type (`user`, " +
+            "`database.settings_changed`, `database.password_rotated`, `build.canceled`), actor {type (`user`, " +
             "`api_key`, `cli`, `anonymous`), id}, target (for apps and databases `name (id)`), clientAddress, createdAt.",
         },
       },
