@@ -97,6 +97,7 @@ export class AppStorage {
    * short is finished at the next start. The promise never rejects: a failure leaves trash behind.
    */
   private discard(path: string): Promise<void> {
+    if (!existsSync(path)) return Promise.resolve();
     const trashDir = join(this.dataDir, "trash");
     mkdirSync(trashDir, { recursive: true, mode: 0o700 });
     const name = crypto.randomUUID();

@@ -11,10 +11,11 @@ let server: TestServer;
 beforeAll(async () => (server = await TestServer.start()));
 afterAll(() => server.stop());
 
-/** Every file of the data dir (platform.sqlite, -wal, -shm) as one string of bytes. */
+/** Every file under the data dir (platform.sqlite, -wal, -shm, and any folder's) as one string of bytes. */
 function dataDirBytes(): string {
-  return readdirSync(server.dataDir)
-    .map((name) => readFileSync(join(server.dataDir, name)).toString("latin1"))
+  return readdirSync(server.dataDir, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => readFileSync(join(entry.parentPath, entry.name)).toString("latin1"))
     .join("\n");
 }
 
