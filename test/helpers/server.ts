@@ -1,6 +1,7 @@
 // Starts the real platform as a child process on a temp data dir and a free port, and talks to
 // it over HTTP. Set PLATFORM_TEST_BINARY=./platform to run the suite against the compiled binary.
 import { spawn, type Subprocess } from "bun";
+import { afterAll } from "bun:test";
 import { resolve } from "node:path";
 import { tempDir } from "./temp";
 
@@ -119,4 +120,18 @@ export class TestServer {
     } catch {}
     return { status: response.status, headers: response.headers, body: parsed };
   }
+}
+
+/**
+ * For a test file that starts a server per test: registers an afterAll that stops every server
+ * started, and returns the function that starts one.
+ */
+export function serversStoppedAfterAll(): (env?: Record<string, string>) => Promise<TestServer> {
+  const servers: TestServer[] = [];
+  afterAll(() => Promise.all(servers.map((server) => server.stop())));
+  return async (env = {}) => {
+    const server = await TestServer.start(env);
+    servers.push(server);
+    return server;
+  };
 }

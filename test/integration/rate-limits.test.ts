@@ -2,21 +2,14 @@
 // cookies are counted, valid ones always pass; password forms take their token first, see
 // security-login-race.test.ts for them under concurrency and per account), and every
 // authenticated route per key. Both answer 429 RATE_LIMITED with Retry-After.
-import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { TestServer } from "../helpers/server";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import { serversStoppedAfterAll } from "../helpers/server";
 import { expectErrorEnvelope } from "../helpers/auth-matrix";
 
 // Each test starts a server and runs the CLI: seconds each on a busy machine.
 setDefaultTimeout(20_000);
 
-const servers: TestServer[] = [];
-afterAll(() => Promise.all(servers.map((server) => server.stop())));
-
-async function start(env: Record<string, string>) {
-  const server = await TestServer.start(env);
-  servers.push(server);
-  return server;
-}
+const start = serversStoppedAfterAll();
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

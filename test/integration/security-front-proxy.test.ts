@@ -3,21 +3,14 @@
 // failures count against, nor the session cookie's Secure flag, nor the host the Origin check
 // compares with. And browser requests (session cookie, setup, login) must name this server in
 // `Host`: an IP, localhost or a name of PLATFORM_API_HOSTS; API keys are not asked.
-import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { TestServer } from "../helpers/server";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import { serversStoppedAfterAll, TestServer } from "../helpers/server";
 import { expectErrorEnvelope, sessionCookieOf } from "../helpers/auth-matrix";
 import { requestFrom } from "../helpers/loopback-client";
 
 setDefaultTimeout(30_000);
 
-const servers: TestServer[] = [];
-afterAll(() => Promise.all(servers.map((server) => server.stop())));
-
-async function start(env: Record<string, string> = {}) {
-  const server = await TestServer.start(env);
-  servers.push(server);
-  return server;
-}
+const start = serversStoppedAfterAll();
 
 const OWNER = { email: "owner@example.com", password: "owner-password-1" };
 const FAILURE_LIMIT = { PLATFORM_AUTH_FAILURE_BURST: "3", PLATFORM_AUTH_FAILURE_PER_MINUTE: "1", PLATFORM_AUTH_ACCOUNT_FAILURE_BURST: "1000" };

@@ -3,22 +3,15 @@
 // slip past the per-address limit; each account has its own limit that no number of client
 // addresses gets around; a success gives its token back. Client addresses are real: the whole
 // 127.0.0.0/8 range is loopback, so a request can come from 127.0.0.2, 127.0.0.3...
-import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { TestServer } from "../helpers/server";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import { serversStoppedAfterAll } from "../helpers/server";
 import { expectErrorEnvelope } from "../helpers/auth-matrix";
 import { requestFrom, type Answer } from "../helpers/loopback-client";
 
 // Sixty password hashes at once take a while on two cores (the old code computed them all).
 setDefaultTimeout(60_000);
 
-const servers: TestServer[] = [];
-afterAll(() => Promise.all(servers.map((server) => server.stop())));
-
-async function start(env: Record<string, string>) {
-  const server = await TestServer.start(env);
-  servers.push(server);
-  return server;
-}
+const start = serversStoppedAfterAll();
 
 function tally(answers: Answer[]) {
   const counts: Record<number, number> = {};

@@ -2,22 +2,15 @@
 // instance asks another machine for the one-time setup token printed at start (the machine itself
 // needs none); once `platform keys create` has made a passwordless owner, claiming it (its
 // workspaces and keys) needs one of its keys instead.
-import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { TestServer } from "../helpers/server";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import { serversStoppedAfterAll, TestServer } from "../helpers/server";
 import { expectErrorEnvelope, sessionCookieOf } from "../helpers/auth-matrix";
 import { requestFrom } from "../helpers/loopback-client";
 
 // Some tests start the server twice, and password hashing is slow on a busy machine.
 setDefaultTimeout(30_000);
 
-const servers: TestServer[] = [];
-afterAll(() => Promise.all(servers.map((server) => server.stop())));
-
-async function start(env: Record<string, string> = {}) {
-  const server = await TestServer.start(env);
-  servers.push(server);
-  return server;
-}
+const start = serversStoppedAfterAll();
 
 const OWNER = { email: "owner@example.com", password: "owner-password-1" };
 const INTRUDER = { email: "intruder@example.com", password: "intruder-password" };
