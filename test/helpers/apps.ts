@@ -33,6 +33,17 @@ export async function waitForStatus(server: TestServer, key: string, appId: stri
   throw new Error(`app ${appId} did not reach ${wanted.join("/")}: ${JSON.stringify(app)}`);
 }
 
+/**
+ * Deletes every app of the key's workspace and waits until none is listed: DELETE answers 202 and
+ * the removal goes on in the background, and a server stopped before it ends leaves containers
+ * behind (which the global teardown in test/setup.ts reports). Returns at `timeoutMs` regardless.
+ */
+export async function deleteAllApps(server: TestServer, key: string, timeoutMs = 30_000) {
+  const listed = async (): Promise<{ id: string }[]> => (await server.request("GET", "/api/apps/", { key })).body.apps ?? [];
+  for (const { id } of await listed()) await server.request("DELETE", `/api/apps/${id}`, { key });
+  for (const deadline = Date.now() + timeoutMs; Date.now() < deadline && (await listed()).length > 0; ) await Bun.sleep(100);
+}
+
 /** A request to an app through the public proxy, by its subdomain. */
 export function viaProxy(server: TestServer, subdomain: string, path = "/", init: RequestInit = {}) {
   return fetch(`http://127.0.0.1:${server.proxyPort}${path}`, {

@@ -3,7 +3,7 @@
 // Apps get a new container on a change; a database's running container is updated in place.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { TestServer } from "../helpers/server";
-import { appZip, deployZip, waitForStatus } from "../helpers/apps";
+import { appZip, deleteAllApps, deployZip, waitForStatus } from "../helpers/apps";
 import { createDatabase, deleteAllDatabases, waitForOperation, waitForStatus as waitForDatabase } from "../helpers/databases";
 
 // Per file: this Bun reads no timeout from bunfig.toml, and a preload's setting holds for its first file only.
@@ -29,8 +29,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  const listed = await server.request("GET", "/api/apps/", { key });
-  for (const app of listed.body.apps ?? []) await server.request("DELETE", `/api/apps/${app.id}`, { key });
+  await deleteAllApps(server, key);
   await deleteAllDatabases(server, key);
   await server.stop();
 });

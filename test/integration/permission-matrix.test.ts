@@ -6,6 +6,7 @@
 // in the audit log with their actor.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { TestServer } from "../helpers/server";
+import { deleteAllApps } from "../helpers/apps";
 import {
   AUTH_MATRIX_ENV,
   AUTHENTICATED_ROUTES,
@@ -102,8 +103,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  const { body } = await server.request("GET", "/api/apps/", { key: tenants.owner.key });
-  for (const app of body.apps ?? []) await server.request("DELETE", `/api/apps/${app.id}`, { key: tenants.owner.key });
+  await deleteAllApps(server, tenants.owner.key);
   await server.stop();
   removeMatrixDatabases();
 }, 120_000);

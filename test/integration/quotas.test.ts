@@ -2,7 +2,7 @@
 // the use and the setting; nothing is made by a refused request; other workspaces are unaffected.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { TestServer, type CreatedKey } from "../helpers/server";
-import { appZip, deployZip } from "../helpers/apps";
+import { appZip, deleteAllApps, deployZip } from "../helpers/apps";
 import { createDatabase, deleteAllDatabases, removeWorkspaceNetworks } from "../helpers/databases";
 
 // Per file: this Bun reads no timeout from bunfig.toml, and a preload's setting holds for its first file only.
@@ -45,8 +45,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const { server: on, key } of keys) {
-    const listed = await on.request("GET", "/api/apps/", { key: key.key });
-    for (const app of listed.body.apps ?? []) await on.request("DELETE", `/api/apps/${app.id}`, { key: key.key });
+    await deleteAllApps(on, key.key);
     await deleteAllDatabases(on, key.key);
   }
   removeWorkspaceNetworks(...keys.map(({ key }) => key.workspaceId));

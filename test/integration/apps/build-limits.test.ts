@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { statSync } from "node:fs";
 import { join } from "node:path";
 import { TestServer } from "../../helpers/server";
-import { appZip, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
+import { appZip, deleteAllApps, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
 import { dockerCli } from "../../helpers/docker";
 import { startLagProbe } from "../../helpers/event-loop-lag";
 
@@ -35,12 +35,9 @@ beforeAll(async () => {
   key = (await server.createKey("build-limits")).key;
 });
 afterAll(async () => {
-  for (const app of (await server.request("GET", "/api/apps/", { key })).body.apps ?? []) {
-    await server.request("DELETE", `/api/apps/${app.id}`, { key });
-  }
-  for (let i = 0; i < 100 && (await server.request("GET", "/api/apps/", { key })).body.apps?.length; i++) await Bun.sleep(200);
+  await deleteAllApps(server, key);
   await server.stop();
-});
+}, 60_000);
 
 /** An app whose build script is `build` (no dependencies: nothing is installed). */
 async function deployBuild(build: string) {

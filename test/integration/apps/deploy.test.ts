@@ -2,7 +2,7 @@
 // images, and reaches each through the platform's public proxy.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { TestServer } from "../../helpers/server";
-import { appZip, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
+import { appZip, deleteAllApps, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
 
 let server: TestServer;
 let key: string;
@@ -12,11 +12,9 @@ beforeAll(async () => {
   key = (await server.createKey("apps")).key;
 });
 afterAll(async () => {
-  for (const app of (await server.request("GET", "/api/apps/", { key })).body.apps ?? []) {
-    await server.request("DELETE", `/api/apps/${app.id}`, { key });
-  }
+  await deleteAllApps(server, key);
   await server.stop();
-});
+}, 60_000);
 
 async function deployAndWait(fields: Record<string, string>, files: Record<string, string>) {
   const response = await deployZip(server, key, fields, appZip(files));

@@ -4,10 +4,11 @@
 // start as a leftover without ever stalling the server: a lag probe times a cheap request every
 // ~20 ms and must stay under 100 ms.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, lstatSync, mkdirSync, readdirSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { TestServer } from "../../helpers/server";
-import { appZip, deployZip, waitForStatus } from "../../helpers/apps";
+import { dataDirTree } from "../../helpers/data-dir";
+import { appZip, deleteAllApps, deployZip, waitForStatus } from "../../helpers/apps";
 import { startLagProbe } from "../../helpers/event-loop-lag";
 import { folderBombZip } from "../../helpers/zip";
 
@@ -21,23 +22,6 @@ const DEEP_TREE = folderBombZip(360, 30, [INDEX_HTML]);
 
 let server: TestServer;
 let key: string;
-
-/** Every path under the data dir (folders end in "/"), except the database and the master key. */
-function dataDirTree(): string[] {
-  const paths: string[] = [];
-  const walk = (dir: string, prefix: string) => {
-    for (const name of readdirSync(dir)) {
-      if (prefix === "" && (name.startsWith("platform.sqlite") || name === "master.key")) continue;
-      const path = prefix + name;
-      if (lstatSync(join(dir, name)).isDirectory()) {
-        paths.push(`${path}/`);
-        walk(join(dir, name), `${path}/`);
-      } else paths.push(path);
-    }
-  };
-  walk(server.dataDir, "");
-  return paths.sort();
-}
 
 function expectError(response: { status: number; body: any }, status: number, code: string) {
   expect({ status: response.status, body: response.body }).toEqual({ status, body: { success: false, error: expect.any(String), code } });
@@ -68,11 +52,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const app of (await server.request("GET", "/api/apps/", { key })).body.apps ?? []) {
-    await server.request("DELETE", `/api/apps/${app.id}`, { key });
-  }
-  // DELETE may answer before the app's containers are gone: wait until its row is.
-  for (let attempt = 0; attempt < 300 && (await server.request("GET", "/api/apps/", { key })).body.apps?.length; attempt++) await Bun.sleep(100);
+  await deleteAllApps(server, key);
   await server.stop();
 }, 60_000);
 
@@ -85,14 +65,14 @@ describe("folder bombs are refused before anything is written", () => {
   for (const { what, zip, code } of REFUSED) {
     test(`${what}: 400 ${code} on deploy and inspect-env, the server never stalls`, async () => {
       const archive = zip();
-      const treeBefore = dataDirTree();
+      const treeBefore = dataDirTree(server.dataDir);
       const { result, maxLagMs, samples } = await underProbe(async () => ({
         deployed: await deployZip(server, key, { name: "bomb", runtime: "node", memoryMB: "64" }, archive),
         inspected: await inspectEnv(archive),
       }));
       expectError(result.deployed, 400, code);
       expectError(result.inspected, 400, code);
-      expect(dataDirTree()).toEqual(treeBefore);
+      expect(dataDirTree(server.dataDir)).toEqual(treeBefore);
       expect((await server.request("GET", "/api/apps/", { key })).body.apps).toEqual([]);
       expect(samples).toBeGreaterThan(0);
       expect(maxLagMs).toBeLessThan(MAX_LAG_MS);
@@ -102,10 +82,10 @@ describe("folder bombs are refused before anything is written", () => {
 
 describe("a deep tree that is allowed never stalls the server", () => {
   test("inspect-env extracts and scans it, then removes it, under 100 ms of lag", async () => {
-    const treeBefore = dataDirTree();
+    const treeBefore = dataDirTree(server.dataDir);
     const { result, maxLagMs } = await underProbe(() => inspectEnv(DEEP_TREE));
     expect(result.status).toBe(200);
-    expect(dataDirTree()).toEqual(treeBefore);
+    expect(dataDirTree(server.dataDir)).toEqual(treeBefore);
     expect(maxLagMs).toBeLessThan(MAX_LAG_MS);
   }, 120_000);
 
@@ -113,13 +93,13 @@ describe("a deep tree that is allowed never stalls the server", () => {
     const holder = await deployZip(server, key, { name: "holder", runtime: "node", memoryMB: "64", subdomain: "bomb-taken" }, appZip({ "index.html": "holder" }));
     expect(holder.status).toBe(202);
     await waitForStatus(server, key, holder.body.app.id, ["running"]);
-    const treeBefore = dataDirTree();
+    const treeBefore = dataDirTree(server.dataDir);
 
     const { result, maxLagMs } = await underProbe(() =>
       deployZip(server, key, { name: "deep-late", runtime: "node", memoryMB: "64", subdomain: "bomb-taken" }, DEEP_TREE),
     );
     expectError(result, 409, "SUBDOMAIN_TAKEN");
-    expect(dataDirTree()).toEqual(treeBefore);
+    expect(dataDirTree(server.dataDir)).toEqual(treeBefore);
     expect(maxLagMs).toBeLessThan(MAX_LAG_MS);
   }, 180_000);
 

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { TestServer } from "../../helpers/server";
 import { dockerCli } from "../../helpers/docker";
-import { appZip, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
+import { appZip, deleteAllApps, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
 
 let server: TestServer;
 let key: string;
@@ -57,9 +57,7 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
-  for (const listed of (await server.request("GET", "/api/apps/", { key })).body.apps ?? []) {
-    await server.request("DELETE", `/api/apps/${listed.id}`, { key });
-  }
+  await deleteAllApps(server, key);
   await server.stop();
 }, 60_000);
 

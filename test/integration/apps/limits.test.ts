@@ -2,7 +2,7 @@
 // how much memory the user code run by a build may take.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { TestServer } from "../../helpers/server";
-import { appZip, deployZip, waitForStatus } from "../../helpers/apps";
+import { appZip, deleteAllApps, deployZip, waitForStatus } from "../../helpers/apps";
 
 let server: TestServer;
 let key: string;
@@ -13,11 +13,9 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   // The app deployed once the slots are free keeps building and then runs: it must not outlive the test.
-  for (const app of (await server.request("GET", "/api/apps/", { key })).body.apps ?? []) {
-    await server.request("DELETE", `/api/apps/${app.id}`, { key });
-  }
+  await deleteAllApps(server, key);
   await server.stop();
-});
+}, 60_000);
 
 /** A deploy whose body is still arriving: its upload slot stays taken until `finish`. */
 function stalledUpload() {

@@ -2,7 +2,7 @@
 // file name with a line break is escaped, and a startupCommand with one is refused.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { TestServer } from "../../helpers/server";
-import { appZip } from "../../helpers/apps";
+import { appZip, deleteAllApps } from "../../helpers/apps";
 
 const FORGED = "==> Serving from container forged";
 
@@ -15,11 +15,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const app of (await server.request("GET", "/api/apps/", { key })).body.apps ?? []) {
-    await server.request("DELETE", `/api/apps/${app.id}`, { key });
-  }
-  // DELETE may answer before the app's containers are gone: wait until its row is.
-  for (let attempt = 0; attempt < 300 && (await server.request("GET", "/api/apps/", { key })).body.apps?.length; attempt++) await Bun.sleep(100);
+  await deleteAllApps(server, key);
   await server.stop();
 }, 60_000);
 

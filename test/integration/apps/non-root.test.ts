@@ -3,7 +3,7 @@
 // and a port below 1024 still works. PLATFORM_APP_USER=root opts out.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { TestServer } from "../../helpers/server";
-import { appZip, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
+import { appZip, deleteAllApps, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
 
 // Per file: this Bun reads no timeout from bunfig.toml, and a preload's setting holds for its first file only.
 setDefaultTimeout(120_000);
@@ -37,8 +37,7 @@ async function deployReporter(env: Record<string, string>, fields: Record<string
 
 afterAll(async () => {
   for (const { server, key } of servers) {
-    const listed = await server.request("GET", "/api/apps/", { key });
-    for (const app of listed.body.apps ?? []) await server.request("DELETE", `/api/apps/${app.id}`, { key });
+    await deleteAllApps(server, key);
     await server.stop();
   }
 });

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, lstatSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { TestServer } from "../../helpers/server";
-import { appZip, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
+import { appZip, deleteAllApps, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
 
 const secret = `canary-${crypto.randomUUID()}`;
 const secondSecret = `canary-${crypto.randomUUID()}`;
@@ -91,11 +91,9 @@ afterAll(async () => {
     server.process = null;
     await server.boot();
   }
-  for (const listed of (await server.request("GET", "/api/apps/", { key })).body.apps ?? []) {
-    await server.request("DELETE", `/api/apps/${listed.id}`, { key });
-  }
+  await deleteAllApps(server, key);
   await server.stop();
-});
+}, 60_000);
 
 describe("env var secrets", () => {
   test("the app receives its secret; builds get the VITE_ variable but not the secret", async () => {

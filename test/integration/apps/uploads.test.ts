@@ -3,10 +3,11 @@
 // get 413, every deploy field is validated by name, a single top folder is stripped and __MACOSX
 // ignored, and inspect-env lists what an app needs without keeping or deploying anything.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { lstatSync, readdirSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { TestServer } from "../../helpers/server";
-import { appZip, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
+import { dataDirTree } from "../../helpers/data-dir";
+import { appZip, deleteAllApps, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
 import { makeZip, type ZipEntrySpec } from "../../helpers/zip";
 
 const MAX_UPLOAD_BYTES = 1024 * 1024;
@@ -15,23 +16,6 @@ const MAX_UNCOMPRESSED_BYTES = 2 * 1024 * 1024;
 
 let server: TestServer;
 let key: string;
-
-/** Every path under the data dir (folders end in "/"), except the database and the master key. */
-function dataDirTree(): string[] {
-  const paths: string[] = [];
-  const walk = (dir: string, prefix: string) => {
-    for (const name of readdirSync(dir)) {
-      if (prefix === "" && (name.startsWith("platform.sqlite") || name === "master.key")) continue;
-      const path = prefix + name;
-      if (lstatSync(join(dir, name)).isDirectory()) {
-        paths.push(`${path}/`);
-        walk(join(dir, name), `${path}/`);
-      } else paths.push(path);
-    }
-  };
-  walk(server.dataDir, "");
-  return paths.sort();
-}
 
 async function appList() {
   const listed = await server.request("GET", "/api/apps/", { key });
@@ -124,16 +108,14 @@ beforeAll(async () => {
   expect(warmUp.status).toBe(200);
 });
 afterAll(async () => {
-  for (const app of (await server.request("GET", "/api/apps/", { key })).body.apps ?? []) {
-    await server.request("DELETE", `/api/apps/${app.id}`, { key });
-  }
+  await deleteAllApps(server, key);
   await server.stop();
-});
+}, 60_000);
 
 describe("hostile archives are refused and leave nothing on disk", () => {
   for (const { attack, code, zip } of HOSTILE) {
     test(`${attack}: ${code} on deploy and on inspect-env`, async () => {
-      const treeBefore = dataDirTree();
+      const treeBefore = dataDirTree(server.dataDir);
       const appsBefore = await appList();
       const archive = zip();
 
@@ -143,7 +125,7 @@ describe("hostile archives are refused and leave nothing on disk", () => {
       expectError(inspected, 400, code);
 
       expect(await appList()).toEqual(appsBefore);
-      expect(dataDirTree()).toEqual(treeBefore);
+      expect(dataDirTree(server.dataDir)).toEqual(treeBefore);
     });
   }
 });
@@ -163,18 +145,18 @@ describe("upload size limit", () => {
 
   for (const megabytes of [1.5, 4]) {
     test(`a ${megabytes} MB upload gets 413 PAYLOAD_TOO_LARGE on deploy and inspect-env`, async () => {
-      const treeBefore = dataDirTree();
+      const treeBefore = dataDirTree(server.dataDir);
       const appsBefore = await appList();
       const archive = storedZipOf(megabytes * 1024 * 1024);
       expectError(await deployZip(server, key, validFields("too-big"), archive), 413, "PAYLOAD_TOO_LARGE");
       expectError(await server.request("POST", "/api/apps/inspect-env", { key, body: uploadForm({}, archive) }), 413, "PAYLOAD_TOO_LARGE");
       expect(await appList()).toEqual(appsBefore);
-      expect(dataDirTree()).toEqual(treeBefore);
+      expect(dataDirTree(server.dataDir)).toEqual(treeBefore);
     });
   }
 
   test("a chunked upload without Content-Length is cut off at the limit with 413", async () => {
-    const treeBefore = dataDirTree();
+    const treeBefore = dataDirTree(server.dataDir);
     const boundary = "----platform-test-boundary";
     const head = new TextEncoder().encode(
       `--${boundary}\r\nContent-Disposition: form-data; name="name"\r\n\r\nchunked\r\n` +
@@ -201,7 +183,7 @@ describe("upload size limit", () => {
       body,
     });
     expectError({ status: response.status, body: await response.json() }, 413, "PAYLOAD_TOO_LARGE");
-    expect(dataDirTree()).toEqual(treeBefore);
+    expect(dataDirTree(server.dataDir)).toEqual(treeBefore);
   });
 });
 
@@ -233,13 +215,13 @@ describe("deploy form validation", () => {
 
   for (const { what, fields, file, mentions } of cases) {
     test(`${what}: 400 VALIDATION_FAILED naming the field`, async () => {
-      const treeBefore = dataDirTree();
+      const treeBefore = dataDirTree(server.dataDir);
       const appsBefore = await appList();
       const response = await server.request("POST", "/api/apps/deploy", { key, body: uploadForm(fields, file === false ? null : zip) });
       expectError(response, 400, "VALIDATION_FAILED");
       expect(response.body.error).toContain(mentions);
       expect(await appList()).toEqual(appsBefore);
-      expect(dataDirTree()).toEqual(treeBefore);
+      expect(dataDirTree(server.dataDir)).toEqual(treeBefore);
     });
   }
 
@@ -250,13 +232,13 @@ describe("deploy form validation", () => {
   });
 
   test("an unknown machineId: 400 UNKNOWN_MACHINE", async () => {
-    const treeBefore = dataDirTree();
+    const treeBefore = dataDirTree(server.dataDir);
     const appsBefore = await appList();
     const response = await deployZip(server, key, { ...validFields("elsewhere"), machineId: "mars-1" }, zip);
     expectError(response, 400, "UNKNOWN_MACHINE");
     expect(response.body.error).toContain("mars-1");
     expect(await appList()).toEqual(appsBefore);
-    expect(dataDirTree()).toEqual(treeBefore);
+    expect(dataDirTree(server.dataDir)).toEqual(treeBefore);
   });
 
   for (const path of ["/api/apps/deploy", "/api/apps/inspect-env"]) {
@@ -314,7 +296,7 @@ describe("inspect-env", () => {
         'b = os.environ.get("PY_B")\n' +
         'c = os.getenv("PY_C")\n',
     });
-    const treeBefore = dataDirTree();
+    const treeBefore = dataDirTree(server.dataDir);
     const appsBefore = await appList();
     const response = await server.request("POST", "/api/apps/inspect-env", { key, body: uploadForm({}, zip) });
     expect(response.status).toBe(200);
@@ -349,6 +331,6 @@ describe("inspect-env", () => {
     expect(JSON.stringify(response.body)).not.toContain(canary);
     expect(JSON.stringify(response.headers.toJSON())).not.toContain(canary);
     expect(await appList()).toEqual(appsBefore);
-    expect(dataDirTree()).toEqual(treeBefore);
+    expect(dataDirTree(server.dataDir)).toEqual(treeBefore);
   });
 });

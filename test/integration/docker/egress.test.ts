@@ -6,7 +6,7 @@
 // neither, and still reaches another app of its workspace. The rules are also read back.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { TestServer } from "../../helpers/server";
-import { appZip, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
+import { appZip, deleteAllApps, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
 import { FORWARD_CHAIN, INPUT_CHAIN, removeEgressRules } from "../../../src/docker/egress";
 import { workspaceBridgeName, workspaceNetworkName } from "../../../src/docker/workspace-network";
 
@@ -93,8 +93,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (server) {
-    const listed = await server.request("GET", "/api/apps/", { key });
-    for (const app of listed.body.apps ?? []) await server.request("DELETE", `/api/apps/${app.id}`, { key });
+    await deleteAllApps(server, key);
     await server.stop();
   }
   await removeEgressRules();
