@@ -7,7 +7,7 @@ import { TestServer } from "../../helpers/server";
 import { dockerCli } from "../../helpers/docker";
 import { expectErrorEnvelope } from "../../helpers/auth-matrix";
 import { createDatabase, deleteAllDatabases, removeWorkspaceNetworks, waitForStatus } from "../../helpers/databases";
-import { appZip, deployZip, waitForStatus as waitForAppStatus } from "../../helpers/apps";
+import { appZip, deleteAllApps, deployZip, waitForStatus as waitForAppStatus } from "../../helpers/apps";
 
 let server: TestServer;
 let key: string;
@@ -134,7 +134,8 @@ describe("apps and databases share names on the workspace network", () => {
       expect((await server.request("GET", "/api/databases/", { key })).body.databases.map((listed: any) => listed.name)).toEqual(["shared"]);
     } finally {
       await waitForAppStatus(server, key, deployed.body.app.id, ["running", "failed"]);
-      expect((await server.request("DELETE", `/api/apps/${deployed.body.app.id}`, { key })).status).toBe(200);
+      expect((await server.request("DELETE", `/api/apps/${deployed.body.app.id}`, { key })).status).toBe(202);
+      await deleteAllApps(server, key); // the removal goes on after the 202: wait for its end
     }
   });
 });
