@@ -1,6 +1,6 @@
 // Preloaded by `bun test` (bunfig.toml): sets the tests' timeout, selects the stand-in images,
 // and checks after the whole run that the tests left nothing behind on this machine. Whatever a
-// test server made in Docker (containers, volumes, networks of its workspaces) and is still there
+// test server made in Docker (containers, volumes, networks, app images of its workspaces) and is still there
 // fails the run, and is removed so the next run starts clean; then the temp dirs go.
 import { afterAll, setDefaultTimeout } from "bun:test";
 import { Database } from "bun:sqlite";
@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { madeTempDirs, removeTempDirs } from "./helpers/temp";
 import { useStandInImages } from "./helpers/stand-ins";
 
-type Kind = "container" | "volume" | "network";
+type Kind = "container" | "volume" | "network" | "image";
 
 // Integration tests start real servers and containers. bunfig.toml's `timeout` is not applied by
 // this Bun (tests and hooks were cut at the default 5 s), so the preload sets it.
@@ -23,7 +23,7 @@ afterAll(() => {
   // Only the workspaces of this run's test servers: other runs may share the engine, and what they
   // make is theirs to judge (tests driving the engine directly remove what they make by id).
   const workspaces = new Set(madeTempDirs().flatMap(workspacesOfDataDir));
-  const leftovers = (["container", "volume", "network"] as const).flatMap((kind) =>
+  const leftovers = (["container", "image", "volume", "network"] as const).flatMap((kind) =>
     labelled(kind).filter((resource) => workspaces.has(resource.workspace)).map((resource) => ({ kind, ...resource })),
   );
   for (const { kind, id } of leftovers) remove(kind, id);
@@ -51,6 +51,7 @@ function workspacesOfDataDir(dir: string): string[] {
 
 /** Resources carrying platform.managed, with the workspace they belong to. */
 function labelled(kind: Kind): { id: string; name: string; workspace: string }[] {
+  if (kind === "image") return labelledImages();
   const format = `{{${kind === "volume" ? ".Name" : ".ID"}}}\t{{${kind === "container" ? ".Names" : ".Name"}}}\t{{.Label "platform.workspace"}}`;
   const args = kind === "container" ? ["ps", "-a"] : [kind, "ls"];
   const listed = Bun.spawnSync(["docker", ...args, "--filter", "label=platform.managed=true", "--format", format], { stderr: "ignore" });
@@ -65,8 +66,29 @@ function labelled(kind: Kind): { id: string; name: string; workspace: string }[]
     });
 }
 
+/** `docker image ls` has no per-label column: the workspace comes from one inspect of them all. */
+function labelledImages(): { id: string; name: string; workspace: string }[] {
+  const listed = Bun.spawnSync(["docker", "image", "ls", "-q", "--no-trunc", "--filter", "label=platform.managed=true"], { stderr: "ignore" });
+  const ids = [...new Set(listed.stdout.toString().split("\n").filter(Boolean))];
+  if (listed.exitCode !== 0 || ids.length === 0) return [];
+  const format = '{{.Id}}\t{{range .RepoTags}}{{.}} {{end}}\t{{index .Config.Labels "platform.workspace"}}';
+  const inspected = Bun.spawnSync(["docker", "image", "inspect", "-f", format, ...ids], { stderr: "ignore" });
+  return inspected.stdout
+    .toString()
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => {
+      const [id = "", name = "", workspace = ""] = line.split("\t");
+      return { id, name, workspace };
+    });
+}
+
 function remove(kind: Kind, id: string) {
-  const command = kind === "container" ? ["rm", "-f", "-v", id] : kind === "volume" ? ["volume", "rm", "-f", id] : ["network", "rm", id];
+  const command =
+    kind === "container" ? ["rm", "-f", "-v", id]
+    : kind === "image" ? ["image", "rm", "-f", id]
+    : kind === "volume" ? ["volume", "rm", "-f", id]
+    : ["network", "rm", id];
   Bun.spawnSync(["docker", ...command], { stdout: "ignore", stderr: "ignore" });
 }
 
