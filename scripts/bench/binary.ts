@@ -26,10 +26,14 @@ export async function ensureBinary(): Promise<void> {
   if ((await build.exited) !== 0) throw new Error(`bun run build failed:\n${await new Response(build.stderr).text()}`);
 }
 
-/** `./platform serve` on a temp data dir and free ports, traffic on 127.0.0.1 only. */
+/**
+ * `./platform serve` on a temp data dir and free ports, traffic on 127.0.0.1 only. The egress
+ * firewall stays off: its iptables rules outlive the process by design, and a benchmark leaves the
+ * host as it found it.
+ */
 export function startBinary(env: Record<string, string>): Promise<TestServer> {
   process.env.PLATFORM_TEST_BINARY = BINARY;
-  return TestServer.start(env);
+  return TestServer.start({ PLATFORM_EGRESS_FIREWALL: "off", ...env });
 }
 
 export function residentMegabytes(pid: number): number {
