@@ -37,7 +37,7 @@ function serve() {
     (outcome.startsWith("WARNING") ? console.warn : console.log)(`[egress] ${outcome}`),
   );
   console.log(`proxy listening on http://${config.host}:${proxy.port} for *.${config.domain}`);
-  void ctx.apps
+  void ctx.apps.recovery
     .recoverAfterRestart()
     .catch((error) => console.error("[apps] recovery after restart:", error))
     .then(() => ctx.reconciler.start(config.reconcileSchedule));

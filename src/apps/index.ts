@@ -228,7 +228,7 @@ export function appsRoutes(ctx: ServerContext) {
           "PLATFORM_DEFAULT_CPUS. 409 `SUBDOMAIN_TAKEN` / `NAME_TAKEN`; 409 `QUOTA_EXCEEDED` when more memory would pass PLATFORM_QUOTA_MEMORY_MB. Answers `app`, `restarted` and `buildId` (when a rebuild started).",
       },
     })
-    .get("/:appId/builds", ({ principal, params }) => ok({ builds: service.builds(principal.workspaceId, params.appId) }), {
+    .get("/:appId/builds", ({ principal, params }) => ok({ builds: service.builds.list(principal.workspaceId, params.appId) }), {
       auth: true,
       params: appIdParams,
       detail: {
@@ -242,7 +242,7 @@ export function appsRoutes(ctx: ServerContext) {
     })
     .get(
       "/:appId/builds/:buildId",
-      ({ principal, params, query }) => ok(service.build(principal.workspaceId, params.appId, params.buildId, { offset: query.offset, limit: query.limit })),
+      ({ principal, params, query }) => ok(service.builds.withLog(principal.workspaceId, params.appId, params.buildId, { offset: query.offset, limit: query.limit })),
       {
         auth: true,
         params: buildParams,
@@ -262,7 +262,7 @@ export function appsRoutes(ctx: ServerContext) {
     .post(
       "/:appId/builds/:buildId/cancel",
       async ({ principal, params, set }) => {
-        const build = await service.cancelBuild(principal.workspaceId, params.appId, params.buildId);
+        const build = await service.builds.cancel(principal.workspaceId, params.appId, params.buildId);
         set.status = 202;
         return ok({ build });
       },
@@ -283,7 +283,7 @@ export function appsRoutes(ctx: ServerContext) {
     .get(
       "/:appId/builds/:buildId/log",
       ({ principal, params, request }) =>
-        new Response(withHeartbeat(service.followBuildLog(principal.workspaceId, params.appId, params.buildId, request.signal)), {
+        new Response(withHeartbeat(service.builds.followLog(principal.workspaceId, params.appId, params.buildId, request.signal)), {
           headers: { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store", "x-content-type-options": "nosniff" },
         }),
       {

@@ -12,6 +12,8 @@ export const APP_STATUSES = {
   deleting: "being removed",
 } as const;
 export type AppStatus = keyof typeof APP_STATUSES;
+/** Statuses in which the app's container serves and its subdomain routes to it (a release may be building or starting its successor). */
+export const SERVING_STATUSES = new Set<string>(["running", "building", "starting"]);
 
 export const BUILD_STATUSES = ["queued", "building", "succeeded", "failed", "canceled"] as const;
 export type BuildStatus = (typeof BUILD_STATUSES)[number];

@@ -1,7 +1,8 @@
 // Apps: deploy from an uploaded ZIP (a new app, or a new release of the app with that name),
-// settings, env vars, lifecycle, logs, builds and deletion. Docker work goes through the
-// Deployer's per-app queue, so two changes to one app never race.
-import { and, desc, eq, inArray, ne } from "drizzle-orm";
+// settings, env vars, lifecycle, logs and deletion; builds are read in ./builds.ts, routes and
+// restarts recovered in ./recovery.ts. Docker work goes through the Deployer's per-app queue, so
+// two changes to one app never race.
+import { and, eq, ne } from "drizzle-orm";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { apps, builds, databases } from "../db/schema";
@@ -9,7 +10,6 @@ import { newId, randomBase62 } from "../crypto/tokens";
 import { ApiError } from "../http/errors";
 import { readMultipart } from "../http/multipart";
 import { LABEL_APP } from "../docker/container-spec";
-import type { ContainerOwner, ManagedContainer } from "../machines/reconciler";
 import { DockerNotFound } from "../docker/driver";
 import type { Principal } from "../http/auth";
 import type { Runtime } from "../config";
@@ -19,15 +19,13 @@ import { UploadSlots, UPLOADS_PER_WORKSPACE } from "./upload-slots";
 import { inspectEnvInZip } from "./inspect-env";
 import { mergeEnvVars, readEnvVars, validateEnvVars } from "./env-vars";
 import { Deployer, type AppRow, type AppsContext } from "./deployer";
-import { releaseWorkspaceNetwork, workspaceNetworkName } from "../docker/workspace-network";
-import { DEFAULT_EXPOSE_PORT, type AppStatus } from "./model";
+import { releaseWorkspaceNetwork } from "../docker/workspace-network";
+import { DEFAULT_EXPOSE_PORT, SERVING_STATUSES, type AppStatus } from "./model";
+import { AppBuilds } from "./builds";
+import { AppRecovery } from "./recovery";
 import { assertWithinQuota, bytesToMB } from "../quotas/limits";
 import { treeBytes, workspaceUsage, WorkspaceDisk } from "../quotas/usage";
 
-type BuildRow = typeof builds.$inferSelect;
-/** Statuses in which the app's container serves and its subdomain routes to it (a release may be building or starting its successor). */
-const SERVING_STATUSES = new Set<string>(["running", "building", "starting"]);
-const BUILD_HISTORY = 50;
 export interface SettingsInput {
   name?: string;
   runtime?: Runtime;
@@ -39,9 +37,12 @@ export interface SettingsInput {
   autoRestart?: boolean;
 }
 
-export class AppsService implements ContainerOwner {
-  readonly label = LABEL_APP;
+export class AppsService {
   readonly deployer: Deployer;
+  /** Build history, logs and cancelling. */
+  readonly builds: AppBuilds;
+  /** The reconciler's owner of app containers, proxy routes, and recovery after a platform restart. */
+  readonly recovery: AppRecovery;
   private readonly uploadSlots = new UploadSlots(UPLOADS_PER_WORKSPACE);
   private readonly deletions = new Set<Promise<void>>();
   /** The disk quota's accounting; app sources are counted here, backups register beside them. */
@@ -53,6 +54,8 @@ export class AppsService implements ContainerOwner {
 
   constructor(private readonly ctx: AppsContext) {
     this.deployer = new Deployer(ctx);
+    this.builds = new AppBuilds(ctx, this.deployer, (workspaceId, appId) => this.get(workspaceId, appId));
+    this.recovery = new AppRecovery(ctx, this.deployer, (app) => this.removeEverything(app));
     this.proxyPort = ctx.config.proxyPort;
     this.disk.register("app sources", async (workspaceId, { exceptAppId }) => {
       const others = this.list(workspaceId).filter((app) => app.id !== exceptAppId && app.status !== "deleting");
@@ -278,7 +281,7 @@ export class AppsService implements ContainerOwner {
   /** The old subdomain stops routing at once; the new one routes to the container serving now (a release in progress routes it at its switch). */
   private moveRoute(app: AppRow, subdomain: string | null) {
     if (app.subdomain) this.ctx.proxyRoutes.delete(app.subdomain);
-    if (subdomain && app.containerId && SERVING_STATUSES.has(app.status)) void this.restoreRoute(app.id);
+    if (subdomain && app.containerId && SERVING_STATUSES.has(app.status)) void this.recovery.restoreRoute(app.id);
   }
 
   getEnv(workspaceId: string, appId: string) {
@@ -353,7 +356,7 @@ export class AppsService implements ContainerOwner {
         if (current.containerId) await this.ctx.machines.get(current.machineId).stopContainer(current.containerId, 10);
       } catch (error) {
         if (!signal.aborted) await this.deployer.afterFailure(app.id, `Stop failed: ${(error as Error).message}; send stop again`);
-        if (this.row(app.id)?.status === "running") void this.restoreRoute(app.id);
+        if (this.row(app.id)?.status === "running") void this.recovery.restoreRoute(app.id);
         return;
       }
       if (!signal.aborted) this.setStatus(app.id, "stopped");
@@ -381,7 +384,7 @@ export class AppsService implements ContainerOwner {
           : false;
         const status = serving ? "running" : app.status === "stopped" ? "stopped" : "failed";
         this.setStatus(app.id, status, `Delete failed: ${(error as Error).message}; send DELETE again`);
-        if (serving) void this.restoreRoute(app.id);
+        if (serving) void this.recovery.restoreRoute(app.id);
       }
     });
     this.deletions.add(deletion);
@@ -445,144 +448,5 @@ export class AppsService implements ContainerOwner {
       },
       cancel: () => void lines.return(undefined),
     });
-  }
-
-  publicBuild(build: BuildRow) {
-    return {
-      id: build.id,
-      status: build.status,
-      /** Place in the line for a build slot (1: next), while the build waits for one. */
-      queuePosition: build.status === "queued" ? this.deployer.builder.queuePosition(build.id) : null,
-      trigger: build.trigger,
-      image: build.image,
-      error: build.error,
-      startedAt: new Date(build.startedAt).toISOString(),
-      finishedAt: build.finishedAt ? new Date(build.finishedAt).toISOString() : null,
-      durationMs: build.finishedAt ? build.finishedAt - build.startedAt : null,
-    };
-  }
-
-  builds(workspaceId: string, appId: string) {
-    const app = this.get(workspaceId, appId);
-    return this.ctx.db.select().from(builds).where(eq(builds.appId, app.id)).orderBy(desc(builds.startedAt)).limit(BUILD_HISTORY).all().map((build) => this.publicBuild(build));
-  }
-
-  private buildRow(workspaceId: string, appId: string, buildId: string) {
-    const app = this.get(workspaceId, appId);
-    const build = this.ctx.db.select().from(builds).where(and(eq(builds.id, buildId), eq(builds.appId, app.id))).get();
-    if (!build) throw new ApiError("NOT_FOUND", "Build not found");
-    return build;
-  }
-
-  /** A build and a byte range of its log (by default the last 256 KiB), never the whole file in memory. */
-  build(workspaceId: string, appId: string, buildId: string, range: { offset?: number; limit?: number } = {}) {
-    const build = this.buildRow(workspaceId, appId, buildId);
-    const log = this.ctx.buildLogs.read(build.appId, build.id, range);
-    return {
-      build: this.publicBuild(build),
-      log: log.text,
-      logOffset: log.offset,
-      logNextOffset: log.nextOffset,
-      logBytes: log.totalBytes,
-      logDroppedBytes: log.droppedBytes,
-    };
-  }
-
-  /** POST …/builds/:buildId/cancel: a queued build is dropped, a running one killed; the app keeps what it serves. */
-  async cancelBuild(workspaceId: string, appId: string, buildId: string) {
-    const build = this.buildRow(workspaceId, appId, buildId);
-    const canceled = await this.deployer.builder.cancel(build.appId, build.id, "canceled by a user");
-    if (!canceled) throw new ApiError("BUILD_FINISHED", `Build ${build.id} has already ${build.status === "canceled" ? "been canceled" : "finished"}`);
-    return this.publicBuild(this.buildRow(workspaceId, appId, buildId));
-  }
-
-  followBuildLog(workspaceId: string, appId: string, buildId: string, signal: AbortSignal) {
-    const build = this.buildRow(workspaceId, appId, buildId);
-    return this.ctx.buildLogs.follow(build.appId, build.id, signal);
-  }
-
-  /** Reconciler: records containers that stopped on their own; claims every app it knows. */
-  async sync(containers: ManagedContainer[]): Promise<Set<string>> {
-    const known = new Set<string>();
-    for (const app of this.ctx.db.select().from(apps).all()) {
-      known.add(app.id);
-      if (!app.containerId || this.deployer.busy(app.id)) continue;
-      const container = containers.find((candidate) => candidate.id === app.containerId);
-      const running = container?.state === "running";
-      if (app.status === "running" && !running) {
-        this.ctx.db.update(apps).set({ status: "crashed", statusReason: `container is ${container?.state ?? "gone"}`, updatedAt: Date.now() }).where(eq(apps.id, app.id)).run();
-        if (app.subdomain) this.ctx.proxyRoutes.delete(app.subdomain);
-      } else if (app.status === "crashed" && running) {
-        this.ctx.db.update(apps).set({ status: "running", statusReason: null, updatedAt: Date.now() }).where(eq(apps.id, app.id)).run();
-        void this.restoreRoute(app.id);
-      }
-    }
-    return known;
-  }
-
-  /**
-   * Points the proxy at the app's serving container again (at start, after a restart by the engine,
-   * after a subdomain change), on the port that container really serves on. The row is read again
-   * after the engine answers: a release that switched meanwhile has routed the new container itself.
-   */
-  async restoreRoute(appId: string) {
-    const app = this.row(appId);
-    if (!app?.subdomain || !app.containerId) return;
-    try {
-      const inspected = await this.ctx.machines.get(app.machineId).inspectContainer(app.containerId);
-      const host = inspected.networks[workspaceNetworkName(app.workspaceId)];
-      const now = this.row(appId);
-      if (!inspected.running || !host || !now?.subdomain || now.containerId !== app.containerId || !SERVING_STATUSES.has(now.status)) return;
-      this.ctx.proxyRoutes.set(now.subdomain, { host, port: now.servingPort ?? now.exposePort ?? DEFAULT_EXPOSE_PORT });
-    } catch (error) {
-      console.warn(`[apps] could not restore the route of ${app.id}: ${(error as Error).message}`);
-    }
-  }
-
-  /**
-   * After the platform restarts: builds it was running are marked failed, apps it was deploying
-   * get the status their containers really have, deletions it was doing are finished, leftover
-   * uploads are removed, and the proxy routes are restored.
-   */
-  async recoverAfterRestart() {
-    // Moved aside before the first await: a deploy accepted meanwhile must keep its fresh upload.
-    const leftoversRemoved = this.ctx.storage.removeLeftoverUploads();
-    const now = Date.now();
-    const interrupted = this.ctx.db
-      .update(builds)
-      .set({ status: "failed", error: "interrupted by a platform restart", finishedAt: now })
-      .where(inArray(builds.status, ["queued", "building"]))
-      .returning()
-      .all();
-    for (const build of interrupted) {
-      this.ctx.buildLogs.append(build.appId, build.id, "==> Interrupted by a platform restart");
-      const app = this.row(build.appId);
-      // A build container outlives the platform's process (one could run forever): removed now.
-      if (app) await this.deployer.builder.removeLeftovers(app, build.id).catch((error) => console.warn(`[apps] leftovers of build ${build.id}: ${(error as Error).message}`));
-    }
-    for (const app of this.ctx.db.select().from(apps).where(inArray(apps.status, ["building", "starting", "stopping", "deleting"])).all()) {
-      try {
-        if (app.status === "deleting") {
-          await this.removeEverything(app);
-          continue;
-        }
-        if (app.status === "stopping") {
-          if (app.containerId) await this.ctx.machines.get(app.machineId).stopContainer(app.containerId, 10).catch((error) => {
-            if (!(error instanceof DockerNotFound)) throw error;
-          });
-          this.ctx.db.update(apps).set({ status: "stopped", statusReason: null, updatedAt: now }).where(eq(apps.id, app.id)).run();
-          continue;
-        }
-        const serving = app.containerId
-          ? await this.ctx.machines.get(app.machineId).inspectContainer(app.containerId).then((state) => state.running, () => false)
-          : false;
-        const reason = `A deploy was interrupted by a platform restart${serving ? `; still serving build ${app.currentBuildId}` : ""}`;
-        this.ctx.db.update(apps).set({ status: serving ? "running" : "failed", statusReason: reason, updatedAt: now }).where(eq(apps.id, app.id)).run();
-      } catch (error) {
-        console.warn(`[apps] could not recover ${app.id}: ${(error as Error).message}`);
-      }
-    }
-    await leftoversRemoved;
-    for (const app of this.ctx.db.select().from(apps).where(eq(apps.status, "running")).all()) await this.restoreRoute(app.id);
   }
 }

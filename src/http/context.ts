@@ -47,7 +47,7 @@ export function createServerContext(config: Config, db: PlatformDb): ServerConte
   const buildLogs = new BuildLogs((appId, buildId) => storage.buildLogFile(appId, buildId), config.buildLogMaxBytes);
   const reconciler = new Reconciler(machines);
   const apps = new AppsService({ db, config, machines, secrets, storage, buildLogs, proxyRoutes });
-  reconciler.register(apps);
+  reconciler.register(apps.recovery);
   return {
     config,
     db,
