@@ -1,6 +1,7 @@
 // The Docker driver: the only code that talks to an engine. One driver per machine. Every call
 // fails fast with DOCKER_UNAVAILABLE (503, Retry-After) while the engine can't be reached, works
 // again as soon as it answers, and fails with DOCKER_TIMEOUT (504) when the engine leaves it unanswered.
+// Images and exec live in ./images.ts and ./exec.ts; callers use them through this class.
 import Docker from "dockerode";
 import { Readable } from "node:stream";
 import { ApiError } from "../http/errors";
@@ -8,17 +9,18 @@ import { nanoCpus, toCreateOptions, LABEL_MANAGED, type ContainerSpec } from "./
 import { dockerOptions, isConnectionError, type DockerConnection } from "./connection";
 import { statsFromSample, type ContainerStats } from "./stats";
 import { FrameDemuxer, LineSplitter, demuxToLines, type Frame, type LogLine } from "./stream";
+import { BuildFailed, DockerNotFound, labelFilter, SLOW_CALL_TIMEOUT_MS, type Engine } from "./engine";
+import * as images from "./images";
+import { runExec, streamExec, type ExecOptions, type ExecStream } from "./exec";
+
+export { BuildFailed, DockerNotFound } from "./engine";
+export { ExecTimedOut } from "./exec";
 
 /** After a failed connection, calls fail at once for this long instead of waiting on the engine again. */
 const UNAVAILABLE_GRACE_MS = 2_000;
 const RETRY_AFTER_SECONDS = "5";
-/** Environment variable marking an exec's processes, so a timed-out one can be found and killed. */
-const EXEC_MARKER = "PLATFORM_EXEC_ID";
-const KILL_EXEC_TIMEOUT_MS = 10_000;
 /** Plain engine calls (inspect, list, create, start...) answer in well under this. */
 const CALL_TIMEOUT_MS = 30_000;
-/** Calls whose work grows with what they touch: removing, copying, committing, measuring disks. */
-const SLOW_CALL_TIMEOUT_MS = 300_000;
 
 export interface ContainerSummary {
   id: string;
@@ -38,33 +40,10 @@ export interface ContainerSummary {
   restartPolicy: string;
 }
 
-export interface ExecOptions {
-  command: string[];
-  env?: Record<string, string>;
-  user?: string;
-  stdin?: ReadableStream<Uint8Array> | Uint8Array;
-  /** When the command runs longer: its stream is destroyed, its processes killed, `done` rejects with ExecTimedOut. */
-  timeoutMs?: number;
-}
-
-export interface ExecStream {
-  stdout: ReadableStream<Uint8Array>;
-  /** Exit code and collected stderr once the command ends. */
-  done: Promise<{ exitCode: number; stderr: string }>;
-}
-
-export class DockerNotFound extends Error {}
-/** An exec ran past its timeoutMs; it was ended (stream destroyed, processes killed), not left running. */
-export class ExecTimedOut extends Error {}
-/** The Dockerfile itself failed (a RUN step exited non-zero...): the user's problem, not the engine's. */
-export class BuildFailed extends Error {}
-
-function labelFilter(labels: Record<string, string>): string[] {
-  return Object.entries(labels).map(([name, value]) => `${name}=${value}`);
-}
-
 export class DockerDriver {
   private readonly docker: Docker;
+  /** The client and `call`, for the parts in ./images.ts and ./exec.ts. */
+  private readonly engine: Engine;
   private unavailableUntil = 0;
   private readonly networkCreations = new Map<string, Promise<void>>();
   private engineCpus: Promise<number> | null = null;
@@ -78,6 +57,7 @@ export class DockerDriver {
   ) {
     this.docker = new Docker(dockerOptions(connection));
     this.callTimeoutMs = options.callTimeoutMs ?? CALL_TIMEOUT_MS;
+    this.engine = { docker: this.docker, call: (what, run, timeoutMs) => this.call(what, run, timeoutMs) };
   }
 
   /**
@@ -128,125 +108,36 @@ export class DockerDriver {
     });
   }
 
-  // ---- images -------------------------------------------------------------------------------
+  // ---- images (./images.ts) -----------------------------------------------------------------
 
-  async hasImage(image: string): Promise<boolean> {
-    try {
-      await this.call(`inspect image ${image}`, () => this.docker.getImage(image).inspect());
-      return true;
-    } catch (error) {
-      if (error instanceof DockerNotFound) return false;
-      throw error;
-    }
+  hasImage(image: string): Promise<boolean> {
+    return images.exists(this.engine, image);
   }
 
   /** Uses the image when present, pulls it otherwise; IMAGE_UNAVAILABLE names it when neither works. */
-  async ensureImage(image: string, onProgress: (line: string) => void = () => {}): Promise<void> {
-    if (await this.hasImage(image)) return;
-    onProgress(`Pulling ${image}`);
-    try {
-      await this.call(`pull ${image}`, async () => {
-        const stream = await this.docker.pull(image);
-        await new Promise<void>((resolve, reject) =>
-          this.docker.modem.followProgress(
-            stream,
-            (error, output) => {
-              const failed = output?.find((event: { error?: string }) => event.error);
-              if (error || failed) reject(error ?? new Error(failed.error));
-              else resolve();
-            },
-            (event: { status?: string; progress?: string; id?: string }) => {
-              if (event.status) onProgress([event.id, event.status, event.progress].filter(Boolean).join(" "));
-            },
-          ),
-        );
-      }, null);
-    } catch (error) {
-      if (error instanceof ApiError) throw error;
-      throw new ApiError("IMAGE_UNAVAILABLE", `Image ${image} is not present and could not be pulled: ${(error as Error).message}`);
-    }
+  ensureImage(image: string, onProgress?: (line: string) => void): Promise<void> {
+    return images.ensure(this.engine, image, onProgress);
   }
 
   /** Builds an image from a tar context, streaming the build log; rejects with the build's own error. */
-  async buildImage(options: {
-    /** A tar of the build context, e.g. from ./tar.ts. */
-    context: Uint8Array | ReadableStream<Uint8Array>;
-    /** Path of the Dockerfile inside the context (default `Dockerfile`). */
-    dockerfile?: string;
-    tag: string;
-    /** Labels added by the engine, one build step each (a Dockerfile may carry its own LABEL instead). */
-    labels?: Record<string, string>;
-    buildArgs?: Record<string, string>;
-    /** Memory (and equal swap) of the build's containers: user code runs in them (install scripts, builds). */
-    memoryMB?: number;
-    onLog?: (line: string) => void;
-    /** Aborting drops the connection, which makes the engine stop the build; rejects with the signal's reason. */
-    signal?: AbortSignal;
-  }): Promise<string> {
-    return this.call(`build ${options.tag}`, async () => {
-      const context =
-        options.context instanceof Uint8Array
-          ? Readable.from([Buffer.from(options.context)])
-          : Readable.fromWeb(options.context as never);
-      const stream = await this.docker.buildImage(context as never, {
-        t: options.tag,
-        dockerfile: options.dockerfile,
-        ...(options.memoryMB && { memory: options.memoryMB * 1024 * 1024, memswap: options.memoryMB * 1024 * 1024 }),
-        labels: options.labels,
-        buildargs: options.buildArgs,
-        rm: true,
-        forcerm: true,
-      });
-      let imageId = "";
-      await new Promise<void>((resolve, reject) => {
-        const abort = () => {
-          (stream as unknown as Readable).destroy();
-          reject(options.signal!.reason);
-        };
-        if (options.signal?.aborted) return abort();
-        options.signal?.addEventListener("abort", abort, { once: true });
-        this.docker.modem.followProgress(
-          stream,
-          (error, output) => {
-            options.signal?.removeEventListener("abort", abort);
-            const failed = output?.find((event: { error?: string }) => event.error);
-            if (error) reject(error);
-            else if (failed) reject(new BuildFailed(failed.error));
-            else resolve();
-          },
-          (event: { stream?: string; status?: string; aux?: { ID?: string } }) => {
-            if (event.aux?.ID) imageId = event.aux.ID;
-            const text = event.stream ?? event.status;
-            if (text) for (const line of text.split("\n")) if (line.trim()) options.onLog?.(line.replace(/\r$/, ""));
-          },
-        );
-      });
-      return imageId || (await this.docker.getImage(options.tag).inspect()).Id;
-    }, null);
+  buildImage(options: images.BuildOptions): Promise<string> {
+    return images.build(this.engine, options);
   }
 
   /** Saves a container's file system (and its config, labels included) as the image `repo:tag`. */
-  async commitContainer(id: string, repo: string, tag: string): Promise<void> {
-    await this.call(`commit ${id}`, () => this.docker.getContainer(id).commit({ repo, tag, pause: false }), SLOW_CALL_TIMEOUT_MS);
+  commitContainer(id: string, repo: string, tag: string): Promise<void> {
+    return images.commitContainer(this.engine, id, repo, tag);
   }
 
   /** Removes an image only if it carries the platform's label. */
-  async removeImage(image: string): Promise<boolean> {
-    try {
-      const info = await this.call(`inspect image ${image}`, () => this.docker.getImage(image).inspect());
-      if (!info.Config?.Labels?.[LABEL_MANAGED]) return false;
-      await this.call(`remove image ${image}`, () => this.docker.getImage(image).remove({ force: true }), SLOW_CALL_TIMEOUT_MS);
-      return true;
-    } catch (error) {
-      if (error instanceof DockerNotFound) return false;
-      throw error;
-    }
+  removeImage(image: string): Promise<boolean> {
+    return images.remove(this.engine, image);
   }
 
-  async listImages(labels: Record<string, string>): Promise<{ id: string; tags: string[]; labels: Record<string, string> }[]> {
-    const images = await this.call("list images", () => this.docker.listImages({ filters: { label: labelFilter(labels) } }));
-    return images.map((image) => ({ id: image.Id, tags: image.RepoTags ?? [], labels: image.Labels ?? {} }));
+  listImages(labels: Record<string, string>): Promise<images.ImageSummary[]> {
+    return images.list(this.engine, labels);
   }
+
 
   // ---- containers ---------------------------------------------------------------------------
 
@@ -421,91 +312,16 @@ export class DockerDriver {
     await this.call(`copy into ${id}`, () => this.docker.getContainer(id).putArchive(Buffer.from(archive), { path: directory }), SLOW_CALL_TIMEOUT_MS);
   }
 
-  // ---- exec ---------------------------------------------------------------------------------
+  // ---- exec (./exec.ts) ---------------------------------------------------------------------
 
-  /**
-   * Runs argv in a running container with stdout streamed back (what dumps and restores need).
-   * The engine has no call to end an exec, so each one carries a marker in its environment: on
-   * timeout the stream is destroyed and every process holding the marker (the command and its
-   * children) is killed from a second exec, so nothing is left running behind the caller's back.
-   */
-  async execStream(id: string, options: ExecOptions): Promise<ExecStream> {
-    const container = this.docker.getContainer(id);
-    const marker = crypto.randomUUID().replaceAll("-", "");
-    const exec = await this.call(`exec in ${id}`, () =>
-      container.exec({
-        Cmd: options.command,
-        Env: Object.entries({ ...options.env, [EXEC_MARKER]: marker }).map(([name, value]) => `${name}=${value}`),
-        User: options.user,
-        AttachStdin: options.stdin !== undefined,
-        AttachStdout: true,
-        AttachStderr: true,
-        Tty: false,
-      }),
-    );
-    const duplex = await this.call(`exec in ${id}`, () => exec.start({ hijack: true, stdin: options.stdin !== undefined }));
-    const demuxer = new FrameDemuxer();
-    const stderrChunks: Uint8Array[] = [];
-    let stdoutController!: ReadableStreamDefaultController<Uint8Array>;
-    const stdout = new ReadableStream<Uint8Array>({
-      start: (controller) => void (stdoutController = controller),
-      cancel: () => void duplex.destroy(),
-    });
-    duplex.on("data", (chunk: Buffer) => {
-      for (const frame of demuxer.push(new Uint8Array(chunk))) {
-        if (frame.stream === "stdout") stdoutController.enqueue(frame.payload.slice());
-        else stderrChunks.push(frame.payload.slice());
-      }
-    });
-    const ended = new Promise<void>((resolve, reject) => {
-      duplex.on("end", resolve);
-      duplex.on("close", resolve);
-      duplex.on("error", reject);
-    });
-    let killed: Promise<void> | null = null;
-    const timer =
-      options.timeoutMs === undefined
-        ? undefined
-        : setTimeout(() => {
-            killed = this.killExec(id, marker);
-            duplex.destroy();
-          }, options.timeoutMs);
-    if (options.stdin !== undefined) void pipeStdin(options.stdin, duplex).catch(() => {});
-    const done = ended.then(async () => {
-      clearTimeout(timer);
-      if (killed) {
-        await killed;
-        throw new ExecTimedOut(`${options.command[0]} did not finish within ${options.timeoutMs! / 1000} s and was stopped`);
-      }
-      stdoutController.close();
-      const info = await this.call(`exec in ${id}`, () => exec.inspect());
-      return { exitCode: info.ExitCode ?? -1, stderr: new TextDecoder().decode(Buffer.concat(stderrChunks)) };
-    });
-    done.catch((error) => stdoutController.error(error));
-    return { stdout, done };
-  }
-
-  /** Kills, as root, every process of the container whose environment holds the exec's marker. */
-  private async killExec(id: string, marker: string): Promise<void> {
-    const script =
-      `for p in /proc/[0-9]*; do ` +
-      `if tr '\\0' '\\n' < "$p/environ" 2>/dev/null | grep -qx "${EXEC_MARKER}=${marker}"; then kill -9 "\${p#/proc/}" 2>/dev/null; fi; ` +
-      `done`;
-    try {
-      // Not a timeoutMs of its own: a killer that hangs is given up, not killed in turn.
-      const { stdout, done } = await this.execStream(id, { command: ["sh", "-c", script], user: "0" });
-      const giveUp = setTimeout(() => void stdout.cancel(), KILL_EXEC_TIMEOUT_MS);
-      await done.finally(() => clearTimeout(giveUp));
-    } catch (error) {
-      console.warn(`[docker] could not kill a timed-out exec in ${id.slice(0, 12)}: ${(error as Error).message}`);
-    }
+  /** Runs argv in a running container with stdout streamed back; past `timeoutMs` the command is killed. */
+  execStream(id: string, options: ExecOptions): Promise<ExecStream> {
+    return streamExec(this.engine, id, options);
   }
 
   /** Runs argv and collects its output. */
-  async exec(id: string, options: ExecOptions): Promise<{ exitCode: number; stdout: string; stderr: string }> {
-    const { stdout, done } = await this.execStream(id, options);
-    const [text, result] = await Promise.all([new Response(stdout).text(), done]);
-    return { exitCode: result.exitCode, stdout: text, stderr: result.stderr };
+  exec(id: string, options: ExecOptions): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+    return runExec(this.engine, id, options);
   }
 
   // ---- networks and volumes -----------------------------------------------------------------
@@ -576,17 +392,5 @@ export class DockerDriver {
       if (volume.Labels?.[LABEL_MANAGED]) sizes[volume.Name] = volume.UsageData?.Size ?? 0;
     }
     return sizes;
-  }
-}
-
-async function pipeStdin(stdin: ReadableStream<Uint8Array> | Uint8Array, duplex: NodeJS.ReadWriteStream) {
-  const write = (chunk: Uint8Array) =>
-    new Promise<void>((resolve, reject) => duplex.write(Buffer.from(chunk), (error) => (error ? reject(error) : resolve())));
-  try {
-    if (stdin instanceof Uint8Array) await write(stdin);
-    else for await (const chunk of stdin as unknown as AsyncIterable<Uint8Array>) await write(chunk);
-  } finally {
-    // Half-close: the command sees end of input while its output keeps flowing back.
-    duplex.end();
   }
 }
