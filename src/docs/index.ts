@@ -2,9 +2,11 @@
 // script is embedded in the binary and served from here, so the docs work with no internet.
 import { Elysia } from "elysia";
 import { openapi } from "@elysiajs/openapi";
+import { toOpenApi31 } from "./openapi-31";
 import scalarBundlePath from "../../node_modules/@scalar/api-reference/dist/browser/standalone.js" with { type: "file" };
 
 const SCALAR_SCRIPT_PATH = "/api/docs/assets/scalar.js";
+const SPEC_PATH = "/api/docs/json";
 
 const DESCRIPTION = `Self-hosted application platform API.
 
@@ -34,13 +36,21 @@ Timestamps are ISO 8601 strings.`;
 
 export function docsRoutes() {
   return new Elysia()
+    // Registered before the plugin so that it applies to the plugin's route (./openapi-31.ts).
+    .onAfterHandle(({ path, response }) => {
+      if (path === SPEC_PATH && response && typeof response === "object") return toOpenApi31(response);
+    })
     .use(
       openapi({
         path: "/api/docs",
-        specPath: "/api/docs/json",
+        specPath: SPEC_PATH,
         exclude: { paths: [SCALAR_SCRIPT_PATH] },
         documentation: {
-          info: { title: "Platform API", version: "1.0.0", description: DESCRIPTION },
+          // No licence is stated for this project (package.json is private, the README names none); SPDX
+          // names a licence outside its list `LicenseRef-...`.
+          info: { title: "Platform API", version: "1.0.0", description: DESCRIPTION, license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" } },
+          // Relative: the document describes the server that serves it, whatever its address.
+          servers: [{ url: "/" }],
           components: {
             securitySchemes: {
               bearerAuth: { type: "http", scheme: "bearer", description: "An API key: `svc_...`" },
@@ -51,7 +61,7 @@ export function docsRoutes() {
         },
         // An absolute `url`: the plugin's default is relative ("api/docs/json"), which the page at
         // /api/docs resolves to /api/api/docs/json, so the UI would show no API at all.
-        scalar: { url: "/api/docs/json", cdn: SCALAR_SCRIPT_PATH, withDefaultFonts: false } as never,
+        scalar: { url: SPEC_PATH, cdn: SCALAR_SCRIPT_PATH, withDefaultFonts: false } as never,
       }),
     )
     .get(SCALAR_SCRIPT_PATH, () => new Response(Bun.file(scalarBundlePath), {
