@@ -27,6 +27,7 @@ export function apiKeysRoutes(ctx: ServerContext) {
     .get("/", ({ principal }) => ok({ keys: listApiKeys(ctx.db, principal) }), {
       auth: true,
       detail: {
+        operationId: "listApiKeys",
         summary: "List your API keys",
         description:
           "Keys of the authenticated user in the active workspace: id, name, prefix, enabled, remaining, " +
@@ -46,6 +47,7 @@ export function apiKeysRoutes(ctx: ServerContext) {
         auth: true,
         body: createKeyBody,
         detail: {
+          operationId: "createApiKey",
           summary: "Create an API key",
           description:
             "Returns `key`, the full value (`svc_` + optional custom prefix + 40 random base62 characters), only in this " +
@@ -72,6 +74,7 @@ export function apiKeysRoutes(ctx: ServerContext) {
         params: keyIdParams,
         body: updateKeyBody,
         detail: {
+          operationId: "updateApiKey",
           summary: "Update an API key",
           description:
             "Changes name, enabled, remaining, refill settings or metadata. Answers `apiKey`, the updated key. A key cannot " +
@@ -89,6 +92,7 @@ export function apiKeysRoutes(ctx: ServerContext) {
         auth: true,
         params: keyIdParams,
         detail: {
+          operationId: "revokeApiKey",
           summary: "Revoke an API key",
           description:
             "Deletes the key permanently (it gets 401 from now on) and records an `api_key.revoked` security event in the " +

@@ -36,7 +36,7 @@ export function appsRoutes(ctx: ServerContext) {
       },
       {
         auth: true,
-        detail: { summary: "List apps", description: `Apps of the workspace (\`workspaceId\` or \`organizationId\` selects another one the caller belongs to): \`apps\` and \`meta.total\`. An app being deleted is listed (status \`deleting\`) until its removal is done, while GET one already answers 404. Status values: ${STATUS_TEXT}.` },
+        detail: { operationId: "listApps", summary: "List apps", description: `Apps of the workspace (\`workspaceId\` or \`organizationId\` selects another one the caller belongs to): \`apps\` and \`meta.total\`. An app being deleted is listed (status \`deleting\`) until its removal is done, while GET one already answers 404. Status values: ${STATUS_TEXT}.` },
       },
     )
     .post(
@@ -50,6 +50,7 @@ export function appsRoutes(ctx: ServerContext) {
         auth: true,
         parse: "none",
         detail: {
+          operationId: "deployApp",
           summary: "Deploy an app from a ZIP",
           description:
             "multipart/form-data: `file` (ZIP, required), `name` (required; lowercase letters, digits, dashes), `runtime` " +
@@ -78,6 +79,7 @@ export function appsRoutes(ctx: ServerContext) {
         auth: true,
         parse: "none",
         detail: {
+          operationId: "inspectAppEnv",
           summary: "Find the environment variables an app needs",
           description:
             "multipart/form-data with `file` (ZIP), checked like a deploy; nothing is run or kept. Answers `variables`: " +
@@ -90,7 +92,7 @@ export function appsRoutes(ctx: ServerContext) {
     .get("/:appId", ({ principal, params }) => ok({ app: service.publicApp(service.get(principal.workspaceId, params.appId)) }), {
       auth: true,
       params: appIdParams,
-      detail: { summary: "Get an app", description: `${APP_FIELDS} Status values: ${STATUS_TEXT}.` },
+      detail: { operationId: "getApp", summary: "Get an app", description: `${APP_FIELDS} Status values: ${STATUS_TEXT}.` },
     })
     .post(
       "/:appId/start",
@@ -102,6 +104,7 @@ export function appsRoutes(ctx: ServerContext) {
         auth: true,
         params: appIdParams,
         detail: {
+          operationId: "startApp",
           summary: "Start an app",
           description:
             `Answers 202 at once with \`app\` and \`queued\`. ${LIFECYCLE_QUEUE} An idle app goes \`starting\` and a container of ` +
@@ -120,6 +123,7 @@ export function appsRoutes(ctx: ServerContext) {
         auth: true,
         params: appIdParams,
         detail: {
+          operationId: "stopApp",
           summary: "Stop an app",
           description:
             "Answers 202 at once with `app` in status `stopping`; it becomes `stopped` once the container has stopped. A stop " +
@@ -138,6 +142,7 @@ export function appsRoutes(ctx: ServerContext) {
         auth: true,
         params: appIdParams,
         detail: {
+          operationId: "restartApp",
           summary: "Restart an app",
           description:
             `Answers 202 at once with \`app\` and \`queued\`. ${LIFECYCLE_QUEUE} A fresh container of the current build starts ` +
@@ -156,6 +161,7 @@ export function appsRoutes(ctx: ServerContext) {
         auth: true,
         params: appIdParams,
         detail: {
+          operationId: "deleteApp",
           summary: "Delete an app",
           description:
             "Answers 202 at once with `app` in status `deleting`; from then on the app is 404. A delete preempts a build or " +
@@ -181,6 +187,7 @@ export function appsRoutes(ctx: ServerContext) {
         params: appIdParams,
         query: logsQuery,
         detail: {
+          operationId: "getAppLogs",
           summary: "Read the app's output",
           description:
             "`lines`: the last `tail` lines (0-5000, default 100) of stdout and stderr as clean text, each prefixed with its " +
@@ -201,6 +208,7 @@ export function appsRoutes(ctx: ServerContext) {
         auth: true,
         params: appIdParams,
         detail: {
+          operationId: "getAppEnv",
           summary: "Read env vars",
           description: "`envVars`, decrypted; for the `viewer` role the names with every value `****`. Stored encrypted with AES-256-GCM.",
         },
@@ -210,13 +218,14 @@ export function appsRoutes(ctx: ServerContext) {
       auth: true,
       params: appIdParams,
       body: envBody,
-      detail: { summary: "Merge env vars", description: "Adds or replaces the given variables and keeps the others. A change restarts a running app (zero-downtime; queued behind a build or release in progress, and a stop, restart or delete sent meanwhile is accepted at once). Answers `envVars` (all, decrypted) and `restarted`." },
+      detail: { operationId: "updateAppEnv", summary: "Merge env vars", description: "Adds or replaces the given variables and keeps the others. A change restarts a running app (zero-downtime; queued behind a build or release in progress, and a stop, restart or delete sent meanwhile is accepted at once). Answers `envVars` (all, decrypted) and `restarted`." },
     })
     .put("/:appId/settings", async ({ principal, params, body }) => ok(await service.updateSettings(principal.workspaceId, params.appId, body)), {
       auth: true,
       params: appIdParams,
       body: settingsBody,
       detail: {
+        operationId: "updateAppSettings",
         summary: "Change settings",
         description:
           `A change of ${RESTARTING_FIELDS.map((field) => `\`${field}\``).join(", ")} restarts a running ` +
@@ -232,6 +241,7 @@ export function appsRoutes(ctx: ServerContext) {
       auth: true,
       params: appIdParams,
       detail: {
+        operationId: "listBuilds",
         summary: "Recent builds",
         description:
           "`builds`, newest first (50 at most): id, status (`queued`, `building`, `succeeded`, `failed`, `canceled`), " +
@@ -248,6 +258,7 @@ export function appsRoutes(ctx: ServerContext) {
         params: buildParams,
         query: buildLogQuery,
         detail: {
+          operationId: "getBuild",
           summary: "One build with a range of its log",
           description:
             "`build` and `log`: a byte range of the build log as text, secrets and registry credentials masked. Without " +
@@ -270,6 +281,7 @@ export function appsRoutes(ctx: ServerContext) {
         auth: true,
         params: buildParams,
         detail: {
+          operationId: "cancelBuild",
           summary: "Cancel a build",
           description:
             "A build waiting for a slot is dropped; a running one is killed with its build container. Answers 202 with `build`, " +
@@ -290,6 +302,7 @@ export function appsRoutes(ctx: ServerContext) {
         auth: true,
         params: buildParams,
         detail: {
+          operationId: "followBuildLog",
           summary: "Follow a build log live",
           description:
             "text/plain: the log so far, then its new lines as the build writes them; the stream ends when the build ends. " +

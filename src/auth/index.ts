@@ -46,6 +46,7 @@ export function authRoutes(ctx: ServerContext) {
       },
       {
         detail: {
+          operationId: "getSetupStatus",
           summary: "Is the owner account still to be created?",
           description:
             "Public. `setupRequired` is true on a fresh instance until the owner account exists. `keyRequired` is true " +
@@ -85,6 +86,7 @@ export function authRoutes(ctx: ServerContext) {
           setupToken: t.Optional(t.String({ maxLength: 128, description: "The one-time token printed at start (see `tokenRequired`)" })),
         }),
         detail: {
+          operationId: "createOwnerAccount",
           summary: "Create the owner account (first visit only)",
           description:
             "Only while `GET /api/auth/setup` says `setupRequired`; afterwards 409 `ALREADY_SET_UP`. Sets the HttpOnly " +
@@ -111,6 +113,7 @@ export function authRoutes(ctx: ServerContext) {
       {
         body: credentialsBody,
         detail: {
+          operationId: "claimWorkspace",
           summary: "Claim a workspace owner made on the command line",
           description:
             "Each workspace `platform keys create` makes has its own owner account without a password, until it is claimed " +
@@ -134,6 +137,7 @@ export function authRoutes(ctx: ServerContext) {
       {
         body: credentialsBody,
         detail: {
+          operationId: "login",
           summary: "Log in to the dashboard",
           description:
             "Sets the HttpOnly `platform_session` cookie. Failures are rate limited per client address and per account " +
@@ -152,7 +156,7 @@ export function authRoutes(ctx: ServerContext) {
         set.headers["set-cookie"] = sessionCookie("", 0, requestSourceOf(ctx.config, server, request).https);
         return ok({});
       },
-      { auth: true, detail: { summary: "End the current session" } },
+      { auth: true, detail: { operationId: "logout", summary: "End the current session" } },
     )
     .get(
       "/session",
@@ -173,6 +177,7 @@ export function authRoutes(ctx: ServerContext) {
       {
         auth: true,
         detail: {
+          operationId: "getSession",
           summary: "Who is calling",
           description:
             "The user, the active organization (workspace), the role there, and every organization the user belongs to " +
@@ -197,6 +202,7 @@ export function authRoutes(ctx: ServerContext) {
         auth: true,
         body: t.Object({ organizationId: t.String({ minLength: 1, maxLength: 64 }) }),
         detail: {
+          operationId: "setActiveOrganization",
           summary: "Set the session's active organization",
           description: "Body `{ organizationId }`. 403 `NOT_A_MEMBER` when the user does not belong to it. Cookie sessions only.",
         },

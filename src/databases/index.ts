@@ -73,6 +73,7 @@ export function databasesRoutes(ctx: ServerContext) {
         body: createDatabaseBody,
         query: workspaceQuery,
         detail: {
+          operationId: "createDatabase",
           summary: "Create a database",
           description:
             "Creates a PostgreSQL, MySQL, MongoDB or Redis database: a named volume, a container of the engine's image on the " +
@@ -109,6 +110,7 @@ export function databasesRoutes(ctx: ServerContext) {
         auth: true,
         query: workspaceQuery,
         detail: {
+          operationId: "listDatabases",
           summary: "List databases",
           description:
             "Answers `databases` (fields as in GET one, without `storage`) with connection strings masked " +
@@ -124,6 +126,7 @@ export function databasesRoutes(ctx: ServerContext) {
       params: databaseIdParams,
       query: workspaceQuery,
       detail: {
+        operationId: "getDatabase",
         summary: "Get a database",
         description:
           `Reads the container first, so the status is live. ${DATABASE_FIELDS} The \`viewer\` role gets the connection strings masked. Plus \`storage\`: allowanceBytes, usedBytes, ` +
@@ -140,6 +143,7 @@ export function databasesRoutes(ctx: ServerContext) {
         body: settingsBody,
         query: workspaceQuery,
         detail: {
+          operationId: "updateDatabaseSettings",
           summary: "Change name, memory or CPUs",
           description:
             "`memoryMB` (>= 256) and `cpus` (0.1-16; null: PLATFORM_DEFAULT_CPUS) are applied to the running container at once, " +
@@ -155,6 +159,7 @@ export function databasesRoutes(ctx: ServerContext) {
       params: databaseIdParams,
       query: workspaceQuery,
       detail: {
+        operationId: "getDatabaseStats",
         summary: "Live container stats",
         description:
           "Answers `stats`: running (boolean), cpuPercent (percent of one CPU, like `docker stats`), memoryUsedBytes (without " +
@@ -177,6 +182,7 @@ export function databasesRoutes(ctx: ServerContext) {
         params: databaseIdParams,
         query: logsQuery,
         detail: {
+          operationId: "getDatabaseLogs",
           summary: "Recent logs of the database process",
           description: "Answers `lines`, an array of strings (stdout and stderr interleaved), each prefixed with its RFC 3339 timestamp when `timestamps=true`. `tail` out of 1-2000 is 400.",
         },
@@ -193,6 +199,7 @@ export function databasesRoutes(ctx: ServerContext) {
         params: databaseIdParams,
         query: workspaceQuery,
         detail: {
+          operationId: "startDatabase",
           summary: "Start a database",
           description:
             "Answers 202 at once with `database` (status `provisioning`) and " + OPERATION +
@@ -212,6 +219,7 @@ export function databasesRoutes(ctx: ServerContext) {
         params: databaseIdParams,
         query: workspaceQuery,
         detail: {
+          operationId: "stopDatabase",
           summary: "Stop a database",
           description:
             "Answers 202 at once with `database` and " + OPERATION + " The engine is stopped cleanly in the background (data " +
@@ -231,6 +239,7 @@ export function databasesRoutes(ctx: ServerContext) {
         params: databaseIdParams,
         query: deleteQuery,
         detail: {
+          operationId: "deleteDatabase",
           summary: "Delete a database",
           description:
             "Removes the container and its volumes permanently, then the database and its operations history. Answers " +
@@ -250,6 +259,7 @@ export function databasesRoutes(ctx: ServerContext) {
         body: rotatePasswordBody,
         query: workspaceQuery,
         detail: {
+          operationId: "rotateDatabasePassword",
           summary: "Rotate the password",
           description:
             "Changes the password inside the engine (PostgreSQL ALTER ROLE; MySQL ALTER USER for the user and root at '%' and " +
@@ -271,6 +281,7 @@ export function databasesRoutes(ctx: ServerContext) {
         params: databaseIdParams,
         query: workspaceQuery,
         detail: {
+          operationId: "listDatabaseOperations",
           summary: "Operations history",
           description:
             "Answers `operations`, newest first: id, databaseId, type (`create`, `start`, `stop`, `settings`, `rotate-password`, " +

@@ -28,6 +28,7 @@ export function machinesRoutes(ctx: ServerContext) {
       {
         auth: true,
         detail: {
+          operationId: "listMachines",
           summary: "List machines",
           description:
             "Answers `machines`: id (use it as `machineId`; `local` is the platform's own engine and the automatic choice), " +
@@ -48,6 +49,7 @@ export function machinesRoutes(ctx: ServerContext) {
         auth: true,
         params: t.Object({ machineId: t.String({ minLength: 1, maxLength: 64 }) }),
         detail: {
+          operationId: "getMachine",
           summary: "Check one machine's engine",
           description: "Answers `machine` when its engine answers; 503 `DOCKER_UNAVAILABLE` with `Retry-After` while it does not.",
         },

@@ -28,6 +28,7 @@ export function organizationRoutes(ctx: ServerContext) {
       {
         auth: true,
         detail: {
+          operationId: "listInvitations",
           summary: "List the workspace's invitations",
           description:
             "Owners and admins. Answers `invitations`: id, organizationId, email, role, status (`pending`, `accepted`, " +
@@ -38,6 +39,7 @@ export function organizationRoutes(ctx: ServerContext) {
     .get("/invitations/:invitationId/preview", ({ params }) => ok({ invitation: previewInvitation(ctx.db, params.invitationId) }), {
       params: invitationIdParams,
       detail: {
+        operationId: "previewInvitation",
         summary: "What an invitation is for, before accepting it",
         description:
           "No API key needed: the invitation id is the secret. Answers `invitation` {email, organizationName, role, status, " +
@@ -58,6 +60,7 @@ export function organizationRoutes(ctx: ServerContext) {
           role: t.Optional(t.Union([t.Literal("admin"), t.Literal("member"), t.Literal("viewer")], { default: "member" })),
         }),
         detail: {
+          operationId: "createInvitation",
           summary: "Invite someone by email",
           description:
             "Owners and admins. `role`: `admin`, `member` (default) or `viewer`; ownership is granted to a member with " +
@@ -74,6 +77,7 @@ export function organizationRoutes(ctx: ServerContext) {
         auth: true,
         params: invitationIdParams,
         detail: {
+          operationId: "cancelInvitation",
           summary: "Cancel a pending invitation",
           description: "Owners and admins. Answers `invitation`. 404 `INVITATION_NOT_FOUND`; 409 `CONFLICT` when it is no longer pending.",
         },
@@ -96,6 +100,7 @@ export function organizationRoutes(ctx: ServerContext) {
         params: invitationIdParams,
         body: t.Object({ password: t.String({ minLength: 8, maxLength: 256 }) }),
         detail: {
+          operationId: "acceptInvitation",
           summary: "Accept an invitation",
           description:
             "No API key needed: the invitation id is the secret. With the password of the account that has the invited " +
@@ -112,7 +117,7 @@ export function organizationRoutes(ctx: ServerContext) {
     )
     .get("/members", ({ principal }) => ok({ members: membersOf(ctx.db, principal.workspaceId).map((member) => ({ ...member, joinedAt: new Date(member.joinedAt).toISOString() })) }), {
       auth: true,
-      detail: { summary: "List the workspace's members", description: "Every role. Answers `members`: userId, email, role (`owner`, `admin`, `member`, `viewer`), joinedAt." },
+      detail: { operationId: "listMembers", summary: "List the workspace's members", description: "Every role. Answers `members`: userId, email, role (`owner`, `admin`, `member`, `viewer`), joinedAt." },
     })
     .patch(
       "/members/:userId",
@@ -123,6 +128,7 @@ export function organizationRoutes(ctx: ServerContext) {
         params: userIdParams,
         body: t.Object({ role: roleSchema }),
         detail: {
+          operationId: "updateMemberRole",
           summary: "Change a member's role",
           description:
             "Owners and admins; only an owner may make someone owner or change an owner's role (403 `FORBIDDEN`). Answers " +
@@ -138,6 +144,7 @@ export function organizationRoutes(ctx: ServerContext) {
         auth: true,
         params: userIdParams,
         detail: {
+          operationId: "removeMember",
           summary: "Remove a member",
           description:
             "Owners and admins; only an owner may remove an owner (403 `FORBIDDEN`). Removes the membership and deletes the " +
@@ -150,6 +157,7 @@ export function organizationRoutes(ctx: ServerContext) {
     .get("/api-keys", ({ principal }) => ok({ keys: listWorkspaceKeys(ctx.db, principal.workspaceId) }), {
       auth: true,
       detail: {
+        operationId: "listWorkspaceApiKeys",
         summary: "Every API key that acts in the workspace",
         description:
           "Owners and admins. Answers `keys`: the fields of GET /api/api-keys plus the holder's `userId` and `email`; " +
@@ -163,6 +171,7 @@ export function organizationRoutes(ctx: ServerContext) {
         auth: true,
         params: keyIdParams,
         detail: {
+          operationId: "revokeWorkspaceApiKey",
           summary: "Revoke any key of the workspace",
           description:
             "Owners and admins. A key made in this workspace is deleted (401 from now on); a key made in another workspace " +
@@ -174,6 +183,7 @@ export function organizationRoutes(ctx: ServerContext) {
     .delete("/", ({ principal }) => ok({ deleted: true, organization: deleteWorkspace(ctx.db, principal.workspaceId) }), {
       auth: true,
       detail: {
+        operationId: "deleteOrganization",
         summary: "Delete the workspace",
         description:
           "Owners only. Deletes the workspace with its members, invitations, API keys and audit log; the members' accounts " +
@@ -199,6 +209,7 @@ export function organizationRoutes(ctx: ServerContext) {
           organizationId: t.Optional(t.String()),
         }),
         detail: {
+          operationId: "getAuditLog",
           summary: "Read the workspace's security audit log",
           description:
             "Owners and admins. Answers `events` newest first: id, action (`api_key.created`, `api_key.updated`, " +

@@ -15,6 +15,7 @@ export function platformRoutes(ctx: ServerContext) {
       }),
     {
       detail: {
+        operationId: "getPlatformConfig",
         summary: "Public platform configuration",
         description:
           "No authentication. `uploadLimits.maxUploadBytes` is the largest request body of an upload (413 " +
