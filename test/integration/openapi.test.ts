@@ -1,7 +1,10 @@
-// The API description (/api/docs/json), its reference page (/api/docs) working with no internet,
-// and the public platform configuration.
+// The API description (/api/docs/json): valid OpenAPI 3.1 by `redocly lint`, an operationId and a
+// tag on every operation; its reference page (/api/docs) working with no internet; and the public
+// platform configuration.
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { join, resolve } from "node:path";
 import { TestServer } from "../helpers/server";
+import { tempDir } from "../helpers/temp";
 import { AUTHENTICATED_ROUTES, openApiPath } from "../helpers/auth-matrix";
 import packageJson from "../../package.json" with { type: "json" };
 
@@ -37,7 +40,7 @@ const operations = () =>
   );
 
 test("describes API version 1.0.0 with the HTTP bearer scheme", () => {
-  expect(document.openapi).toMatch(/^3\./);
+  expect(document.openapi).toMatch(/^3\.1\./);
   expect(document.info.version).toBe("1.0.0");
   const schemes = Object.values<any>(document.components.securitySchemes);
   expect(schemes).toContainEqual(expect.objectContaining({ type: "http", scheme: "bearer" }));
@@ -56,6 +59,92 @@ test("marks authenticated routes with the bearer scheme and public ones with non
     if (PUBLIC_ROUTES.includes(route)) expect({ route, names }).toEqual({ route, names: [] });
     else expect({ route, bearer: names.includes(bearerName) }).toEqual({ route, bearer: true });
   }
+});
+
+const ROOT = resolve(import.meta.dir, "../..");
+
+/**
+ * Redocly CLI sends telemetry and checks npm for updates unless told not to; the suite may reach
+ * loopback only. Both are off (here and `telemetry: off` in redocly.yaml), and any request that
+ * would still go out is sent to a proxy on a loopback port nothing listens on (the CLI's fetches
+ * honour HTTPS_PROXY), so it fails on this machine instead of leaving it.
+ */
+const OFFLINE_REDOCLY_ENV = {
+  REDOCLY_TELEMETRY: "off",
+  REDOCLY_SUPPRESS_UPDATE_NOTICE: "true",
+  REDOCLY_SUPPRESS_NOTIFICATIONS: "true",
+  HTTPS_PROXY: "http://127.0.0.1:9",
+  HTTP_PROXY: "http://127.0.0.1:9",
+  https_proxy: "http://127.0.0.1:9",
+  http_proxy: "http://127.0.0.1:9",
+  NO_PROXY: "",
+  no_proxy: "",
+};
+
+test("passes `redocly lint` with the checked-in rules (recommended, trailing slashes allowed), without an error or a warning", async () => {
+  const file = join(tempDir("openapi-lint-"), "openapi.json");
+  await Bun.write(file, JSON.stringify(document));
+  const lint = Bun.spawn(
+    [process.execPath, resolve(ROOT, "node_modules/@redocly/cli/bin/cli.js"), "lint", file, "--config", resolve(ROOT, "redocly.yaml"), "--format", "stylish"],
+    { cwd: ROOT, env: { ...(process.env as Record<string, string>), ...OFFLINE_REDOCLY_ENV }, stdout: "pipe", stderr: "pipe", stdin: "ignore" },
+  );
+  const [stdout, stderr, exitCode] = await Promise.all([new Response(lint.stdout).text(), new Response(lint.stderr).text(), lint.exited]);
+  const output = `${stdout}\n${stderr}`;
+  expect({ exitCode, output }).toEqual({ exitCode: 0, output: expect.not.stringMatching(/\berrors?\b|\bwarnings?\b/i) });
+  expect(output).toContain("valid");
+});
+
+/** Every object in the document, with where it is. */
+function* objectsIn(value: unknown, where = "#"): Generator<{ where: string; object: Record<string, any> }> {
+  if (Array.isArray(value)) {
+    for (const [index, item] of value.entries()) yield* objectsIn(item, `${where}/${index}`);
+  } else if (value && typeof value === "object") {
+    yield { where, object: value as Record<string, any> };
+    for (const [key, child] of Object.entries(value)) yield* objectsIn(child, `${where}/${key}`);
+  }
+}
+
+test("is OpenAPI 3.1: a relative server, a licence, and no 3.0 `nullable` anywhere", () => {
+  expect(document.servers).toEqual([{ url: "/" }]);
+  expect(document.info.license?.name).toEqual(expect.any(String));
+  const nullable = [...objectsIn(document)].filter(({ object }) => "nullable" in object).map(({ where }) => where);
+  expect(nullable).toEqual([]);
+});
+
+test("documents numbers as numbers, not as the numeric strings form bodies may also carry", () => {
+  const numericStrings = [...objectsIn(document)]
+    .filter(({ object }) => object.type === "string" && ["integer", "numeric"].includes(object.format))
+    .map(({ where }) => where);
+  expect(numericStrings).toEqual([]);
+  const jsonBody = (path: string, method: string) => document.paths[path][method].requestBody.content["application/json"].schema.properties;
+  const appSettings = jsonBody("/api/apps/{appId}/settings", "put");
+  expect(appSettings.memoryMB).toMatchObject({ type: "integer", minimum: 64, maximum: 16384 });
+  expect(appSettings.exposePort).toMatchObject({ type: ["integer", "null"], minimum: 1, maximum: 65535 });
+  expect(appSettings.cpus).toMatchObject({ type: ["number", "null"] });
+  expect(jsonBody("/api/databases/", "post").memoryMB).toMatchObject({ type: "integer" });
+  expect(jsonBody("/api/api-keys/", "post").expiresIn).toMatchObject({ type: ["integer", "null"] });
+  const tail = document.paths["/api/apps/{appId}/logs"].get.parameters.find((parameter: any) => parameter.name === "tail");
+  expect(tail.schema).toMatchObject({ type: "integer", default: 100 });
+});
+
+test("every operation has a tag and a readable operationId, unique in the document", () => {
+  const described = operations().map(({ route, operation }) => ({ route, operationId: operation.operationId, tags: operation.tags }));
+  for (const { route, operationId, tags } of described) {
+    expect({ route, operationId }).toEqual({ route, operationId: expect.stringMatching(/^[a-z][a-zA-Z]+$/) });
+    expect({ route, tags }).toEqual({ route, tags: [expect.any(String)] });
+  }
+  const ids = described.map(({ operationId }) => operationId);
+  expect(ids.filter((id, index) => ids.indexOf(id) !== index)).toEqual([]);
+  const byRoute = Object.fromEntries(described.map(({ route, operationId }) => [route, operationId]));
+  expect(byRoute).toMatchObject({
+    "GET /api/apps/": "listApps",
+    "POST /api/apps/deploy": "deployApp",
+    "POST /api/apps/{appId}/builds/{buildId}/cancel": "cancelBuild",
+    "POST /api/databases/": "createDatabase",
+    "POST /api/databases/{databaseId}/rotate-password": "rotateDatabasePassword",
+    "POST /api/api-keys/": "createApiKey",
+    "PATCH /api/organization/members/{userId}": "updateMemberRole",
+  });
 });
 
 test("documents path parameters, e.g. keyId", () => {
