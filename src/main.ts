@@ -12,6 +12,7 @@ import { PLATFORM_VERSION } from "./version";
 import { setupRequired } from "./auth/service";
 import { hostname } from "node:os";
 import { applyEgressFirewall } from "./docker/egress";
+import { describeStall, watchEventLoop } from "./metrics/event-loop";
 
 const HELP = `platform ${PLATFORM_VERSION}: a self-hosted application platform in one binary
 
@@ -30,6 +31,7 @@ function serve() {
   const config = loadConfig();
   const db = openDatabase(config.databaseFile);
   const ctx = createServerContext(config, db);
+  const stopWatchingLoop = config.eventLoopWarnMs > 0 ? watchEventLoop(config.eventLoopWarnMs, (stall) => console.warn(describeStall(stall))) : () => {};
   const server = createServer(ctx).listen({ hostname: config.host, port: config.port });
   const proxy = startProxy({ hostname: config.host, port: config.proxyPort, domain: config.domain, routes: ctx.proxyRoutes });
   ctx.apps.proxyPort = proxy.port!;
@@ -58,6 +60,7 @@ function serve() {
     console.log(`${signal} received, shutting down`);
     ctx.reconciler.stop();
     housekeeping.stop();
+    stopWatchingLoop();
     // A DELETE answers before its containers are gone: let those removals finish, within reason.
     await Promise.race([ctx.apps.deletionsDone(), Bun.sleep(SHUTDOWN_GRACE_MS)]);
     proxy.stop();

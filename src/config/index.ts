@@ -59,6 +59,8 @@ export interface Config {
   buildRetention: number;
   /** Croner schedule of housekeeping: pruning expired sessions and old builds. */
   housekeepingSchedule: string;
+  /** A stall of the event loop this long or longer is logged; 0 turns the watch off. */
+  eventLoopWarnMs: number;
   quotas: WorkspaceQuotas;
   /** CPUs of an app or database container whose `cpus` is not set. */
   defaultCpus: number;
@@ -227,6 +229,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     reconcileSchedule: textSetting(env, "PLATFORM_RECONCILE_SCHEDULE", "*/30 * * * * *"),
     buildRetention: integerSetting(env, "PLATFORM_BUILD_RETENTION", 50, 1),
     housekeepingSchedule: textSetting(env, "PLATFORM_HOUSEKEEPING_SCHEDULE", "0 */15 * * * *"),
+    eventLoopWarnMs: integerSetting(env, "PLATFORM_EVENT_LOOP_WARN_MS", 200),
     quotas: {
       apps: integerSetting(env, "PLATFORM_QUOTA_APPS", 50),
       databases: integerSetting(env, "PLATFORM_QUOTA_DATABASES", 20),

@@ -45,6 +45,8 @@ export class TestServer {
       PLATFORM_PORT: "0",
       PLATFORM_PROXY_PORT: "0",
       PLATFORM_DOMAIN: "localhost",
+      // Every stall of 20 ms or more is logged, for the event-loop-lag probe (./event-loop-lag.ts).
+      PLATFORM_EVENT_LOOP_WARN_MS: "20",
       ...this.env,
     };
   }
