@@ -5,7 +5,7 @@
 // OUTPUT_BYTES_PER_SECOND). A timeout or a cancel kills it. The container is committed and the
 // engine's builder makes the app image from /app of that commit with a Dockerfile that runs
 // nothing. The build container and the committed image are removed whatever the outcome.
-import { readFileSync, rmSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { and, eq } from "drizzle-orm";
 import { apps, builds } from "../db/schema";
 import { BuildFailed, DockerNotFound, type DockerDriver } from "../docker/driver";
@@ -137,7 +137,7 @@ export class Builder {
     const app = this.ctx.db.select().from(apps).where(eq(apps.id, appId)).get();
     const row = this.ctx.db.select().from(builds).where(eq(builds.id, buildId)).get();
     if (!app || app.status === "deleting" || row?.status !== "queued" || preempt?.aborted) {
-      if (newSource) rmSync(newSource, { recursive: true, force: true });
+      if (newSource) void this.ctx.storage.discard(newSource);
       if (row?.status === "queued" && app && app.status !== "deleting") {
         const reason = `canceled: ${reasonOf(preempt?.reason)}`;
         this.ctx.buildLogs.append(appId, buildId, `==> Build ${reason}`);
@@ -204,7 +204,7 @@ export class Builder {
       clearTimeout(timer);
       releaseSlot?.();
       preempt?.removeEventListener("abort", onPreempt);
-      if (newSource) rmSync(newSource, { recursive: true, force: true });
+      if (newSource) void this.ctx.storage.discard(newSource);
       this.running.delete(buildId);
       settle();
     }

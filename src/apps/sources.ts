@@ -96,7 +96,7 @@ export class AppStorage {
    * deleted with the promise-based rm, which works on the thread pool. A deletion a restart cuts
    * short is finished at the next start. The promise never rejects: a failure leaves trash behind.
    */
-  private discard(path: string): Promise<void> {
+  discard(path: string): Promise<void> {
     if (!existsSync(path)) return Promise.resolve();
     const trashDir = join(this.dataDir, "trash");
     mkdirSync(trashDir, { recursive: true, mode: 0o700 });
