@@ -56,14 +56,7 @@ function labelled(kind: Kind): { id: string; name: string; workspace: string }[]
   const args = kind === "container" ? ["ps", "-a"] : [kind, "ls"];
   const listed = Bun.spawnSync(["docker", ...args, "--filter", "label=platform.managed=true", "--format", format], { stderr: "ignore" });
   if (listed.exitCode !== 0) return [];
-  return listed.stdout
-    .toString()
-    .split("\n")
-    .filter(Boolean)
-    .map((line) => {
-      const [id = "", name = "", workspace = ""] = line.split("\t");
-      return { id, name, workspace };
-    });
+  return resourcesOf(listed.stdout.toString());
 }
 
 /** `docker image ls` has no per-label column: the workspace comes from one inspect of them all. */
@@ -73,8 +66,12 @@ function labelledImages(): { id: string; name: string; workspace: string }[] {
   if (listed.exitCode !== 0 || ids.length === 0) return [];
   const format = '{{.Id}}\t{{range .RepoTags}}{{.}} {{end}}\t{{index .Config.Labels "platform.workspace"}}';
   const inspected = Bun.spawnSync(["docker", "image", "inspect", "-f", format, ...ids], { stderr: "ignore" });
-  return inspected.stdout
-    .toString()
+  return resourcesOf(inspected.stdout.toString());
+}
+
+/** Lines of `id<TAB>name<TAB>workspace`, as the formats above print them. */
+function resourcesOf(listing: string): { id: string; name: string; workspace: string }[] {
+  return listing
     .split("\n")
     .filter(Boolean)
     .map((line) => {
