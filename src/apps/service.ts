@@ -125,6 +125,7 @@ export class AppsService {
     const releaseSlot = this.uploadSlots.take(workspaceId);
     const upload = join(this.ctx.storage.uploadsDir(), `${crypto.randomUUID()}.zip`);
     const staging = this.ctx.storage.stagingDir();
+    let releaseDisk = () => {};
     try {
       const { fields, file } = await readMultipart(request, {
         fileField: "file",
@@ -135,7 +136,7 @@ export class AppsService {
       if (!file) invalid("file", "a ZIP archive of the app is required");
       const machineId = this.ctx.machines.place(input.machineId).machineId;
       const { totalBytes } = await extractZip(upload, staging, this.ctx.config.uploads);
-      await this.assertDiskRoom(workspaceId, this.findByName(workspaceId, input.name)?.id, totalBytes);
+      releaseDisk = await this.reserveDiskRoom(workspaceId, this.findByName(workspaceId, input.name)?.id, totalBytes);
       // From here to the end nothing awaits: no other request can slip in between checks and writes.
       const existing = this.findByName(workspaceId, input.name);
       if (!existing) this.assertNameFree(workspaceId, input.name);
@@ -195,6 +196,8 @@ export class AppsService {
       this.deployer.schedule(appId, (signal) => this.deployer.buildAndRelease(appId, buildId, newSource, signal));
       return { app: this.publicApp(this.get(workspaceId, appId)), buildId, created: !existing };
     } finally {
+      // Accepted: the app's recorded source size counts it now. Refused: it never counted.
+      releaseDisk();
       // The staging tree is gone already once kept for the build; still there when a later step
       // failed. Deleted off the event loop, with the upload slot held until it is gone, so a
       // workspace cannot pile up deletions.
@@ -203,9 +206,17 @@ export class AppsService {
   }
 
   /** The new source tree (`newBytes`) beside everything else the workspace keeps; a redeploy's old tree is replaced, so not counted. */
-  private async assertDiskRoom(workspaceId: string, replacedAppId: string | undefined, newBytes: number) {
-    const used = await this.disk.bytesUsed(workspaceId, { exceptAppId: replacedAppId });
-    assertWithinQuota("diskMB", bytesToMB(used), bytesToMB(newBytes), this.ctx.config.quotas.diskMB);
+  private async reserveDiskRoom(workspaceId: string, replacedAppId: string | undefined, newBytes: number): Promise<() => void> {
+    // Reserved before the await, so a second upload checked meanwhile counts this one.
+    const release = this.disk.reserve(workspaceId, newBytes);
+    try {
+      const used = await this.disk.bytesUsed(workspaceId, { exceptAppId: replacedAppId });
+      assertWithinQuota("diskMB", bytesToMB(used - newBytes), bytesToMB(newBytes), this.ctx.config.quotas.diskMB);
+      return release;
+    } catch (error) {
+      release();
+      throw error;
+    }
   }
 
   /** App and database names share the workspace network's DNS: one name, one thing. */

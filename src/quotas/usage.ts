@@ -50,6 +50,8 @@ export type DiskUsageSource = (workspaceId: string, options: { exceptAppId?: str
  */
 export class WorkspaceDisk {
   private readonly sources = new Map<string, DiskUsageSource>();
+  /** Bytes of uploads checked against the quota and not yet recorded by their source, per workspace. */
+  private readonly reserved = new Map<string, number>();
 
   register(kind: string, source: DiskUsageSource): void {
     this.sources.set(kind, source);
@@ -57,7 +59,23 @@ export class WorkspaceDisk {
 
   async bytesUsed(workspaceId: string, options: { exceptAppId?: string } = {}): Promise<number> {
     const sizes = await Promise.all([...this.sources.values()].map((source) => source(workspaceId, options)));
-    return sizes.reduce((sum, size) => sum + size, 0);
+    return sizes.reduce((sum, size) => sum + size, this.reserved.get(workspaceId) ?? 0);
+  }
+
+  /**
+   * Counts `bytes` as used from now until the returned function is called (once the source
+   * records them): two uploads checked at the same time each see the other.
+   */
+  reserve(workspaceId: string, bytes: number): () => void {
+    this.reserved.set(workspaceId, (this.reserved.get(workspaceId) ?? 0) + bytes);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.reserved.get(workspaceId) ?? 0) - bytes;
+      if (left > 0) this.reserved.set(workspaceId, left);
+      else this.reserved.delete(workspaceId);
+    };
   }
 }
 

@@ -70,4 +70,18 @@ describe("disk accounting", () => {
     expect(await disk.bytesUsed("ws", { exceptAppId: "app_1" })).toBe(150);
     expect(await disk.bytesUsed("other")).toBe(50);
   });
+
+  test("bytes reserved by an upload being checked count for every other check until released", async () => {
+    const disk = new WorkspaceDisk();
+    disk.register("app sources", async () => 100);
+    const releaseFirst = disk.reserve("ws", 40);
+    const releaseSecond = disk.reserve("ws", 30);
+    expect(await disk.bytesUsed("ws")).toBe(170);
+    expect(await disk.bytesUsed("other")).toBe(100);
+    releaseFirst();
+    releaseFirst(); // a second call changes nothing
+    expect(await disk.bytesUsed("ws")).toBe(130);
+    releaseSecond();
+    expect(await disk.bytesUsed("ws")).toBe(100);
+  });
 });
