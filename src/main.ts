@@ -6,7 +6,6 @@ import { createServerContext } from "./http/context";
 import { createServer } from "./http/server";
 import { startProxy } from "./proxy/server";
 import { startHousekeeping } from "./housekeeping";
-import { AppStorage } from "./apps/sources";
 import { createKeyFromCli } from "./cli/keys";
 import { PLATFORM_VERSION } from "./version";
 import { setupRequired } from "./auth/service";
@@ -43,9 +42,8 @@ function serve() {
     .recoverAfterRestart()
     .catch((error) => console.error("[apps] recovery after restart:", error))
     .then(() => ctx.reconciler.start(config.reconcileSchedule));
-  const storage = new AppStorage(config.dataDir);
   const housekeeping = startHousekeeping(
-    { db, machines: ctx.machines, buildRetention: config.buildRetention, buildLogFile: (appId, buildId) => storage.buildLogFile(appId, buildId) },
+    { db, machines: ctx.machines, buildRetention: config.buildRetention, buildLogFile: (appId, buildId) => ctx.storage.buildLogFile(appId, buildId) },
     config.housekeepingSchedule,
   );
   console.log(`platform ${PLATFORM_VERSION} listening on http://${config.host}:${server.server?.port} (data in ${config.dataDir})`);

@@ -103,11 +103,6 @@ export class Deployer {
     return this.lanes.has(appId);
   }
 
-  /** Settles once every app's queued work has (graceful shutdown waits on it). */
-  allIdle(): Promise<unknown> {
-    return Promise.all([...this.lanes.values()].map((lane) => lane.tail));
-  }
-
   private app(appId: string): AppRow | undefined {
     return this.ctx.db.select().from(apps).where(eq(apps.id, appId)).get();
   }

@@ -17,6 +17,8 @@ export const SERVING_STATUSES = new Set<string>(["running", "building", "startin
 
 export const BUILD_STATUSES = ["queued", "building", "succeeded", "failed", "canceled"] as const;
 export type BuildStatus = (typeof BUILD_STATUSES)[number];
+/** Build statuses whose work may still be going on. */
+export const UNFINISHED_BUILD_STATUSES: BuildStatus[] = ["queued", "building"];
 
 /** Fields whose change restarts the app (a new container; runtime and startupCommand also rebuild). */
 export const RESTARTING_FIELDS = ["runtime", "memoryMB", "cpus", "startupCommand", "exposePort"] as const;

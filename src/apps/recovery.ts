@@ -8,7 +8,7 @@ import { DockerNotFound } from "../docker/driver";
 import { workspaceNetworkName } from "../docker/workspace-network";
 import type { ContainerOwner, ManagedContainer } from "../machines/reconciler";
 import type { AppRow, AppsContext, Deployer } from "./deployer";
-import { DEFAULT_EXPOSE_PORT, SERVING_STATUSES } from "./model";
+import { DEFAULT_EXPOSE_PORT, SERVING_STATUSES, UNFINISHED_BUILD_STATUSES } from "./model";
 
 export class AppRecovery implements ContainerOwner {
   readonly label = LABEL_APP;
@@ -74,11 +74,12 @@ export class AppRecovery implements ContainerOwner {
     const interrupted = this.ctx.db
       .update(builds)
       .set({ status: "failed", error: "interrupted by a platform restart", finishedAt: now })
-      .where(inArray(builds.status, ["queued", "building"]))
+      .where(inArray(builds.status, UNFINISHED_BUILD_STATUSES))
       .returning()
       .all();
     for (const build of interrupted) {
       this.ctx.buildLogs.append(build.appId, build.id, "==> Interrupted by a platform restart");
+      this.ctx.buildLogs.finish(build.id);
       const app = this.row(build.appId);
       // A build container outlives the platform's process (one could run forever): removed now.
       if (app) await this.deployer.builder.removeLeftovers(app, build.id).catch((error) => console.warn(`[apps] leftovers of build ${build.id}: ${(error as Error).message}`));

@@ -6,11 +6,12 @@ import { and, desc, eq, lt } from "drizzle-orm";
 import { rmSync } from "node:fs";
 import type { PlatformDb } from "../db";
 import { apps, builds, sessions } from "../db/schema";
+import { UNFINISHED_BUILD_STATUSES } from "../apps/model";
 
 export type BuildRow = typeof builds.$inferSelect;
 
-/** Build statuses whose work may still be going on: never pruned. */
-const UNFINISHED = new Set(["queued", "building"]);
+/** Never pruned: their work may still be going on. */
+const UNFINISHED = new Set<string>(UNFINISHED_BUILD_STATUSES);
 
 export function pruneExpiredSessions(db: PlatformDb, now: number): number {
   return db.delete(sessions).where(lt(sessions.expiresAt, now)).returning({ tokenHash: sessions.tokenHash }).all().length;

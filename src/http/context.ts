@@ -30,6 +30,8 @@ export interface ServerContext {
   reconciler: Reconciler;
   secrets: SecretBox;
   proxyRoutes: ProxyRoutes;
+  /** Where apps' sources and build logs live under the data dir. */
+  storage: AppStorage;
   apps: AppsService;
 }
 
@@ -62,6 +64,7 @@ export function createServerContext(config: Config, db: PlatformDb): ServerConte
     reconciler,
     secrets,
     proxyRoutes,
+    storage,
     apps,
   };
 }
