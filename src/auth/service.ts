@@ -177,6 +177,17 @@ export function findSession(db: PlatformDb, token: string, now = Date.now()) {
   return liveSession(db).get({ tokenHash: sha256Hex(token), now });
 }
 
+/**
+ * The workspace a session acts in. One whose workspace went away (its user was removed from it)
+ * moves to the user's first workspace, written back so that later requests need no lookup.
+ */
+export function activeWorkspaceOf(db: PlatformDb, session: { tokenHash: string; userId: string; activeWorkspaceId: string | null }): string | null {
+  if (session.activeWorkspaceId) return session.activeWorkspaceId;
+  const first = workspacesOf(db, session.userId)[0]?.id ?? null;
+  if (first) db.update(sessions).set({ activeWorkspaceId: first }).where(eq(sessions.tokenHash, session.tokenHash)).run();
+  return first;
+}
+
 export function deleteSession(db: PlatformDb, tokenHash: string) {
   db.delete(sessions).where(eq(sessions.tokenHash, tokenHash)).run();
 }

@@ -10,8 +10,8 @@ import { ApiError } from "./errors";
 import { assertAllowedHost, assertSameOrigin, requestSourceOf, type RequestSource } from "./request-source";
 import type { ServerContext } from "./context";
 import { findUsableKey, spendKeyUsage } from "../api-keys/service";
-import { findSession, readCookie, SESSION_COOKIE } from "../auth/service";
-import { roleIn, workspacesOf, type Role } from "../workspaces/service";
+import { activeWorkspaceOf, findSession, readCookie, SESSION_COOKIE } from "../auth/service";
+import { roleIn, type Role } from "../workspaces/service";
 import { recordAuditEvent } from "../audit/service";
 import { assertPermitted, routeKeyOf, type RoutePermission } from "./permissions";
 
@@ -132,7 +132,7 @@ export function authenticate(ctx: ServerContext, request: Request, source: Reque
         via: "session",
         apiKeyId: null,
         sessionTokenHash: session.tokenHash,
-        defaultWorkspaceId: session.activeWorkspaceId ?? workspacesOf(ctx.db, session.userId)[0]?.id ?? null,
+        defaultWorkspaceId: activeWorkspaceOf(ctx.db, session),
       };
     }
   } catch (error) {
