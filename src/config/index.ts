@@ -2,7 +2,7 @@
 // Every setting is documented in README.md with its default; keep the two in step.
 import { resolve } from "node:path";
 import { availableParallelism, hostname } from "node:os";
-import { parseCidrList, type CidrRange } from "../http/trusted-proxies";
+import { parseCidr, parseCidrList, type CidrRange } from "../http/trusted-proxies";
 
 export type Runtime = "node" | "bun" | "python";
 export type Engine = "postgresql" | "mysql" | "mongodb" | "redis";
@@ -116,15 +116,15 @@ function onOffSetting(env: Record<string, string | undefined>, name: string, fal
   throw new Error(`${name} must be "on" or "off", got "${raw}"`);
 }
 
-/** Comma-separated IPv4 addresses or CIDRs, e.g. "169.254.0.0/16,10.0.0.5". */
-function cidrListSetting(env: Record<string, string | undefined>, name: string, fallback: string): string[] {
-  const raw = env[name] ?? fallback;
-  const items = raw.split(",").map((item) => item.trim()).filter(Boolean);
+/** Comma-separated IPv4 addresses or CIDRs, e.g. "169.254.0.0/16,10.0.0.5", kept as written (iptables takes them so). */
+function ipv4CidrListSetting(env: Record<string, string | undefined>, name: string, fallback: string): string[] {
+  const items = (env[name] ?? fallback).split(",").map((item) => item.trim()).filter(Boolean);
   for (const item of items) {
-    const match = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?:\/(\d{1,2}))?$/.exec(item);
-    if (!match || match.slice(1, 5).some((octet) => Number(octet) > 255) || (match[5] !== undefined && Number(match[5]) > 32)) {
-      throw new Error(`${name} must be comma-separated IPv4 addresses or CIDRs, got "${item}"`);
-    }
+    let family: number | undefined;
+    try {
+      family = parseCidr(item).family;
+    } catch {}
+    if (family !== 4 || item.includes(":")) throw new Error(`${name} must be comma-separated IPv4 addresses or CIDRs, got "${item}"`);
   }
   return items;
 }
@@ -241,7 +241,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     appUser: appUserSetting(env, "PLATFORM_APP_USER", "1000:1000"),
     egress: {
       firewall: onOffSetting(env, "PLATFORM_EGRESS_FIREWALL", true),
-      blockedCidrs: cidrListSetting(env, "PLATFORM_EGRESS_BLOCKED", "169.254.0.0/16"),
+      blockedCidrs: ipv4CidrListSetting(env, "PLATFORM_EGRESS_BLOCKED", "169.254.0.0/16"),
     },
   };
 }
