@@ -1,9 +1,9 @@
 // The text fields of the deploy form (multipart, so not checked by a typebox schema), checked one
 // by one so each message names the field at fault.
-import type { Runtime } from "../config";
 import { ApiError } from "../http/errors";
 import { parseEnvVarsField } from "./env-vars";
-import { CPUS, MAX_STARTUP_COMMAND, MEMORY_MB, NAME_PATTERN, SUBDOMAIN_PATTERN } from "./model";
+import { CONTAINER_CPUS, type Runtime } from "../config";
+import { MAX_STARTUP_COMMAND, MEMORY_MB, NAME_PATTERN, SUBDOMAIN_PATTERN } from "./model";
 
 const RUNTIMES: Runtime[] = ["node", "bun", "python"];
 
@@ -23,7 +23,7 @@ function cpusField(fields: Record<string, string>): number | undefined {
   const raw = fields.cpus;
   if (raw === undefined || raw === "") return undefined;
   const value = Number(raw);
-  if (!Number.isFinite(value) || value < CPUS.minimum || value > CPUS.maximum) invalid("cpus", `expected a number from ${CPUS.minimum} to ${CPUS.maximum}`);
+  if (!Number.isFinite(value) || value < CONTAINER_CPUS.minimum || value > CONTAINER_CPUS.maximum) invalid("cpus", `expected a number from ${CONTAINER_CPUS.minimum} to ${CONTAINER_CPUS.maximum}`);
   return value;
 }
 

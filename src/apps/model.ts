@@ -1,5 +1,7 @@
 // Schemas, limits and status values of /api/apps.
 import { t } from "elysia";
+import { CONTAINER_CPUS } from "../config";
+import { DEFAULT_RANGE_BYTES, MAX_RANGE_BYTES } from "./build-logs";
 
 export const APP_STATUSES = {
   building: "an image is being built from the uploaded source (the previous container, if any, keeps serving)",
@@ -24,8 +26,6 @@ export const UNFINISHED_BUILD_STATUSES: BuildStatus[] = ["queued", "building"];
 export const RESTARTING_FIELDS = ["runtime", "memoryMB", "cpus", "startupCommand", "exposePort"] as const;
 
 export const MEMORY_MB = { minimum: 64, maximum: 16384 };
-/** CPUs of a container (Docker's NanoCpus / 1e9); null: PLATFORM_DEFAULT_CPUS. */
-export const CPUS = { minimum: 0.1, maximum: 16 };
 export const DEFAULT_EXPOSE_PORT = 3000;
 export const NAME_PATTERN = "^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$";
 /** A DNS label: what a subdomain must be. */
@@ -37,7 +37,8 @@ export const MAX_STARTUP_COMMAND = 1000;
 
 const runtime = t.Union([t.Literal("node"), t.Literal("bun"), t.Literal("python")]);
 const memoryMB = t.Integer({ ...MEMORY_MB, description: `Memory limit in MB (${MEMORY_MB.minimum}-${MEMORY_MB.maximum})` });
-const cpus = t.Number({ ...CPUS, description: `CPUs the container may use (${CPUS.minimum}-${CPUS.maximum}, e.g. 0.5); null: the platform default (PLATFORM_DEFAULT_CPUS)` });
+/** CPUs of a container (Docker's NanoCpus / 1e9); null: PLATFORM_DEFAULT_CPUS. */
+const cpus = t.Number({ ...CONTAINER_CPUS, description: `CPUs the container may use (${CONTAINER_CPUS.minimum}-${CONTAINER_CPUS.maximum}, e.g. 0.5); null: the platform default (PLATFORM_DEFAULT_CPUS)` });
 const exposePort = t.Integer({ minimum: 1, maximum: 65535, description: "Port the app listens on; given to it as PORT (default 3000)" });
 const subdomain = t.String({ pattern: SUBDOMAIN_PATTERN, description: "DNS label, unique across the platform" });
 const startupCommand = t.String({ minLength: 1, maxLength: MAX_STARTUP_COMMAND, description: "`auto` or a command run with `sh -c` in the app's container" });
@@ -59,7 +60,7 @@ export const buildParams = t.Object({ appId: t.String({ minLength: 1, maxLength:
 /** A byte range of a build log: `offset`/`limit`, or without `offset` the last `limit` bytes. */
 export const buildLogQuery = t.Object({
   offset: t.Optional(t.Integer({ minimum: 0, description: "First byte of the log to return; omit for the end of the log" })),
-  limit: t.Optional(t.Integer({ minimum: 1, maximum: 1024 * 1024, default: 256 * 1024, description: "Bytes to return at most (default 256 KiB, at most 1 MiB)" })),
+  limit: t.Optional(t.Integer({ minimum: 1, maximum: MAX_RANGE_BYTES, default: DEFAULT_RANGE_BYTES, description: "Bytes to return at most (default 256 KiB, at most 1 MiB)" })),
   workspaceId: t.Optional(t.String()),
   organizationId: t.Optional(t.String()),
 });

@@ -91,11 +91,15 @@ function integerSetting(env: Record<string, string | undefined>, name: string, f
   return value;
 }
 
+/** What a container's `cpus` may be, for apps, databases and builds alike. */
+export const CONTAINER_CPUS = { minimum: 0.1, maximum: 16 };
+
 function cpusSetting(env: Record<string, string | undefined>, name: string, fallback: number): number {
   const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
   const value = Number(raw);
-  if (!Number.isFinite(value) || value < 0.1 || value > 16) throw new Error(`${name} must be a number from 0.1 to 16, got "${raw}"`);
+  const { minimum, maximum } = CONTAINER_CPUS;
+  if (!Number.isFinite(value) || value < minimum || value > maximum) throw new Error(`${name} must be a number from ${minimum} to ${maximum}, got "${raw}"`);
   return value;
 }
 

@@ -2,6 +2,7 @@
 // database and of its operations, the limits of the spec's table, and the strict patterns that
 // keep quoting tricks away from engines and shells.
 import { t } from "elysia";
+import { CONTAINER_CPUS } from "../config";
 import { ENGINE_NAMES } from "./engines";
 
 /**
@@ -21,7 +22,7 @@ export type OperationType = (typeof OPERATION_TYPES)[number] | "backup" | "resto
 
 export const LIMITS = {
   memoryMB: { default: 512, min: 256, max: 262_144 },
-  cpus: { min: 0.1, max: 16 },
+  cpus: { min: CONTAINER_CPUS.minimum, max: CONTAINER_CPUS.maximum },
   storageGB: { default: 5, min: 1, max: 65_536 },
   password: { min: 8, max: 128 },
   logsTail: { default: 100, min: 1, max: 2000 },
