@@ -1,5 +1,6 @@
-// Request schemas of /api/api-keys.
+// Request and answer schemas of /api/api-keys.
 import { t } from "elysia";
+import { resource, timestamp } from "../http/responses";
 
 const quotaFields = {
   remaining: t.Optional(t.Nullable(t.Integer({ minimum: 0, description: "Usage quota: requests left; null for no quota" }))),
@@ -36,3 +37,29 @@ export const updateKeyBody = t.Object({
 });
 
 export const keyIdParams = t.Object({ keyId: t.String({ minLength: 1, maxLength: 64 }) });
+
+// What /api/api-keys answers: named schemas of the OpenAPI document (src/http/responses.ts).
+
+export const ApiKeySchema = resource(
+  "ApiKey",
+  {
+    id: t.String(),
+    name: t.String(),
+    prefix: t.Nullable(t.String({ description: "The custom prefix after `svc_`, if any" })),
+    start: t.Nullable(t.String({ description: "The first characters of the key, to recognise it; the key itself is shown once, at creation" })),
+    enabled: t.Boolean(),
+    remaining: t.Nullable(t.Integer({ minimum: 0, description: "Usage quota: requests left; null for no quota" })),
+    refillAmount: t.Nullable(t.Integer({ minimum: 1 })),
+    refillInterval: t.Nullable(t.Integer({ minimum: 1, description: "Seconds between refills" })),
+    expiresAt: t.Nullable(timestamp()),
+    metadata: t.Nullable(t.Record(t.String(), t.Unknown(), { description: "Free-form JSON object stored with the key" })),
+    workspaceId: t.String(),
+    otherWorkspaceIds: t.Array(t.String(), { description: "Other workspaces the key may act in, chosen with `?workspaceId=`" }),
+    createdAt: timestamp(),
+    updatedAt: timestamp(),
+    lastUsedAt: t.Nullable(timestamp()),
+  },
+  "An API key, without its secret.",
+);
+
+export const API_KEY_RESOURCES = [ApiKeySchema];

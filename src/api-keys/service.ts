@@ -1,5 +1,7 @@
 // API keys: create (the full key is returned once, only its SHA-256 is stored), list, update,
 // revoke, and authenticate a presented key including expiry and the usage quota.
+import type { Static } from "@sinclair/typebox";
+import type { ApiKeySchema } from "./model";
 import { and, count, eq, sql } from "drizzle-orm";
 import { preparedStatement } from "../db/prepared";
 import type { PlatformDb } from "../db";
@@ -42,7 +44,7 @@ export interface UpdateKeyInput {
   metadata?: Record<string, unknown> | null;
 }
 
-export function publicKey(key: ApiKeyRow) {
+export function publicKey(key: ApiKeyRow): Static<typeof ApiKeySchema> {
   const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
   return {
     id: key.id,

@@ -4,6 +4,8 @@ import { and, desc, eq } from "drizzle-orm";
 import { builds } from "../db/schema";
 import { ApiError } from "../http/errors";
 import type { AppRow, AppsContext, Deployer } from "./deployer";
+import type { Static } from "@sinclair/typebox";
+import { BuildSchema, type BuildStatus } from "./model";
 
 type BuildRow = typeof builds.$inferSelect;
 const BUILD_HISTORY = 50;
@@ -16,10 +18,10 @@ export class AppBuilds {
     private readonly getApp: (workspaceId: string, appId: string) => AppRow,
   ) {}
 
-  publicBuild(build: BuildRow) {
+  publicBuild(build: BuildRow): Static<typeof BuildSchema> {
     return {
       id: build.id,
-      status: build.status,
+      status: build.status as BuildStatus,
       /** Place in the line for a build slot (1: next), while the build waits for one. */
       queuePosition: build.status === "queued" ? this.deployer.builder.queuePosition(build.id) : null,
       trigger: build.trigger,

@@ -1,11 +1,12 @@
 // Routes of /api/apps: thin wrappers over ./service.
-import { Elysia } from "elysia";
+import { Elysia, t } from "elysia";
 import type { ServerContext } from "../http/context";
 import { authPlugin } from "../http/auth";
 import { mayReadSecrets } from "../http/permissions";
 import { ok } from "../http/envelope";
 import { withHeartbeat } from "../http/streams";
-import { APP_STATUSES, RESTARTING_FIELDS, appIdParams, buildLogQuery, buildParams, envBody, logsQuery, settingsBody } from "./model";
+import { alsoAs, json, media, multipartBody, ref, responses, LIST_META } from "../http/responses";
+import { AppSchema, BuildSchema, EnvVariableSchema, APP_STATUSES, RESTARTING_FIELDS, appIdParams, deployForm, inspectForm, buildLogQuery, buildParams, envBody, logsQuery, settingsBody } from "./model";
 
 const STATUS_TEXT = Object.entries(APP_STATUSES)
   .map(([status, meaning]) => `\`${status}\`: ${meaning}`)
@@ -24,6 +25,14 @@ const APP_FIELDS =
   "changes only when a release succeeds, null while no container serves), subdomain, url, startupCommand, autoRestart, " +
   "autoDeploy, machineId, currentBuildId, workspaceId, createdAt, updatedAt. Env var values never appear in it.";
 
+/** Refusals of an unsafe or oversized archive (src/apps/archive.ts). */
+const ARCHIVE_ERRORS = [
+  "ARCHIVE_INVALID", "ARCHIVE_PATH_TRAVERSAL", "ARCHIVE_UNSAFE_PATH", "ARCHIVE_UNSAFE_ENTRY", "ARCHIVE_TOO_MANY_ENTRIES",
+  "ARCHIVE_TOO_DEEP", "ARCHIVE_TOO_LARGE", "ARCHIVE_RATIO_EXCEEDED", "ARCHIVE_ENCRYPTED", "ARCHIVE_UNSUPPORTED_METHOD",
+] as const;
+
+const ENV_VARS = t.Record(t.String(), t.String(), { description: "Name to value (`****` for the viewer role)" });
+
 export function appsRoutes(ctx: ServerContext) {
   const service = ctx.apps;
   return new Elysia({ prefix: "/api/apps", tags: ["Apps"] })
@@ -36,7 +45,8 @@ export function appsRoutes(ctx: ServerContext) {
       },
       {
         auth: true,
-        detail: { operationId: "listApps", summary: "List apps", description: `Apps of the workspace (\`workspaceId\` or \`organizationId\` selects another one the caller belongs to): \`apps\` and \`meta.total\`. An app being deleted is listed (status \`deleting\`) until its removal is done, while GET one already answers 404. Status values: ${STATUS_TEXT}.` },
+        detail: { operationId: "listApps",
+          responses: responses({ 200: json("The workspace's apps", { apps: t.Array(ref(AppSchema)), meta: ref(LIST_META) }) }), summary: "List apps", description: `Apps of the workspace (\`workspaceId\` or \`organizationId\` selects another one the caller belongs to): \`apps\` and \`meta.total\`. An app being deleted is listed (status \`deleting\`) until its removal is done, while GET one already answers 404. Status values: ${STATUS_TEXT}.` },
       },
     )
     .post(
@@ -51,6 +61,8 @@ export function appsRoutes(ctx: ServerContext) {
         parse: "none",
         detail: {
           operationId: "deployApp",
+          requestBody: multipartBody(deployForm),
+          responses: responses({ 202: json("Accepted: the build runs in the background", { app: ref(AppSchema), buildId: t.String(), created: t.Boolean({ description: "A new app (false: a new release of an existing one)" }) }) }, "NOT_FOUND", "UNKNOWN_MACHINE", "NAME_TAKEN", "SUBDOMAIN_TAKEN", "QUOTA_EXCEEDED", "PAYLOAD_TOO_LARGE", "UNSUPPORTED_MEDIA_TYPE", "RATE_LIMITED", ...ARCHIVE_ERRORS, "DOCKER_UNAVAILABLE"),
           summary: "Deploy an app from a ZIP",
           description:
             "multipart/form-data: `file` (ZIP, required), `name` (required; lowercase letters, digits, dashes), `runtime` " +
@@ -80,6 +92,8 @@ export function appsRoutes(ctx: ServerContext) {
         parse: "none",
         detail: {
           operationId: "inspectAppEnv",
+          requestBody: multipartBody(inspectForm),
+          responses: responses({ 200: json("The variables the source reads, by name", { variables: t.Array(ref(EnvVariableSchema)) }) }, "PAYLOAD_TOO_LARGE", "UNSUPPORTED_MEDIA_TYPE", "RATE_LIMITED", ...ARCHIVE_ERRORS),
           summary: "Find the environment variables an app needs",
           description:
             "multipart/form-data with `file` (ZIP), checked like a deploy; nothing is run or kept. Answers `variables`: " +
@@ -92,7 +106,8 @@ export function appsRoutes(ctx: ServerContext) {
     .get("/:appId", ({ principal, params }) => ok({ app: service.publicApp(service.get(principal.workspaceId, params.appId)) }), {
       auth: true,
       params: appIdParams,
-      detail: { operationId: "getApp", summary: "Get an app", description: `${APP_FIELDS} Status values: ${STATUS_TEXT}.` },
+      detail: { operationId: "getApp",
+          responses: responses({ 200: json("The app", { app: ref(AppSchema) }) }, "NOT_FOUND"), summary: "Get an app", description: `${APP_FIELDS} Status values: ${STATUS_TEXT}.` },
     })
     .post(
       "/:appId/start",
@@ -105,6 +120,7 @@ export function appsRoutes(ctx: ServerContext) {
         params: appIdParams,
         detail: {
           operationId: "startApp",
+          responses: responses({ 202: json("Accepted", { app: ref(AppSchema), queued: t.Boolean() }) }, "NOT_FOUND", "NOT_DEPLOYED"),
           summary: "Start an app",
           description:
             `Answers 202 at once with \`app\` and \`queued\`. ${LIFECYCLE_QUEUE} An idle app goes \`starting\` and a container of ` +
@@ -124,6 +140,7 @@ export function appsRoutes(ctx: ServerContext) {
         params: appIdParams,
         detail: {
           operationId: "stopApp",
+          responses: responses({ 202: json("Accepted: the app is `stopping`", { app: ref(AppSchema) }) }, "NOT_FOUND"),
           summary: "Stop an app",
           description:
             "Answers 202 at once with `app` in status `stopping`; it becomes `stopped` once the container has stopped. A stop " +
@@ -143,6 +160,7 @@ export function appsRoutes(ctx: ServerContext) {
         params: appIdParams,
         detail: {
           operationId: "restartApp",
+          responses: responses({ 202: json("Accepted", { app: ref(AppSchema), queued: t.Boolean() }) }, "NOT_FOUND", "NOT_DEPLOYED"),
           summary: "Restart an app",
           description:
             `Answers 202 at once with \`app\` and \`queued\`. ${LIFECYCLE_QUEUE} A fresh container of the current build starts ` +
@@ -162,6 +180,7 @@ export function appsRoutes(ctx: ServerContext) {
         params: appIdParams,
         detail: {
           operationId: "deleteApp",
+          responses: responses({ 202: json("Accepted: the app is `deleting`", { app: ref(AppSchema) }) }, "NOT_FOUND"),
           summary: "Delete an app",
           description:
             "Answers 202 at once with `app` in status `deleting`; from then on the app is 404. A delete preempts a build or " +
@@ -188,6 +207,7 @@ export function appsRoutes(ctx: ServerContext) {
         query: logsQuery,
         detail: {
           operationId: "getAppLogs",
+          responses: responses({ 200: alsoAs(json("The last lines (with `follow=true`: text/plain, followed)", { lines: t.Array(t.String()) }), "text/plain") }, "NOT_FOUND", "DOCKER_UNAVAILABLE", "DOCKER_TIMEOUT"),
           summary: "Read the app's output",
           description:
             "`lines`: the last `tail` lines (0-5000, default 100) of stdout and stderr as clean text, each prefixed with its " +
@@ -209,6 +229,7 @@ export function appsRoutes(ctx: ServerContext) {
         params: appIdParams,
         detail: {
           operationId: "getAppEnv",
+          responses: responses({ 200: json("The variables", { envVars: ENV_VARS }) }, "NOT_FOUND"),
           summary: "Read env vars",
           description: "`envVars`, decrypted; for the `viewer` role the names with every value `****`. Stored encrypted with AES-256-GCM.",
         },
@@ -218,7 +239,8 @@ export function appsRoutes(ctx: ServerContext) {
       auth: true,
       params: appIdParams,
       body: envBody,
-      detail: { operationId: "updateAppEnv", summary: "Merge env vars", description: "Adds or replaces the given variables and keeps the others. A change restarts a running app (zero-downtime; queued behind a build or release in progress, and a stop, restart or delete sent meanwhile is accepted at once). Answers `envVars` (all, decrypted) and `restarted`." },
+      detail: { operationId: "updateAppEnv",
+          responses: responses({ 200: json("All variables after the change", { envVars: ENV_VARS, restarted: t.Boolean() }) }, "NOT_FOUND"), summary: "Merge env vars", description: "Adds or replaces the given variables and keeps the others. A change restarts a running app (zero-downtime; queued behind a build or release in progress, and a stop, restart or delete sent meanwhile is accepted at once). Answers `envVars` (all, decrypted) and `restarted`." },
     })
     .put("/:appId/settings", async ({ principal, params, body }) => ok(await service.updateSettings(principal.workspaceId, params.appId, body)), {
       auth: true,
@@ -226,6 +248,7 @@ export function appsRoutes(ctx: ServerContext) {
       body: settingsBody,
       detail: {
         operationId: "updateAppSettings",
+          responses: responses({ 200: json("The app after the change", { app: ref(AppSchema), restarted: t.Boolean(), buildId: t.Nullable(t.String({ description: "The build started, when the change rebuilds" })) }) }, "NOT_FOUND", "NAME_TAKEN", "SUBDOMAIN_TAKEN", "QUOTA_EXCEEDED", "DOCKER_UNAVAILABLE", "DOCKER_TIMEOUT"),
         summary: "Change settings",
         description:
           `A change of ${RESTARTING_FIELDS.map((field) => `\`${field}\``).join(", ")} restarts a running ` +
@@ -242,6 +265,7 @@ export function appsRoutes(ctx: ServerContext) {
       params: appIdParams,
       detail: {
         operationId: "listBuilds",
+          responses: responses({ 200: json("Builds, newest first", { builds: t.Array(ref(BuildSchema)) }) }, "NOT_FOUND"),
         summary: "Recent builds",
         description:
           "`builds`, newest first (50 at most): id, status (`queued`, `building`, `succeeded`, `failed`, `canceled`), " +
@@ -259,6 +283,14 @@ export function appsRoutes(ctx: ServerContext) {
         query: buildLogQuery,
         detail: {
           operationId: "getBuild",
+          responses: responses({ 200: json("The build and a range of its log", {
+            build: ref(BuildSchema),
+            log: t.String(),
+            logOffset: t.Integer({ minimum: 0 }),
+            logNextOffset: t.Integer({ minimum: 0 }),
+            logBytes: t.Integer({ minimum: 0 }),
+            logDroppedBytes: t.Integer({ minimum: 0 }),
+          }) }, "NOT_FOUND"),
           summary: "One build with a range of its log",
           description:
             "`build` and `log`: a byte range of the build log as text, secrets and registry credentials masked. Without " +
@@ -282,6 +314,7 @@ export function appsRoutes(ctx: ServerContext) {
         params: buildParams,
         detail: {
           operationId: "cancelBuild",
+          responses: responses({ 202: json("Accepted", { build: ref(BuildSchema) }) }, "NOT_FOUND", "BUILD_FINISHED"),
           summary: "Cancel a build",
           description:
             "A build waiting for a slot is dropped; a running one is killed with its build container. Answers 202 with `build`, " +
@@ -303,6 +336,7 @@ export function appsRoutes(ctx: ServerContext) {
         params: buildParams,
         detail: {
           operationId: "followBuildLog",
+          responses: responses({ 200: media("The log, then its new lines until the build ends", "text/plain") }, "NOT_FOUND"),
           summary: "Follow a build log live",
           description:
             "text/plain: the log so far, then its new lines as the build writes them; the stream ends when the build ends. " +

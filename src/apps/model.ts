@@ -2,6 +2,7 @@
 import { t } from "elysia";
 import { CONTAINER_CPUS } from "../config";
 import { DEFAULT_RANGE_BYTES, MAX_RANGE_BYTES } from "./build-logs";
+import { oneOf, ref, resource, timestamp } from "../http/responses";
 
 export const APP_STATUSES = {
   building: "an image is being built from the uploaded source (the previous container, if any, keeps serving)",
@@ -54,6 +55,26 @@ export const settingsBody = t.Object({
   autoRestart: t.Optional(t.Boolean()),
 });
 
+const zipFile = t.String({ format: "binary", contentMediaType: "application/zip", description: "The app's source as a ZIP" });
+
+/** The deploy upload (multipart/form-data, read by src/http/multipart.ts and ./deploy-form.ts): documentation only. */
+export const deployForm = t.Object({
+  file: zipFile,
+  name: t.String({ pattern: NAME_PATTERN, description: "Lowercase letters, digits and dashes. A name that exists in the workspace releases a new version of that app" }),
+  runtime,
+  memoryMB,
+  cpus: t.Optional(cpus),
+  startupCommand: t.Optional(t.String({ maxLength: MAX_STARTUP_COMMAND, description: "Omit or `auto` to detect; else one line run with `sh -c`" })),
+  envVars: t.Optional(t.String({ description: "A JSON object of names to values, as text" })),
+  exposePort: t.Optional(exposePort),
+  subdomain: t.Optional(t.String({ pattern: SUBDOMAIN_PATTERN, description: "Default: the name, or the name with a suffix when taken" })),
+  autoRestart: t.Optional(t.Boolean({ default: true })),
+  machineId: t.Optional(t.String({ default: "local" })),
+});
+
+/** The inspect-env upload (multipart/form-data): documentation only. */
+export const inspectForm = t.Object({ file: zipFile });
+
 export const envBody = t.Object({ envVars: t.Record(t.String(), t.String()) });
 export const appIdParams = t.Object({ appId: t.String({ minLength: 1, maxLength: 64 }) });
 export const buildParams = t.Object({ appId: t.String({ minLength: 1, maxLength: 64 }), buildId: t.String({ minLength: 1, maxLength: 64 }) });
@@ -71,3 +92,68 @@ export const logsQuery = t.Object({
   workspaceId: t.Optional(t.String()),
   organizationId: t.Optional(t.String()),
 });
+
+// What /api/apps answers: named schemas of the OpenAPI document (src/http/responses.ts).
+
+export const AppSchema = resource(
+  "App",
+  {
+    id: t.String(),
+    name: t.String({ pattern: NAME_PATTERN }),
+    runtime: oneOf(["node", "bun", "python"] as const),
+    status: oneOf(Object.keys(APP_STATUSES) as (keyof typeof APP_STATUSES)[], Object.entries(APP_STATUSES).map(([status, meaning]) => `\`${status}\`: ${meaning}`).join("; ")),
+    statusReason: t.Nullable(t.String({ description: "Why the app is in its status, when it is not the obvious one (a failed build, a crash, a failed delete)" })),
+    memoryMB: t.Integer({ ...MEMORY_MB }),
+    cpus: t.Number({ description: "The CPU limit of its container: its own, or PLATFORM_DEFAULT_CPUS" }),
+    exposePort: t.Nullable(t.Integer({ minimum: 1, maximum: 65535, description: `The port asked for: the next release gives it to the app as PORT (null: ${DEFAULT_EXPOSE_PORT})` })),
+    servingPort: t.Nullable(t.Integer({ description: "The port the serving container listens on, the one the proxy routes to; changes only when a release succeeds, null while no container serves" })),
+    subdomain: t.Nullable(t.String({ pattern: SUBDOMAIN_PATTERN })),
+    url: t.Nullable(t.String({ description: "Where the public proxy serves the app" })),
+    startupCommand: t.String({ description: "`auto` or the command its container runs" }),
+    autoRestart: t.Boolean(),
+    autoDeploy: t.Boolean(),
+    machineId: t.String(),
+    currentBuildId: t.Nullable(t.String({ description: "The build the serving container runs" })),
+    workspaceId: t.String(),
+    createdAt: timestamp(),
+    updatedAt: timestamp(),
+  },
+  "A deployed app. Env var values never appear in it.",
+);
+
+export const BuildSchema = resource(
+  "Build",
+  {
+    id: t.String(),
+    status: oneOf(BUILD_STATUSES),
+    queuePosition: t.Nullable(t.Integer({ minimum: 1, description: "While `queued` for a build slot: 1 is next" })),
+    trigger: t.String({ description: "What started it: `upload`, `redeploy`, `settings`" }),
+    image: t.Nullable(t.String({ description: "The image built, once built" })),
+    error: t.Nullable(t.String({ description: "Why it failed or was canceled, e.g. `timed out after 900 s`, `canceled by a user`" })),
+    startedAt: timestamp(),
+    finishedAt: t.Nullable(timestamp()),
+    durationMs: t.Nullable(t.Integer({ minimum: 0 })),
+  },
+  "One build of an app, from its source to an image.",
+);
+
+export const EnvReferenceSchema = resource(
+  "EnvReference",
+  { file: t.String({ description: "Path relative to the app's root, `/`-separated" }), line: t.Integer({ minimum: 1 }) },
+  "Where a variable is mentioned.",
+);
+
+export const EnvVariableSchema = resource(
+  "EnvVariable",
+  {
+    name: t.String(),
+    required: t.Boolean(),
+    builtin: t.Boolean({ description: "Set by the platform or the runtime (PORT, NODE_ENV...); never required" }),
+    hasExampleValue: t.Boolean({ description: "An example file gives it a non-empty value" }),
+    exampleValue: t.Optional(t.String({ description: "The first non-empty value from .env.example/.sample/.template; never from a real .env" })),
+    references: t.Array(ref(EnvReferenceSchema)),
+  },
+  "An environment variable an app's source reads.",
+);
+
+export const APP_RESOURCES = [AppSchema, BuildSchema, EnvReferenceSchema, EnvVariableSchema];

@@ -20,7 +20,8 @@ import { inspectEnvInZip } from "./inspect-env";
 import { mergeEnvVars, readEnvVars, validateEnvVars } from "./env-vars";
 import { Deployer, type AppRow, type AppsContext } from "./deployer";
 import { releaseWorkspaceNetwork } from "../docker/workspace-network";
-import { DEFAULT_EXPOSE_PORT, SERVING_STATUSES, type AppStatus } from "./model";
+import type { Static } from "@sinclair/typebox";
+import { AppSchema, DEFAULT_EXPOSE_PORT, SERVING_STATUSES, type AppStatus } from "./model";
 import { AppBuilds } from "./builds";
 import { AppRecovery } from "./recovery";
 import { assertWithinQuota, bytesToMB } from "../quotas/limits";
@@ -64,12 +65,12 @@ export class AppsService {
     });
   }
 
-  publicApp(app: AppRow) {
+  publicApp(app: AppRow): Static<typeof AppSchema> {
     const proxyPort = this.proxyPort;
     return {
       id: app.id,
       name: app.name,
-      runtime: app.runtime,
+      runtime: app.runtime as Runtime,
       status: app.status as AppStatus,
       statusReason: app.statusReason,
       memoryMB: app.memoryMB,

@@ -2,6 +2,7 @@
 // database and of its operations, the limits of the spec's table, and the strict patterns that
 // keep quoting tricks away from engines and shells.
 import { t } from "elysia";
+import type { TSchema } from "@sinclair/typebox";
 import { CONTAINER_CPUS } from "../config";
 import { ENGINE_NAMES } from "./engines";
 
@@ -107,3 +108,5 @@ export const deleteQuery = t.Object({
   keepBackups: t.Optional(t.Boolean({ description: "Keep the database's backups (default false: they are deleted with it)" })),
   ...workspaceFields,
 });
+
+export const DATABASE_RESOURCES: (TSchema & { title: string })[] = [];

@@ -3,6 +3,9 @@
 import { Elysia } from "elysia";
 import { openapi } from "@elysiajs/openapi";
 import { toOpenApi31 } from "./openapi-31";
+import { withSharedErrors } from "./shared-errors";
+import { RESOURCES } from "./resources";
+import { ERROR, ERROR_CODE, RETRY_AFTER_HEADER, componentsOf } from "../http/responses";
 import scalarBundlePath from "../../node_modules/@scalar/api-reference/dist/browser/standalone.js" with { type: "file" };
 
 const SCALAR_SCRIPT_PATH = "/api/docs/assets/scalar.js";
@@ -34,11 +37,27 @@ Where a response is not spelled out, a single resource is returned under its own
 (\`apiKey\`, \`invitation\`, \`app\`, \`database\`, \`operation\`...) and lists under the plural.
 Timestamps are ISO 8601 strings.`;
 
+const finished = new WeakMap<object, object>();
+
+/**
+ * The plugin's document made valid 3.1 (./openapi-31.ts) and given the errors every route shares
+ * (./shared-errors.ts). The plugin hands out the same object until routes change, so each
+ * generation is finished once.
+ */
+function finishedDocument(generated: object): object {
+  let document = finished.get(generated);
+  if (!document) {
+    document = withSharedErrors(toOpenApi31(generated as Parameters<typeof withSharedErrors>[0]));
+    finished.set(generated, document);
+  }
+  return document;
+}
+
 export function docsRoutes() {
   return new Elysia()
-    // Registered before the plugin so that it applies to the plugin's route (./openapi-31.ts).
+    // Registered before the plugin so that it applies to the plugin's route.
     .onAfterHandle(({ path, response }) => {
-      if (path === SPEC_PATH && response && typeof response === "object") return toOpenApi31(response);
+      if (path === SPEC_PATH && response && typeof response === "object") return finishedDocument(response);
     })
     .use(
       openapi({
@@ -52,6 +71,8 @@ export function docsRoutes() {
           // Relative: the document describes the server that serves it, whatever its address.
           servers: [{ url: "/" }],
           components: {
+            schemas: componentsOf([ERROR_CODE, ERROR, ...RESOURCES]),
+            headers: { RetryAfter: RETRY_AFTER_HEADER },
             securitySchemes: {
               bearerAuth: { type: "http", scheme: "bearer", description: "An API key: `svc_...`" },
               sessionCookie: { type: "apiKey", in: "cookie", name: "platform_session" },

@@ -1,0 +1,20 @@
+// Every named schema of the OpenAPI document (components.schemas), from the domains that answer them.
+import { LIST_META } from "../http/responses";
+import { APP_RESOURCES } from "../apps/model";
+import { API_KEY_RESOURCES } from "../api-keys/model";
+import { DATABASE_RESOURCES } from "../databases/model";
+import { MACHINE_RESOURCES } from "../machines/model";
+import { ORGANIZATION_RESOURCES } from "../organization/model";
+import { PLATFORM_RESOURCES } from "../platform/model";
+import { SESSION_RESOURCES } from "../auth/model";
+
+export const RESOURCES = [
+  LIST_META,
+  ...APP_RESOURCES,
+  ...API_KEY_RESOURCES,
+  ...DATABASE_RESOURCES,
+  ...MACHINE_RESOURCES,
+  ...ORGANIZATION_RESOURCES,
+  ...PLATFORM_RESOURCES,
+  ...SESSION_RESOURCES,
+];

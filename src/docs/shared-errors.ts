@@ -1,0 +1,48 @@
+// The errors a route can answer because of the layers every request passes through, not because
+// of what the route itself does: the body limit (src/http/server.ts), input validation, the auth
+// plugin and its permission matrix (src/http/auth.ts, permissions.ts), and the last-resort 500.
+// Routes list only their own codes (src/http/responses.ts); these are merged into each operation
+// of the document, so no route can forget them.
+import type { ErrorCode } from "../http/errors";
+import { PERMISSIONS } from "../http/permissions";
+import { codesOf, errorAnswers } from "../http/responses";
+
+type Operation = { parameters?: unknown[]; requestBody?: { content?: Record<string, unknown> }; responses?: Record<string, unknown> };
+
+/** Refusals of the auth plugin, in the order it checks. */
+const AUTHENTICATED_ROUTE_CODES: ErrorCode[] = [
+  "HOST_NOT_ALLOWED", // a cookie request on a Host that is not this server's (DNS rebinding)
+  "UNAUTHORIZED",
+  "INVALID_API_KEY",
+  "KEY_EXPIRED",
+  "RATE_LIMITED", // the caller's bucket, or failed authentication from its address
+  "USAGE_EXCEEDED", // the key's own quota
+  "WORKSPACE_NOT_FOUND", // `workspaceId` names a workspace the caller does not belong to
+  "FORBIDDEN", // the caller's role is not in the route's row of the matrix
+];
+
+/** The codes an operation can answer whatever it does. */
+export function sharedErrorCodes(method: string, path: string, operation: Operation): ErrorCode[] {
+  const codes: ErrorCode[] = ["INTERNAL_ERROR"];
+  const route = `${method.toUpperCase()} ${path.replace(/\{([^}]+)\}/g, ":$1")}`;
+  if (PERMISSIONS[route]) {
+    codes.push(...AUTHENTICATED_ROUTE_CODES);
+    // A cookie request that changes state must come from a page of this host.
+    if (method !== "get") codes.push("CSRF_REJECTED");
+  }
+  if (operation.parameters?.length || operation.requestBody) codes.push("VALIDATION_FAILED");
+  if (operation.requestBody?.content?.["application/json"]) codes.push("INVALID_JSON", "PAYLOAD_TOO_LARGE", "LENGTH_REQUIRED");
+  return codes;
+}
+
+/** Adds the shared codes to every operation's error answers, beside the route's own. */
+export function withSharedErrors(document: { paths: Record<string, Record<string, Operation>> }) {
+  for (const [path, operations] of Object.entries(document.paths)) {
+    for (const [method, operation] of Object.entries(operations)) {
+      const responses = (operation.responses ??= {});
+      const codes = [...sharedErrorCodes(method, path, operation), ...Object.values(responses).flatMap(codesOf)];
+      Object.assign(responses, errorAnswers(codes));
+    }
+  }
+  return document;
+}
