@@ -13,12 +13,12 @@ const SPEC_PATH = "/api/docs/json";
 
 const DESCRIPTION = `Self-hosted application platform API.
 
-Every response is JSON with \`success\`. Payload keys stand beside \`success\` and the same object is
-repeated under \`data\`. Errors are \`{ success: false, error, code }\` with a stable \`code\`:
-400 \`VALIDATION_FAILED\` (the message names the field) or \`INVALID_JSON\`, 401 \`UNAUTHORIZED\`,
-\`INVALID_API_KEY\` or \`KEY_EXPIRED\`, 403 \`FORBIDDEN\`/\`CSRF_REJECTED\`/\`NOT_A_MEMBER\`, 404 \`NOT_FOUND\` (also
-for every resource of another workspace), 409 conflicts, 413 \`PAYLOAD_TOO_LARGE\`, 429 \`RATE_LIMITED\` or
-\`USAGE_EXCEEDED\` with \`Retry-After\`, 500 \`INTERNAL_ERROR\`, 503 \`DOCKER_UNAVAILABLE\` with \`Retry-After\`.
+Every JSON answer has \`success\`. Payload keys stand beside \`success\` and the same object is
+repeated under \`data\`; each operation documents its payload, with resources as named schemas
+(\`App\`, \`Database\`, \`ApiKey\`...). Errors are \`{ success: false, error, code }\` (schema
+\`Error\`) with a stable \`code\` (schema \`ErrorCode\`, one HTTP status each); each operation lists,
+per status, the codes it can answer. 429 and 503 answers carry \`Retry-After\` (seconds) when the
+wait is known. A resource of another workspace is 404 \`NOT_FOUND\`, as if it did not exist.
 
 Authenticate with \`Authorization: Bearer svc_...\` or, from the dashboard, the HttpOnly
 \`platform_session\` cookie (state-changing cookie requests must carry a same-host \`Origin\`).
@@ -33,9 +33,8 @@ Request bodies are JSON of at most 1 MiB with a Content-Length (413 \`PAYLOAD_TO
 \`POST /api/apps/inspect-env\`): multipart, streamed, up to \`uploadLimits.maxUploadBytes\` of
 \`GET /api/platform/config\`.
 
-Where a response is not spelled out, a single resource is returned under its own name
-(\`apiKey\`, \`invitation\`, \`app\`, \`database\`, \`operation\`...) and lists under the plural.
-Timestamps are ISO 8601 strings.`;
+A single resource is answered under its own name (\`apiKey\`, \`app\`, \`database\`, \`operation\`...) and
+lists under the plural. Timestamps are ISO 8601 strings.`;
 
 const finished = new WeakMap<object, object>();
 

@@ -18,15 +18,18 @@ const AUTHENTICATED_ROUTE_CODES: ErrorCode[] = [
   "RATE_LIMITED", // the caller's bucket, or failed authentication from its address
   "USAGE_EXCEEDED", // the key's own quota
   "WORKSPACE_NOT_FOUND", // `workspaceId` names a workspace the caller does not belong to
-  "FORBIDDEN", // the caller's role is not in the route's row of the matrix
 ];
+const ALL_ROLES = 4;
 
 /** The codes an operation can answer whatever it does. */
 export function sharedErrorCodes(method: string, path: string, operation: Operation): ErrorCode[] {
   const codes: ErrorCode[] = ["INTERNAL_ERROR"];
   const route = `${method.toUpperCase()} ${path.replace(/\{([^}]+)\}/g, ":$1")}`;
-  if (PERMISSIONS[route]) {
+  const permission = PERMISSIONS[route];
+  if (permission) {
     codes.push(...AUTHENTICATED_ROUTE_CODES);
+    // Some role is refused by the route's row of the matrix.
+    if (permission.roles.length < ALL_ROLES) codes.push("FORBIDDEN");
     // A cookie request that changes state must come from a page of this host.
     if (method !== "get") codes.push("CSRF_REJECTED");
   }

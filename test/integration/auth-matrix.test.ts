@@ -4,6 +4,7 @@ import { TestServer } from "../helpers/server";
 import { AUTH_MATRIX_ENV, AUTHENTICATED_ROUTES, describeAuthMatrix, openApiPath } from "../helpers/auth-matrix";
 import { removeMatrixDatabases } from "../helpers/databases";
 import { removeMatrixBuildNetworks } from "../helpers/apps";
+import { PERMISSIONS } from "../../src/http/permissions";
 
 let server: TestServer;
 beforeAll(async () => (server = await TestServer.start(AUTH_MATRIX_ENV)));
@@ -23,6 +24,18 @@ test("the matrix covers every route the server documents as authenticated", asyn
   }
   const covered = AUTHENTICATED_ROUTES.map((route) => `${route.method} ${openApiPath(route.path)}`);
   expect(covered.sort()).toEqual(documented.sort());
+});
+
+test("every authenticated route documents the 401 codes the matrix below gets, and 403 FORBIDDEN where a role is refused", async () => {
+  const { body: document } = await server.request("GET", "/api/docs/json");
+  for (const route of AUTHENTICATED_ROUTES) {
+    const responses = document.paths[openApiPath(route.path)][route.method.toLowerCase()].responses;
+    const codes = (status: number) => responses[status]?.content["application/json"].schema.allOf[1].properties.code.enum ?? [];
+    const name = `${route.method} ${route.path}`;
+    expect({ name, codes: codes(401) }).toEqual({ name, codes: expect.arrayContaining(["UNAUTHORIZED", "INVALID_API_KEY", "KEY_EXPIRED"]) });
+    const refusesARole = PERMISSIONS[name]!.roles.length < 4;
+    expect({ name, codes: codes(403) }).toEqual({ name, codes: expect.arrayContaining(refusesARole ? ["FORBIDDEN", "HOST_NOT_ALLOWED"] : ["HOST_NOT_ALLOWED"]) });
+  }
 });
 
 describeAuthMatrix(() => server);

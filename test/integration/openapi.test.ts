@@ -6,6 +6,8 @@ import { join, resolve } from "node:path";
 import { TestServer } from "../helpers/server";
 import { tempDir } from "../helpers/temp";
 import { AUTHENTICATED_ROUTES, openApiPath } from "../helpers/auth-matrix";
+import { responseCheckerFor } from "../helpers/openapi-check";
+import { ERROR_STATUS, type ErrorCode } from "../../src/http/errors";
 import packageJson from "../../package.json" with { type: "json" };
 
 /** Routes anyone may call; every other route is in AUTHENTICATED_ROUTES. */
@@ -145,6 +147,78 @@ test("every operation has a tag and a readable operationId, unique in the docume
     "POST /api/api-keys/": "createApiKey",
     "PATCH /api/organization/members/{userId}": "updateMemberRole",
   });
+});
+
+/** The 2xx answers of an operation, by status. */
+const successes = (operation: any) => Object.entries<any>(operation.responses ?? {}).filter(([status]) => /^2\d\d$/.test(status));
+
+test("every operation documents its success answer: a JSON envelope, or a stream's or file's media type", () => {
+  for (const { route, operation } of operations()) {
+    const answers = successes(operation);
+    expect({ route, documented: answers.length > 0 }).toEqual({ route, documented: true });
+    for (const [status, answer] of answers) {
+      const mediaTypes = Object.keys(answer.content ?? {});
+      expect({ route, status, mediaTypes: mediaTypes.length > 0 }).toEqual({ route, status, mediaTypes: true });
+      const envelope = answer.content["application/json"]?.schema;
+      if (!envelope) continue;
+      expect({ route, status, envelope: { required: envelope.required, success: envelope.properties?.success } }).toEqual({
+        route,
+        status,
+        envelope: { required: expect.arrayContaining(["success", "data"]), success: { const: true, type: "boolean" } },
+      });
+      // The payload beside `success` is the payload under `data`.
+      const { success, data, ...payload } = envelope.properties;
+      expect({ route, data: data.properties }).toEqual({ route, data: payload });
+    }
+  }
+});
+
+/** Object schemas written out in place, where a named component should be referred to. */
+function inlineObjects(schema: unknown, where: string): string[] {
+  return [...objectsIn(schema, where)]
+    .filter(({ object }) => object.properties && typeof object.properties === "object" && !("$ref" in object))
+    .map(({ where }) => where);
+}
+
+test("a resource in a success answer is a named schema reached by $ref, never an object written out in place", () => {
+  const inline: string[] = [];
+  for (const { route, operation } of operations()) {
+    for (const [status, answer] of successes(operation)) {
+      const envelope = answer.content?.["application/json"]?.schema;
+      if (!envelope) continue;
+      const { success, data, ...payload } = envelope.properties;
+      for (const [key, value] of Object.entries(payload)) inline.push(...inlineObjects(value, `${route} ${status} ${key}`));
+    }
+  }
+  expect(inline).toEqual([]);
+  const names = Object.keys(document.components.schemas);
+  expect(names).toEqual(expect.arrayContaining(["App", "Build", "Database", "ApiKey", "Member", "Invitation", "AuditEntry", "Machine", "PlatformConfig", "Session", "Error", "ErrorCode"]));
+});
+
+test("every operation documents its errors with the one Error schema, each code under its own status", () => {
+  const codes: string[] = document.components.schemas.ErrorCode.enum;
+  for (const { route, operation } of operations()) {
+    const errors = Object.entries<any>(operation.responses).filter(([status]) => /^[45]\d\d$/.test(status));
+    expect({ route, has500: errors.some(([status]) => status === "500") }).toEqual({ route, has500: true });
+    for (const [status, answer] of errors) {
+      const [base, narrowed] = answer.content["application/json"].schema.allOf;
+      expect(base).toEqual({ $ref: "#/components/schemas/Error" });
+      for (const code of narrowed.properties.code.enum) {
+        expect(codes).toContain(code);
+        expect({ route, code, status: Number(status) }).toEqual({ route, code, status: ERROR_STATUS[code as ErrorCode] });
+      }
+      if (status === "429" || status === "503") expect({ route, status, header: answer.headers?.["Retry-After"] }).toEqual({ route, status, header: { $ref: "#/components/headers/RetryAfter" } });
+    }
+  }
+});
+
+test("the test suite's answer check fails a real answer missing a required field", async () => {
+  const checker = await responseCheckerFor(server.baseUrl);
+  const answer = await server.request("GET", "/api/platform/config");
+  const contentType = answer.headers.get("content-type");
+  expect(checker.problems("GET", "/api/platform/config", 200, contentType, answer.body)).toEqual([]);
+  const { version, ...withoutVersion } = answer.body;
+  expect(checker.problems("GET", "/api/platform/config", 200, contentType, withoutVersion)).toEqual([expect.stringContaining("'version'")]);
 });
 
 test("documents path parameters, e.g. keyId", () => {

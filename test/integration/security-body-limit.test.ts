@@ -21,7 +21,9 @@ const jsonOfSize = (bytes: number) => JSON.stringify({ name: "x".repeat(bytes - 
 
 async function send(method: string, path: string, body: BodyInit, headers: Record<string, string> = {}) {
   const response = await fetch(server.baseUrl + path, { method, body, headers: { "content-type": "application/json", ...headers } });
-  return { status: response.status, headers: response.headers, body: await response.json().catch(() => null) };
+  const answer = { status: response.status, headers: response.headers, body: await response.json().catch(() => null) };
+  await server.assertDocumented(method, path, answer);
+  return answer;
 }
 
 /** A body sent in chunks with no Content-Length (Transfer-Encoding: chunked). */

@@ -37,7 +37,9 @@ async function deployRaw(fields: Record<string, string>, filename: string) {
     headers: { authorization: `Bearer ${key}`, "content-type": `multipart/form-data; boundary=${boundary}` },
     body,
   });
-  return { status: response.status, body: (await response.json()) as any };
+  const answer = { status: response.status, headers: response.headers, body: (await response.json()) as any };
+  await server.assertDocumented("POST", "/api/apps/deploy", answer);
+  return answer;
 }
 
 test("a line break in the upload's file name is escaped in the build log, not a line of its own", async () => {

@@ -182,7 +182,9 @@ describe("upload size limit", () => {
       headers: { authorization: `Bearer ${key}`, "content-type": `multipart/form-data; boundary=${boundary}` },
       body,
     });
-    expectError({ status: response.status, body: await response.json() }, 413, "PAYLOAD_TOO_LARGE");
+    const answer = { status: response.status, headers: response.headers, body: await response.json() };
+    await server.assertDocumented("POST", "/api/apps/deploy", answer);
+    expectError(answer, 413, "PAYLOAD_TOO_LARGE");
     expect(dataDirTree(server.dataDir)).toEqual(treeBefore);
   });
 });
