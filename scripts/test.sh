@@ -21,9 +21,10 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
 bun test --timeout 120000 2>&1 | tee "$log" || status=$?
-echo "== again against the compiled ./platform: CLI, migrations, durability, docs, dashboard assets"
+echo "== again against the compiled ./platform: CLI, migrations, durability, docs, dashboard assets, generated client"
 PLATFORM_TEST_BINARY=./platform bun test --timeout 120000 \
-  test/integration/smoke.test.ts test/integration/durability.test.ts test/integration/openapi.test.ts 2>&1 | tee -a "$log" || status=$?
+  test/integration/smoke.test.ts test/integration/durability.test.ts test/integration/openapi.test.ts \
+  test/integration/generated-client.test.ts 2>&1 | tee -a "$log" || status=$?
 
 passed=$(grep -Eo '^ *[0-9]+ pass$' "$log" | awk '{n += $1} END {print n + 0}')
 failed=$(grep -Eo '^ *[0-9]+ fail$' "$log" | awk '{n += $1} END {print n + 0}')
