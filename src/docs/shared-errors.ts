@@ -34,7 +34,12 @@ export function sharedErrorCodes(method: string, path: string, operation: Operat
     if (method !== "get") codes.push("CSRF_REJECTED");
   }
   if (operation.parameters?.length || operation.requestBody) codes.push("VALIDATION_FAILED");
-  if (operation.requestBody?.content?.["application/json"]) codes.push("INVALID_JSON", "PAYLOAD_TOO_LARGE", "LENGTH_REQUIRED");
+  const content = operation.requestBody?.content;
+  if (content?.["application/json"]) codes.push("INVALID_JSON");
+  // A body over 1 MiB, or one without a length, is refused before routing, whatever the method;
+  // uploads (multipart only) stream under their own limit and list PAYLOAD_TOO_LARGE themselves.
+  const upload = content !== undefined && !content["application/json"];
+  if (!upload) codes.push("PAYLOAD_TOO_LARGE", "LENGTH_REQUIRED");
   return codes;
 }
 

@@ -60,6 +60,14 @@ export function json(description: string, payload: TProperties = {}): SuccessAns
   return { description, content: { "application/json": { schema: envelope(payload) } } };
 }
 
+/**
+ * A JSON answer whose payload is one resource's fields: they stand beside `success`, and `data`
+ * is the named schema itself, so a generated client types `data` as that resource.
+ */
+export function resourceJson(description: string, schema: Resource): SuccessAnswer {
+  return { description, content: { "application/json": { schema: t.Object({ success: t.Literal(true), ...schema.properties, data: ref(schema) }) } } };
+}
+
 /** An answer that is not JSON: a stream or a file, documented by its media type. */
 export function media(description: string, mediaType: string, schema: TSchema = t.String()): SuccessAnswer {
   return { description, content: { [mediaType]: { schema } } };
