@@ -1,14 +1,18 @@
 // Routes of /api/databases: validate, call ./service (and its operation files), shape the envelope.
-import { Elysia } from "elysia";
+import { Elysia, t } from "elysia";
 import type { ServerContext } from "../http/context";
 import { auditActor, authPlugin, type Principal } from "../http/auth";
 import { ok } from "../http/envelope";
+import { json, ref, responses, LIST_META } from "../http/responses";
 import {
   createDatabaseBody,
+  DatabaseSchema,
+  DatabaseStatsSchema,
   databaseIdParams,
   deleteQuery,
   LIMITS,
   logsQuery,
+  OperationSchema,
   rotatePasswordBody,
   settingsBody,
   workspaceQuery,
@@ -31,6 +35,12 @@ const DATABASE_FIELDS =
   "The host port is chosen once at creation and kept across restarts and renames.";
 const OPERATION =
   "`operationId` and `operation` (id, type, status `pending` -> `running` -> `succeeded` | `failed`, error, actor, startedAt, finishedAt).";
+/** What the routes that begin an operation answer. */
+const WITH_OPERATION = {
+  database: ref(DatabaseSchema),
+  operationId: t.String({ description: "The operation begun, in the history (GET operations)" }),
+  operation: ref(OperationSchema),
+};
 const STORAGE =
   "`storageGB` is an allowance: Docker local volumes cannot enforce a size, so the volume's real use is measured " +
   "(`storage.usedBytes`, measured again once the last measure is 2 seconds old) and `storage.warning` is set once it is over the allowance.";
@@ -74,12 +84,16 @@ export function databasesRoutes(ctx: ServerContext) {
         query: workspaceQuery,
         detail: {
           operationId: "createDatabase",
+          responses: responses(
+            { 201: json("Created: the database is `provisioning`, the rest goes on in the background as its create operation", WITH_OPERATION) },
+            "UNKNOWN_MACHINE", "NAME_TAKEN", "PORT_RANGE_EXHAUSTED", "QUOTA_EXCEEDED", "OPERATION_FAILED", "DOCKER_UNAVAILABLE", "DOCKER_TIMEOUT",
+          ),
           summary: "Create a database",
           description:
             "Creates a PostgreSQL, MySQL, MongoDB or Redis database: a named volume, a container of the engine's image on the " +
             "workspace network with the memory limit, and a host port from PLATFORM_DB_PORT_RANGE. Answers 201 at once, before " +
             `anything is made in Docker, with status \`provisioning\` and ${DATABASE_FIELDS} The connection string is complete ` +
-            `already (the port is chosen up front) and carries the real password (only here and in GET one). Then ${OPERATION} ` +
+            `already (the port is chosen up front) and carries the real password (masked only in lists, in DELETE's answer and for the \`viewer\` role). Then ${OPERATION} ` +
             "The image pull (minutes the first time), volumes, network, container and start continue in the background as that " +
             "operation. The status moves to `running` once the engine answers a query with the credentials; on any failure " +
             "(image unavailable, Docker refusing, the engine not coming up) to `failed` with `statusReason`, the operation " +
@@ -111,6 +125,7 @@ export function databasesRoutes(ctx: ServerContext) {
         query: workspaceQuery,
         detail: {
           operationId: "listDatabases",
+          responses: responses({ 200: json("The workspace's databases, connection strings masked", { databases: t.Array(ref(DatabaseSchema)), meta: ref(LIST_META) }) }),
           summary: "List databases",
           description:
             "Answers `databases` (fields as in GET one, without `storage`) with connection strings masked " +
@@ -127,6 +142,7 @@ export function databasesRoutes(ctx: ServerContext) {
       query: workspaceQuery,
       detail: {
         operationId: "getDatabase",
+        responses: responses({ 200: json("The database, with `storage`", { database: ref(DatabaseSchema) }) }, "NOT_FOUND", "DOCKER_UNAVAILABLE", "DOCKER_TIMEOUT"),
         summary: "Get a database",
         description:
           `Reads the container first, so the status is live. ${DATABASE_FIELDS} The \`viewer\` role gets the connection strings masked. Plus \`storage\`: allowanceBytes, usedBytes, ` +
@@ -144,6 +160,10 @@ export function databasesRoutes(ctx: ServerContext) {
         query: workspaceQuery,
         detail: {
           operationId: "updateDatabaseSettings",
+          responses: responses(
+            { 200: json("Applied: the settings operation has finished", WITH_OPERATION) },
+            "NOT_FOUND", "NAME_TAKEN", "QUOTA_EXCEEDED", "BUSY", "OPERATION_FAILED", "DOCKER_UNAVAILABLE", "DOCKER_TIMEOUT",
+          ),
           summary: "Change name, memory or CPUs",
           description:
             "`memoryMB` (>= 256) and `cpus` (0.1-16; null: PLATFORM_DEFAULT_CPUS) are applied to the running container at once, " +
@@ -160,6 +180,7 @@ export function databasesRoutes(ctx: ServerContext) {
       query: workspaceQuery,
       detail: {
         operationId: "getDatabaseStats",
+        responses: responses({ 200: json("Live figures of the container", { stats: ref(DatabaseStatsSchema) }) }, "NOT_FOUND", "DOCKER_UNAVAILABLE", "DOCKER_TIMEOUT"),
         summary: "Live container stats",
         description:
           "Answers `stats`: running (boolean), cpuPercent (percent of one CPU, like `docker stats`), memoryUsedBytes (without " +
@@ -183,6 +204,10 @@ export function databasesRoutes(ctx: ServerContext) {
         query: logsQuery,
         detail: {
           operationId: "getDatabaseLogs",
+          responses: responses(
+            { 200: json("The last lines of the engine's output (none when the container is gone)", { lines: t.Array(t.String()) }) },
+            "NOT_FOUND", "DOCKER_UNAVAILABLE", "DOCKER_TIMEOUT",
+          ),
           summary: "Recent logs of the database process",
           description: "Answers `lines`, an array of strings (stdout and stderr interleaved), each prefixed with its RFC 3339 timestamp when `timestamps=true`. `tail` out of 1-2000 is 400.",
         },
@@ -200,6 +225,7 @@ export function databasesRoutes(ctx: ServerContext) {
         query: workspaceQuery,
         detail: {
           operationId: "startDatabase",
+          responses: responses({ 202: json("Accepted: the start goes on in the background", WITH_OPERATION) }, "NOT_FOUND", "BUSY"),
           summary: "Start a database",
           description:
             "Answers 202 at once with `database` (status `provisioning`) and " + OPERATION +
@@ -220,6 +246,7 @@ export function databasesRoutes(ctx: ServerContext) {
         query: workspaceQuery,
         detail: {
           operationId: "stopDatabase",
+          responses: responses({ 202: json("Accepted: the stop goes on in the background", WITH_OPERATION) }, "NOT_FOUND", "BUSY"),
           summary: "Stop a database",
           description:
             "Answers 202 at once with `database` and " + OPERATION + " The engine is stopped cleanly in the background (data " +
@@ -240,6 +267,10 @@ export function databasesRoutes(ctx: ServerContext) {
         query: deleteQuery,
         detail: {
           operationId: "deleteDatabase",
+          responses: responses(
+            { 200: json("Deleted", { deleted: t.Literal(true), database: ref(DatabaseSchema) }) },
+            "NOT_FOUND", "BUSY", "OPERATION_FAILED", "DOCKER_UNAVAILABLE", "DOCKER_TIMEOUT",
+          ),
           summary: "Delete a database",
           description:
             "Removes the container and its volumes permanently, then the database and its operations history. Answers " +
@@ -260,11 +291,13 @@ export function databasesRoutes(ctx: ServerContext) {
         query: workspaceQuery,
         detail: {
           operationId: "rotateDatabasePassword",
+          responses: responses({ 202: json("Accepted: the rotation goes on in the background", WITH_OPERATION) }, "NOT_FOUND", "BUSY", "NOT_RUNNING"),
           summary: "Rotate the password",
           description:
             "Changes the password inside the engine (PostgreSQL ALTER ROLE; MySQL ALTER USER for the user and root at '%' and " +
             "'localhost'; Redis ACL SETUSER, kept in the config file read at start; MongoDB changeUserPassword). `password`: " +
-            "8-128 printable ASCII characters without spaces, generated (32 characters) when absent. Answers 202 with " + OPERATION +
+            "8-128 printable ASCII characters without spaces, generated (32 characters) when absent. Answers 202 with `database` " +
+            "(its connection strings still carry the current password) and " + OPERATION +
             " The operation succeeds once the new password works and the old one is refused; GET the database for the new " +
             "connection string. 409 `NOT_RUNNING` unless the database runs.",
         },
@@ -282,6 +315,7 @@ export function databasesRoutes(ctx: ServerContext) {
         query: workspaceQuery,
         detail: {
           operationId: "listDatabaseOperations",
+          responses: responses({ 200: json("The database's operations, newest first", { operations: t.Array(ref(OperationSchema)), meta: ref(LIST_META) }) }, "NOT_FOUND"),
           summary: "Operations history",
           description:
             "Answers `operations`, newest first: id, databaseId, type (`create`, `start`, `stop`, `settings`, `rotate-password`, " +

@@ -2,8 +2,8 @@
 // database and of its operations, the limits of the spec's table, and the strict patterns that
 // keep quoting tricks away from engines and shells.
 import { t } from "elysia";
-import type { TSchema } from "@sinclair/typebox";
 import { CONTAINER_CPUS } from "../config";
+import { oneOf, ref, resource, timestamp } from "../http/responses";
 import { ENGINE_NAMES } from "./engines";
 
 /**
@@ -109,4 +109,101 @@ export const deleteQuery = t.Object({
   ...workspaceFields,
 });
 
-export const DATABASE_RESOURCES: (TSchema & { title: string })[] = [];
+// What /api/databases answers: named schemas of the OpenAPI document (src/http/responses.ts).
+
+/** The meaning of each status, for the document. */
+export const DATABASE_STATUS_TEXT =
+  "`provisioning`: image being pulled, container being created or started, or the engine not answering yet; `running`: " +
+  "the engine answered a real query with the credentials; `stopped`: stopped on request; `failed`: `statusReason` says " +
+  "why, POST start tries again; `deleting`: being removed";
+
+const connectionString = (description: string) =>
+  t.String({
+    format: "uri",
+    description: `${description}: \`postgresql://\`, \`mysql://\`, \`mongodb://...?authSource=admin\`, \`redis://\`. ` +
+      "The password is `****` where it is masked (lists, DELETE, and every answer to the `viewer` role)",
+  });
+
+export const DatabaseStorageSchema = resource(
+  "DatabaseStorage",
+  {
+    allowanceBytes: t.Integer({ minimum: 0, description: "storageGB in bytes" }),
+    usedBytes: t.Nullable(t.Integer({ minimum: 0, description: "What the volumes use, measured again once the last measure is 2 seconds old; null when Docker does not know yet" })),
+    overAllowance: t.Boolean(),
+    warning: t.Nullable(t.String({ description: "Set once the use is over the allowance: the volume cannot be capped" })),
+  },
+  "The storage of a database: its allowance (Docker local volumes cannot enforce a size) and the measured use of its volumes.",
+);
+
+export const DatabaseSchema = resource(
+  "Database",
+  {
+    id: t.String(),
+    name: t.String({ pattern: NAME_PATTERN, description: "Also the database's alias on the workspace network" }),
+    engine: oneOf(ENGINE_NAMES),
+    version: t.String({ description: "The image tag" }),
+    status: oneOf(DATABASE_STATUSES, DATABASE_STATUS_TEXT),
+    statusReason: t.Nullable(t.String({ description: "Why the database is in its status, when it is not the obvious one (a failed create or start, an engine that exited)" })),
+    memoryMB: t.Integer({ description: "Memory limit of the container in MB" }),
+    cpus: t.Number({ description: "The CPU limit of its container: its own, or PLATFORM_DEFAULT_CPUS" }),
+    storageGB: t.Integer({ minimum: 1, description: "Storage allowance in GB, measured, not enforced" }),
+    username: t.String(),
+    databaseName: t.String(),
+    machineId: t.String(),
+    host: t.String({ description: "Where the host port is published: PLATFORM_PUBLIC_HOST (bound on PLATFORM_DB_BIND_ADDRESS)" }),
+    port: t.Nullable(t.Integer({ minimum: 1, maximum: 65535, description: "The host port, chosen once at creation and kept across restarts and renames" })),
+    internalHost: t.String({ description: "The host name the workspace's apps use on their network: the database's name" }),
+    internalPort: t.Integer({ minimum: 1, maximum: 65535, description: "The engine's port on the workspace network" }),
+    connectionString: t.Nullable(connectionString("From outside, through host and port (null while no host port is known)")),
+    internalConnectionString: connectionString("From the workspace's apps, through internalHost and internalPort"),
+    createdAt: timestamp(),
+    updatedAt: timestamp(),
+    storage: t.Optional(ref(DatabaseStorageSchema)),
+  },
+  "A database of a workspace. `storage` is in GET one only.",
+);
+
+export const DatabaseStatsSchema = resource(
+  "DatabaseStats",
+  {
+    running: t.Boolean({ description: "false: the container is not running, and the live figures are zeros" }),
+    cpuPercent: t.Number({ minimum: 0, description: "Percent of one CPU, like `docker stats`" }),
+    memoryUsedBytes: t.Integer({ minimum: 0, description: "Without reclaimable page cache" }),
+    memoryLimitBytes: t.Integer({ minimum: 0 }),
+    networkRxBytes: t.Integer({ minimum: 0, description: "Since the container started" }),
+    networkTxBytes: t.Integer({ minimum: 0, description: "Since the container started" }),
+    blockReadBytes: t.Integer({ minimum: 0 }),
+    blockWriteBytes: t.Integer({ minimum: 0 }),
+    pids: t.Integer({ minimum: 0 }),
+    storageUsedBytes: t.Nullable(t.Integer({ minimum: 0, description: "As `storage.usedBytes` of the database" })),
+    storageAllowanceBytes: t.Integer({ minimum: 0 }),
+    storageWarning: t.Nullable(t.String()),
+  },
+  "Live figures of a database's container, and its storage.",
+);
+
+export const OperationActorSchema = resource(
+  "OperationActor",
+  {
+    type: oneOf(["user", "api_key"] as const),
+    id: t.Nullable(t.String({ description: "The user's or the API key's id" })),
+  },
+  "Who asked for an operation.",
+);
+
+export const OperationSchema = resource(
+  "Operation",
+  {
+    id: t.String(),
+    databaseId: t.String(),
+    type: oneOf(OPERATION_TYPES),
+    status: oneOf(OPERATION_STATUSES, "`pending` -> `running` -> `succeeded` | `failed`"),
+    error: t.Nullable(t.String({ description: "Why it failed" })),
+    actor: ref(OperationActorSchema),
+    startedAt: timestamp(),
+    finishedAt: t.Nullable(timestamp()),
+  },
+  "One operation on a database, in its history. One database runs one operation at a time.",
+);
+
+export const DATABASE_RESOURCES = [DatabaseSchema, DatabaseStorageSchema, DatabaseStatsSchema, OperationSchema, OperationActorSchema];

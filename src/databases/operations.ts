@@ -8,21 +8,23 @@ import type { PlatformDb } from "../db";
 import { databaseOperations } from "../db/schema";
 import { newId } from "../crypto/tokens";
 import { ApiError } from "../http/errors";
-import type { OperationStatus, OperationType } from "./model";
+import type { Static } from "@sinclair/typebox";
+import type { OperationActorSchema, OperationSchema, OperationStatus, OperationType } from "./model";
 
 export interface OperationActor {
   type: string;
   id: string | null;
 }
 
-function operationView(row: typeof databaseOperations.$inferSelect) {
+function operationView(row: typeof databaseOperations.$inferSelect): Static<typeof OperationSchema> {
   return {
     id: row.id,
     databaseId: row.databaseId,
-    type: row.type,
+    // Only these are ever written today; `backup` and `restore` join the document when they exist.
+    type: row.type as Static<typeof OperationSchema>["type"],
     status: row.status as OperationStatus,
     error: row.error,
-    actor: { type: row.actorType, id: row.actorId },
+    actor: { type: row.actorType as Static<typeof OperationActorSchema>["type"], id: row.actorId },
     startedAt: new Date(row.startedAt).toISOString(),
     finishedAt: row.finishedAt === null ? null : new Date(row.finishedAt).toISOString(),
   };

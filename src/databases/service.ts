@@ -16,7 +16,8 @@ import { ApiError, notFound } from "../http/errors";
 import type { Machines } from "../machines/service";
 import type { ContainerOwner, ManagedContainer } from "../machines/reconciler";
 import { ENGINES, type Credentials, type EngineDefinition } from "./engines";
-import { LIMITS, type CreateDatabaseInput, type DatabaseStatus } from "./model";
+import type { Static } from "@sinclair/typebox";
+import { LIMITS, type CreateDatabaseInput, type DatabaseSchema, type DatabaseStatsSchema, type DatabaseStatus } from "./model";
 import { INTERRUPTED, Operations, type OperationActor } from "./operations";
 import {
   containerNameOf,
@@ -176,7 +177,7 @@ export class DatabaseService {
   }
 
   /** One database with its live status (read from its container) and its measured storage. */
-  async get(workspaceId: string, databaseId: string) {
+  async get(workspaceId: string, databaseId: string): Promise<Static<typeof DatabaseSchema>> {
     const row = await this.syncStatus(this.find(workspaceId, databaseId));
     return { ...this.view(row, { masked: false }), storage: storageView(await this.storageUsed(row), row.storageGB) };
   }
@@ -233,7 +234,7 @@ export class DatabaseService {
     return sizes;
   }
 
-  async stats(workspaceId: string, databaseId: string) {
+  async stats(workspaceId: string, databaseId: string): Promise<Static<typeof DatabaseStatsSchema>> {
     const row = this.find(workspaceId, databaseId);
     const target = this.targetOf(row);
     const container = await this.containerOf(target);

@@ -1,13 +1,14 @@
 // How a database looks in API answers, and how its live state is read from its container: pure
 // functions over a row, its credentials and what the engine reports.
+import type { Static } from "@sinclair/typebox";
 import type { Config } from "../config";
 import { connectionStringOf, type Credentials, type EngineDefinition } from "./engines";
-import type { DatabaseStatus } from "./model";
+import type { DatabaseSchema, DatabaseStatus, DatabaseStorageSchema } from "./model";
 import type { DatabaseRow } from "./runtime";
 
 const GIB = 1024 ** 3;
 
-export function databaseView(row: DatabaseRow, credentials: Credentials, definition: EngineDefinition, config: Config, masked: boolean) {
+export function databaseView(row: DatabaseRow, credentials: Credentials, definition: EngineDefinition, config: Config, masked: boolean): Static<typeof DatabaseSchema> {
   return {
     id: row.id,
     name: row.name,
@@ -37,7 +38,7 @@ export function databaseView(row: DatabaseRow, credentials: Credentials, definit
 export type DatabaseView = ReturnType<typeof databaseView>;
 
 /** Docker local volumes cannot enforce a size: the real use is measured and compared with the allowance. */
-export function storageView(usedBytes: number | null, storageGB: number) {
+export function storageView(usedBytes: number | null, storageGB: number): Static<typeof DatabaseStorageSchema> {
   const allowanceBytes = storageGB * GIB;
   const overAllowance = usedBytes !== null && usedBytes > allowanceBytes;
   return {
