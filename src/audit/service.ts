@@ -4,34 +4,40 @@ import { and, desc, eq, lt } from "drizzle-orm";
 import type { PlatformDb } from "../db";
 import { auditEvents } from "../db/schema";
 import { newId } from "../crypto/tokens";
+import type { Static } from "@sinclair/typebox";
+import type { AuditEntrySchema } from "../organization/model";
 
-export type AuditAction =
-  | "api_key.created"
-  | "api_key.updated"
-  | "api_key.revoked"
-  | "auth.login"
-  | "auth.login_failed"
-  | "auth.owner_created"
-  | "auth.owner_claimed"
-  | "invitation.created"
-  | "invitation.canceled"
-  | "invitation.accepted"
-  | "member.role_changed"
-  | "member.removed"
-  | "app.deployed"
-  | "app.started"
-  | "app.stopped"
-  | "app.restarted"
-  | "app.deleted"
-  | "app.env_changed"
-  | "app.settings_changed"
-  | "database.created"
-  | "database.started"
-  | "database.stopped"
-  | "database.deleted"
-  | "database.settings_changed"
-  | "database.password_rotated"
-  | "build.canceled";
+/** Every action the log records. */
+export const AUDIT_ACTIONS = [
+  "api_key.created",
+  "api_key.updated",
+  "api_key.revoked",
+  "auth.login",
+  "auth.login_failed",
+  "auth.owner_created",
+  "auth.owner_claimed",
+  "invitation.created",
+  "invitation.canceled",
+  "invitation.accepted",
+  "member.role_changed",
+  "member.removed",
+  "app.deployed",
+  "app.started",
+  "app.stopped",
+  "app.restarted",
+  "app.deleted",
+  "app.env_changed",
+  "app.settings_changed",
+  "database.created",
+  "database.started",
+  "database.stopped",
+  "database.deleted",
+  "database.settings_changed",
+  "database.password_rotated",
+  "build.canceled",
+] as const;
+
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 export interface AuditActor {
   type: "user" | "api_key" | "cli" | "anonymous";
@@ -57,7 +63,7 @@ export function recordAuditEvent(
     .run();
 }
 
-export function listAuditEvents(db: PlatformDb, workspaceId: string, options: { limit: number; before?: number }) {
+export function listAuditEvents(db: PlatformDb, workspaceId: string, options: { limit: number; before?: number }): Static<typeof AuditEntrySchema>[] {
   const where = options.before
     ? and(eq(auditEvents.workspaceId, workspaceId), lt(auditEvents.createdAt, options.before))
     : eq(auditEvents.workspaceId, workspaceId);
@@ -70,7 +76,8 @@ export function listAuditEvents(db: PlatformDb, workspaceId: string, options: { 
     .all()
     .map((event) => ({
       id: event.id,
-      action: event.action,
+      // Written only by recordAuditEvent, with an AuditAction.
+      action: event.action as AuditAction,
       actor: { type: event.actorType, id: event.actorId },
       target: event.target,
       clientAddress: event.clientAddress,

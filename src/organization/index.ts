@@ -5,18 +5,30 @@ import type { ServerContext } from "../http/context";
 import { auditActor, authPlugin, limitFailedAttempts } from "../http/auth";
 import { passwordFormSource } from "../http/request-source";
 import { ok } from "../http/envelope";
+import { json, ref, responses } from "../http/responses";
 import { listAuditEvents } from "../audit/service";
 import { membersOf } from "../workspaces/service";
-import { createSession, sessionCookie, setActiveWorkspace } from "../auth/service";
+import { createSession, publicUser, sessionCookie, setActiveWorkspace } from "../auth/service";
+import { UserSchema, withSessionCookie } from "../auth/model";
 import { sha256Hex } from "../crypto/tokens";
 import { acceptInvitation, cancelInvitation, createInvitation, listInvitations, previewInvitation } from "./service";
-import { changeMemberRole, deleteWorkspace, listWorkspaceKeys, removeMember, revokeWorkspaceKey } from "./members";
+import { changeMemberRole, deleteWorkspace, listWorkspaceKeys, publicMember, removeMember, revokeWorkspaceKey } from "./members";
+import {
+  AuditEntrySchema,
+  DeletedOrganizationSchema,
+  INVITATION_ROLES,
+  InvitationPreviewSchema,
+  InvitationSchema,
+  MemberSchema,
+  ROLES,
+  RemovedMemberSchema,
+  WorkspaceApiKeySchema,
+} from "./model";
 
 const invitationIdParams = t.Object({ invitationId: t.String({ minLength: 1, maxLength: 64 }) });
 const userIdParams = t.Object({ userId: t.String({ minLength: 1, maxLength: 64 }) });
 const keyIdParams = t.Object({ keyId: t.String({ minLength: 1, maxLength: 64 }) });
-const roleSchema = t.Union([t.Literal("owner"), t.Literal("admin"), t.Literal("member"), t.Literal("viewer")]);
-
+const roleSchema = t.Union(ROLES.map((role) => t.Literal(role)));
 
 export function organizationRoutes(ctx: ServerContext) {
   return new Elysia({ prefix: "/api/organization", tags: ["Organization"] })
@@ -29,10 +41,9 @@ export function organizationRoutes(ctx: ServerContext) {
         auth: true,
         detail: {
           operationId: "listInvitations",
+          responses: responses({ 200: json("The workspace's invitations, newest first", { invitations: t.Array(ref(InvitationSchema)) }) }),
           summary: "List the workspace's invitations",
-          description:
-            "Owners and admins. Answers `invitations`: id, organizationId, email, role, status (`pending`, `accepted`, " +
-            "`canceled`, `expired`), invitedBy, expiresAt, createdAt; newest first.",
+          description: "Owners and admins. Answers `invitations`, newest first, whatever their status.",
         },
       },
     )
@@ -40,10 +51,11 @@ export function organizationRoutes(ctx: ServerContext) {
       params: invitationIdParams,
       detail: {
         operationId: "previewInvitation",
+        responses: responses({ 200: json("What the invitation is for", { invitation: ref(InvitationPreviewSchema) }) }, "INVITATION_NOT_FOUND"),
         summary: "What an invitation is for, before accepting it",
         description:
-          "No API key needed: the invitation id is the secret. Answers `invitation` {email, organizationName, role, status, " +
-          "expiresAt} so the invite page can say what the invitee joins. 404 `INVITATION_NOT_FOUND` for unknown ids.",
+          "No API key needed: the invitation id is the secret. Answers `invitation` so the invite page can say what the " +
+          "invitee joins. 404 `INVITATION_NOT_FOUND` for unknown ids.",
         security: [],
       },
     })
@@ -57,10 +69,16 @@ export function organizationRoutes(ctx: ServerContext) {
         auth: true,
         body: t.Object({
           email: t.String({ format: "email", maxLength: 254 }),
-          role: t.Optional(t.Union([t.Literal("admin"), t.Literal("member"), t.Literal("viewer")], { default: "member" })),
+          role: t.Optional(t.Union(INVITATION_ROLES.map((role) => t.Literal(role)), { default: "member" })),
         }),
         detail: {
           operationId: "createInvitation",
+          responses: responses(
+            { 201: json("The invitation, pending", { invitation: ref(InvitationSchema) }) },
+            "ALREADY_MEMBER",
+            "INVITATION_PENDING",
+            "PASSWORDLESS_ACCOUNT",
+          ),
           summary: "Invite someone by email",
           description:
             "Owners and admins. `role`: `admin`, `member` (default) or `viewer`; ownership is granted to a member with " +
@@ -78,6 +96,7 @@ export function organizationRoutes(ctx: ServerContext) {
         params: invitationIdParams,
         detail: {
           operationId: "cancelInvitation",
+          responses: responses({ 200: json("The invitation, canceled", { invitation: ref(InvitationSchema) }) }, "INVITATION_NOT_FOUND", "CONFLICT"),
           summary: "Cancel a pending invitation",
           description: "Owners and admins. Answers `invitation`. 404 `INVITATION_NOT_FOUND`; 409 `CONFLICT` when it is no longer pending.",
         },
@@ -94,18 +113,39 @@ export function organizationRoutes(ctx: ServerContext) {
         const token = createSession(ctx.db, accepted.userId, ctx.config.sessionTtlSeconds);
         setActiveWorkspace(ctx.db, sha256Hex(token), accepted.userId, accepted.workspaceId);
         set.headers["set-cookie"] = sessionCookie(token, ctx.config.sessionTtlSeconds, https);
-        return ok({ organizationId: accepted.workspaceId, user: { id: accepted.userId } });
+        return ok({ organizationId: accepted.workspaceId, user: publicUser({ id: accepted.userId, email: accepted.email }) });
       },
       {
         params: invitationIdParams,
         body: t.Object({ password: t.String({ minLength: 8, maxLength: 256 }) }),
         detail: {
           operationId: "acceptInvitation",
+          responses: responses(
+            {
+              200: withSessionCookie(
+                json("The invitee is a member, and their session started in the workspace", {
+                  organizationId: t.String({ description: "The workspace joined, where the session starts" }),
+                  user: ref(UserSchema),
+                }),
+                "The HttpOnly `platform_session` cookie of the new session (Secure over HTTPS, SameSite=Lax)",
+              ),
+            },
+            "HOST_NOT_ALLOWED",
+            "CSRF_REJECTED",
+            "RATE_LIMITED",
+            "SERVER_BUSY",
+            "INVITATION_NOT_FOUND",
+            "INVITATION_EXPIRED",
+            "INVALID_CREDENTIALS",
+            "PASSWORDLESS_ACCOUNT",
+            "CONFLICT",
+          ),
           summary: "Accept an invitation",
           description:
             "No API key needed: the invitation id is the secret. With the password of the account that has the invited " +
             "email, or a new password to create that account; it never sets the password of an existing account (409 " +
-            "`PASSWORDLESS_ACCOUNT` for one without). Starts a session in the organization. " +
+            "`PASSWORDLESS_ACCOUNT` for one without; 401 `INVALID_CREDENTIALS` for a wrong one). Starts a session in the " +
+            "organization and answers the account and `organizationId`. " +
             "404 `INVITATION_NOT_FOUND` (unknown, canceled or used, also by an acceptance at the same moment), 410 " +
             "`INVITATION_EXPIRED`, 409 `CONFLICT` when the invited account was created meanwhile (accept again with its password). " +
             "Failures are rate limited per client address and per invitation (429 `RATE_LIMITED` with Retry-After); 403 " +
@@ -115,9 +155,14 @@ export function organizationRoutes(ctx: ServerContext) {
         },
       },
     )
-    .get("/members", ({ principal }) => ok({ members: membersOf(ctx.db, principal.workspaceId).map((member) => ({ ...member, joinedAt: new Date(member.joinedAt).toISOString() })) }), {
+    .get("/members", ({ principal }) => ok({ members: membersOf(ctx.db, principal.workspaceId).map(publicMember) }), {
       auth: true,
-      detail: { operationId: "listMembers", summary: "List the workspace's members", description: "Every role. Answers `members`: userId, email, role (`owner`, `admin`, `member`, `viewer`), joinedAt." },
+      detail: {
+        operationId: "listMembers",
+        responses: responses({ 200: json("The workspace's members", { members: t.Array(ref(MemberSchema)) }) }),
+        summary: "List the workspace's members",
+        description: "Every role. Answers `members`.",
+      },
     })
     .patch(
       "/members/:userId",
@@ -129,10 +174,11 @@ export function organizationRoutes(ctx: ServerContext) {
         body: t.Object({ role: roleSchema }),
         detail: {
           operationId: "updateMemberRole",
+          responses: responses({ 200: json("The member, with the new role", { member: ref(MemberSchema) }) }, "FORBIDDEN", "MEMBER_NOT_FOUND", "LAST_OWNER"),
           summary: "Change a member's role",
           description:
             "Owners and admins; only an owner may make someone owner or change an owner's role (403 `FORBIDDEN`). Answers " +
-            "`member` {userId, email, role}. 404 `MEMBER_NOT_FOUND`; 409 `LAST_OWNER` when it would leave the workspace " +
+            "`member` with its new role. 404 `MEMBER_NOT_FOUND`; 409 `LAST_OWNER` when it would leave the workspace " +
             "without an owner. Recorded as `member.role_changed`.",
         },
       },
@@ -145,11 +191,12 @@ export function organizationRoutes(ctx: ServerContext) {
         params: userIdParams,
         detail: {
           operationId: "removeMember",
+          responses: responses({ 200: json("The member removed", { member: ref(RemovedMemberSchema) }) }, "FORBIDDEN", "MEMBER_NOT_FOUND", "LAST_OWNER"),
           summary: "Remove a member",
           description:
             "Owners and admins; only an owner may remove an owner (403 `FORBIDDEN`). Removes the membership and deletes the " +
             "member's API keys made in this workspace in the same step: they get 401 from the next request on, and keys " +
-            "made elsewhere no longer act here. Answers `member` {userId, email, role, revokedKeys}. 404 " +
+            "made elsewhere no longer act here. Answers `member` with `revokedKeys`, how many keys went. 404 " +
             "`MEMBER_NOT_FOUND`; 409 `LAST_OWNER` for the last owner. Recorded as `member.removed`.",
         },
       },
@@ -158,6 +205,7 @@ export function organizationRoutes(ctx: ServerContext) {
       auth: true,
       detail: {
         operationId: "listWorkspaceApiKeys",
+        responses: responses({ 200: json("Every key that acts in the workspace, oldest first", { keys: t.Array(ref(WorkspaceApiKeySchema)) }) }),
         summary: "Every API key that acts in the workspace",
         description:
           "Owners and admins. Answers `keys`: the fields of GET /api/api-keys plus the holder's `userId` and `email`; " +
@@ -172,10 +220,12 @@ export function organizationRoutes(ctx: ServerContext) {
         params: keyIdParams,
         detail: {
           operationId: "revokeWorkspaceApiKey",
+          responses: responses({ 200: json("The key, as it was before the revocation", { apiKey: ref(WorkspaceApiKeySchema) }) }, "API_KEY_NOT_FOUND"),
           summary: "Revoke any key of the workspace",
           description:
             "Owners and admins. A key made in this workspace is deleted (401 from now on); a key made in another workspace " +
-            "loses this one from its `otherWorkspaceIds` and keeps working where it was made. Answers `apiKey`. 404 " +
+            "loses this one from its `otherWorkspaceIds` and keeps working where it was made. Answers `apiKey`, with its " +
+            "holder's `userId` and `email` as in the list. 404 " +
             "`API_KEY_NOT_FOUND`. Recorded as `api_key.revoked`.",
         },
       },
@@ -184,11 +234,15 @@ export function organizationRoutes(ctx: ServerContext) {
       auth: true,
       detail: {
         operationId: "deleteOrganization",
+        responses: responses(
+          { 200: json("The workspace is gone", { deleted: t.Literal(true), organization: ref(DeletedOrganizationSchema) }) },
+          "WORKSPACE_NOT_EMPTY",
+        ),
         summary: "Delete the workspace",
         description:
           "Owners only. Deletes the workspace with its members, invitations, API keys and audit log; the members' accounts " +
           "stay. 409 `WORKSPACE_NOT_EMPTY` while it still has apps or databases (delete them first). Answers `deleted: true` " +
-          "and `organization` {id, name}.",
+          "and `organization`.",
       },
     })
     .get(
@@ -210,15 +264,10 @@ export function organizationRoutes(ctx: ServerContext) {
         }),
         detail: {
           operationId: "getAuditLog",
+          responses: responses({ 200: json("The events, newest first", { events: t.Array(ref(AuditEntrySchema)) }) }),
           summary: "Read the workspace's security audit log",
           description:
-            "Owners and admins. Answers `events` newest first: id, action (`api_key.created`, `api_key.updated`, " +
-            "`api_key.revoked`, `auth.login`, `auth.login_failed`, `auth.owner_created`, `auth.owner_claimed`, " +
-            "`invitation.created`, `invitation.canceled`, `invitation.accepted`, `member.role_changed`, `member.removed`, " +
-            "`app.deployed`, `app.started`, `app.stopped`, `app.restarted`, `app.deleted`, `app.env_changed`, " +
-            "`app.settings_changed`, `database.created`, `database.started`, `database.stopped`, `database.deleted`, " +
-            "`database.settings_changed`, `database.password_rotated`, `build.canceled`), actor {type (`user`, " +
-            "`api_key`, `cli`, `anonymous`), id}, target (for apps and databases `name (id)`), clientAddress, createdAt.",
+            "Owners and admins. Answers `events` newest first, at most `limit` of them; `before` pages back.",
         },
       },
     );

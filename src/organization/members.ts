@@ -8,16 +8,25 @@ import { ApiError } from "../http/errors";
 import { recordAuditEvent, type AuditActor } from "../audit/service";
 import { publicKey } from "../api-keys/service";
 import type { Role } from "../workspaces/service";
+import type { Static } from "@sinclair/typebox";
+import type { DeletedOrganizationSchema, MemberSchema, RemovedMemberSchema, WorkspaceApiKeySchema } from "./model";
 
-function memberOf(db: PlatformDb, workspaceId: string, userId: string) {
+type Member = Static<typeof MemberSchema>;
+
+/** A member as the API shows one. */
+export function publicMember(member: { userId: string; email: string; role: Role; joinedAt: number }): Member {
+  return { userId: member.userId, email: member.email, role: member.role, joinedAt: new Date(member.joinedAt).toISOString() };
+}
+
+function memberOf(db: PlatformDb, workspaceId: string, userId: string): Member {
   const member = db
-    .select({ userId: users.id, email: users.email, role: memberships.role })
+    .select({ userId: users.id, email: users.email, role: memberships.role, joinedAt: memberships.createdAt })
     .from(memberships)
     .innerJoin(users, eq(users.id, memberships.userId))
     .where(and(eq(memberships.workspaceId, workspaceId), eq(memberships.userId, userId)))
     .get();
   if (!member) throw new ApiError("MEMBER_NOT_FOUND", "Member not found");
-  return member;
+  return publicMember(member);
 }
 
 function ownerCount(db: PlatformDb, workspaceId: string): number {
@@ -42,7 +51,7 @@ export function changeMemberRole(
   role: Role,
   actor: AuditActor,
   now = Date.now(),
-) {
+): Member {
   return db.transaction((tx) => {
     const txDb = tx as unknown as PlatformDb;
     const member = memberOf(txDb, workspaceId, userId);
@@ -57,7 +66,14 @@ export function changeMemberRole(
 }
 
 /** Removes the membership and, in the same transaction, the member's keys made in the workspace. */
-export function removeMember(db: PlatformDb, workspaceId: string, callerRole: Role, userId: string, actor: AuditActor, now = Date.now()) {
+export function removeMember(
+  db: PlatformDb,
+  workspaceId: string,
+  callerRole: Role,
+  userId: string,
+  actor: AuditActor,
+  now = Date.now(),
+): Static<typeof RemovedMemberSchema> {
   return db.transaction((tx) => {
     const txDb = tx as unknown as PlatformDb;
     const member = memberOf(txDb, workspaceId, userId);
@@ -88,7 +104,7 @@ const actsIn = (workspaceId: string) =>
   );
 
 /** Every key that may act in the workspace: those made in it and those made elsewhere for it. */
-export function listWorkspaceKeys(db: PlatformDb, workspaceId: string) {
+export function listWorkspaceKeys(db: PlatformDb, workspaceId: string): Static<typeof WorkspaceApiKeySchema>[] {
   return db
     .select({ key: apiKeys, email: users.email })
     .from(apiKeys)
@@ -103,10 +119,22 @@ export function listWorkspaceKeys(db: PlatformDb, workspaceId: string) {
  * Revokes a key's power in the workspace: a key made in it is deleted (401 from then on); a key
  * made in another workspace only loses this one from its list, and keeps working where it was made.
  */
-export function revokeWorkspaceKey(db: PlatformDb, workspaceId: string, keyId: string, actor: AuditActor, now = Date.now()) {
-  const revoked = db.transaction((tx) => {
-    const key = tx.select().from(apiKeys).where(and(eq(apiKeys.id, keyId), actsIn(workspaceId))).get();
-    if (!key) throw new ApiError("API_KEY_NOT_FOUND", "API key not found");
+export function revokeWorkspaceKey(
+  db: PlatformDb,
+  workspaceId: string,
+  keyId: string,
+  actor: AuditActor,
+  now = Date.now(),
+): Static<typeof WorkspaceApiKeySchema> {
+  const { key: revoked, email } = db.transaction((tx) => {
+    const found = tx
+      .select({ key: apiKeys, email: users.email })
+      .from(apiKeys)
+      .innerJoin(users, eq(users.id, apiKeys.userId))
+      .where(and(eq(apiKeys.id, keyId), actsIn(workspaceId)))
+      .get();
+    if (!found) throw new ApiError("API_KEY_NOT_FOUND", "API key not found");
+    const { key } = found;
     if (key.workspaceId === workspaceId) {
       tx.delete(apiKeys).where(eq(apiKeys.id, key.id)).run();
     } else {
@@ -114,14 +142,14 @@ export function revokeWorkspaceKey(db: PlatformDb, workspaceId: string, keyId: s
       tx.update(apiKeys).set({ otherWorkspaceIds, updatedAt: now }).where(eq(apiKeys.id, key.id)).run();
     }
     recordAuditEvent(tx as unknown as PlatformDb, { workspaceId, action: "api_key.revoked", actor, target: `${key.name} (${key.id})`, now });
-    return key;
+    return found;
   });
   console.log(`[security] API key ${revoked.id} (${revoked.name}) revoked in workspace ${workspaceId}`);
-  return { ...publicKey(revoked), userId: revoked.userId };
+  return { ...publicKey(revoked), userId: revoked.userId, email };
 }
 
 /** Deletes a workspace with everything it holds in the database; refused while apps or databases remain. */
-export function deleteWorkspace(db: PlatformDb, workspaceId: string) {
+export function deleteWorkspace(db: PlatformDb, workspaceId: string): Static<typeof DeletedOrganizationSchema> {
   return db.transaction((tx) => {
     const appCount = tx.select({ count: count() }).from(apps).where(eq(apps.workspaceId, workspaceId)).get()!.count;
     const databaseCount = tx.select({ count: count() }).from(databases).where(eq(databases.workspaceId, workspaceId)).get()!.count;

@@ -7,12 +7,14 @@ import { newId } from "../crypto/tokens";
 import { ApiError } from "../http/errors";
 import { recordAuditEvent, type AuditActor } from "../audit/service";
 import { addMember, createUser, findUserByEmail, roleIn } from "../workspaces/service";
+import type { Static } from "@sinclair/typebox";
+import type { InvitationPreviewSchema, InvitationSchema } from "./model";
 
 export const INVITATION_TTL_MS = 48 * 3600 * 1000;
 
 type InvitationRow = typeof invitations.$inferSelect;
 
-export function publicInvitation(invitation: InvitationRow, now = Date.now()) {
+export function publicInvitation(invitation: InvitationRow, now = Date.now()): Static<typeof InvitationSchema> {
   const expired = invitation.status === "pending" && now >= invitation.expiresAt;
   return {
     id: invitation.id,
@@ -87,7 +89,7 @@ export function createInvitation(
   });
 }
 
-export function previewInvitation(db: PlatformDb, invitationId: string, now = Date.now()) {
+export function previewInvitation(db: PlatformDb, invitationId: string, now = Date.now()): Static<typeof InvitationPreviewSchema> {
   const row = db
     .select({ invitation: invitations, organizationName: workspaces.name })
     .from(invitations)
@@ -123,7 +125,7 @@ export function cancelInvitation(db: PlatformDb, workspaceId: string, invitation
 /**
  * Accepts an invitation with the invitee's password: it logs in the account that has the
  * invited email, or creates that account when there is none; it never sets the password of an
- * existing account. Returns the user to start a session for.
+ * existing account. Returns the user to start a session for, and the workspace it joined.
  */
 export async function acceptInvitation(
   db: PlatformDb,
@@ -164,6 +166,6 @@ export async function acceptInvitation(
       target: invitation.email,
       now,
     });
-    return { userId, workspaceId: invitation.workspaceId };
+    return { userId, email: existing?.email ?? invitation.email, workspaceId: invitation.workspaceId };
   });
 }
