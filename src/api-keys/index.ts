@@ -1,10 +1,11 @@
 // Routes of /api/api-keys: thin wrappers over ./service.
-import { Elysia } from "elysia";
+import { Elysia, t } from "elysia";
 import type { ServerContext } from "../http/context";
 import { auditActor, authPlugin } from "../http/auth";
 import { ok } from "../http/envelope";
 import { ApiError } from "../http/errors";
-import { createKeyBody, keyIdParams, updateKeyBody } from "./model";
+import { json, ref, responses } from "../http/responses";
+import { ApiKeySchema, createKeyBody, keyIdParams, updateKeyBody } from "./model";
 import { createApiKey, listApiKeys, MAX_KEYS_PER_USER_PER_WORKSPACE, revokeApiKey, updateApiKey } from "./service";
 
 const MAX_METADATA_BYTES = 4096;
@@ -28,10 +29,10 @@ export function apiKeysRoutes(ctx: ServerContext) {
       auth: true,
       detail: {
         operationId: "listApiKeys",
+        responses: responses({ 200: json("Your keys in the workspace, oldest first", { keys: t.Array(ref(ApiKeySchema)) }) }),
         summary: "List your API keys",
         description:
-          "Keys of the authenticated user in the active workspace: id, name, prefix, enabled, remaining, " +
-          "refill settings, expiresAt, metadata, createdAt, updatedAt, lastUsedAt (updated at most once a minute). " +
+          "Keys of the authenticated user in the active workspace. `lastUsedAt` is updated at most once a minute. " +
           "The key value itself is never shown again after creation.",
       },
     })
@@ -48,6 +49,17 @@ export function apiKeysRoutes(ctx: ServerContext) {
         body: createKeyBody,
         detail: {
           operationId: "createApiKey",
+          responses: responses(
+            {
+              201: json("The key is made: `key` is shown only here", {
+                key: t.String({ description: "The full key, to send as `Authorization: Bearer svc_...`; never shown again" }),
+                id: t.String({ description: "The key's id, as `apiKey.id`" }),
+                apiKey: ref(ApiKeySchema),
+              }),
+            },
+            "FORBIDDEN",
+            "KEY_LIMIT_REACHED",
+          ),
           summary: "Create an API key",
           description:
             "Returns `key`, the full value (`svc_` + optional custom prefix + 40 random base62 characters), only in this " +
@@ -75,6 +87,7 @@ export function apiKeysRoutes(ctx: ServerContext) {
         body: updateKeyBody,
         detail: {
           operationId: "updateApiKey",
+          responses: responses({ 200: json("The key as updated", { apiKey: ref(ApiKeySchema) }) }, "FORBIDDEN", "API_KEY_NOT_FOUND"),
           summary: "Update an API key",
           description:
             "Changes name, enabled, remaining, refill settings or metadata. Answers `apiKey`, the updated key. A key cannot " +
@@ -93,6 +106,7 @@ export function apiKeysRoutes(ctx: ServerContext) {
         params: keyIdParams,
         detail: {
           operationId: "revokeApiKey",
+          responses: responses({ 200: json("The key as it was before it was deleted", { apiKey: ref(ApiKeySchema) }) }, "API_KEY_NOT_FOUND"),
           summary: "Revoke an API key",
           description:
             "Deletes the key permanently (it gets 401 from now on) and records an `api_key.revoked` security event in the " +

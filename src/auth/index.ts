@@ -7,12 +7,15 @@ import { passwordFormSource, requestSourceOf } from "../http/request-source";
 import { setupFromThisMachine, setupTokenRequired } from "./setup-token";
 import { ok } from "../http/envelope";
 import { ApiError } from "../http/errors";
-import { findUserById, workspacesOf } from "../workspaces/service";
+import { json, ref, resourceJson, responses } from "../http/responses";
+import { credentialsBody, SessionSchema, UserSchema, withSessionCookie } from "./model";
 import {
   claimOwner,
   createOwner,
   createSession,
   deleteSession,
+  describeSession,
+  publicUser,
   sessionCookie,
   setActiveWorkspace,
   setupKeyRequired,
@@ -20,10 +23,13 @@ import {
   verifyLogin,
 } from "./service";
 
-export const credentialsBody = t.Object({
-  email: t.String({ format: "email", maxLength: 254 }),
-  password: t.String({ minLength: 8, maxLength: 256 }),
-});
+const SESSION_COOKIE_SET = "The HttpOnly `platform_session` cookie of the new session (Secure over HTTPS, SameSite=Lax)";
+
+/** Refusals of a password form: its browser-source checks and limitFailedAttempts (src/http/auth.ts). */
+const PASSWORD_FORM_ERRORS = ["HOST_NOT_ALLOWED", "CSRF_REJECTED", "RATE_LIMITED", "SERVER_BUSY"] as const;
+
+/** What the setup and a claim answer: the account and the workspace its session starts in. */
+const OWNER_PAYLOAD = { user: ref(UserSchema), organizationId: t.String({ description: "The workspace the session starts in" }) };
 
 export function authRoutes(ctx: ServerContext) {
   const startSession = (https: boolean, set: { headers: Record<string, any> }, userId: string) => {
@@ -47,6 +53,13 @@ export function authRoutes(ctx: ServerContext) {
       {
         detail: {
           operationId: "getSetupStatus",
+          responses: responses({
+            200: json("Whether the setup is still to be done, and what it needs", {
+              setupRequired: t.Boolean(),
+              keyRequired: t.Boolean({ description: "The setup must send a key made with `platform keys create`" }),
+              tokenRequired: t.Boolean({ description: "This caller's setup must send `setupToken`" }),
+            }),
+          }),
           summary: "Is the owner account still to be created?",
           description:
             "Public. `setupRequired` is true on a fresh instance until the owner account exists. `keyRequired` is true " +
@@ -78,7 +91,7 @@ export function authRoutes(ctx: ServerContext) {
         });
         startSession(source.https, set, owner.userId);
         set.status = 201;
-        return ok({ user: { id: owner.userId, email: body.email.toLowerCase() }, organizationId: owner.workspaceId });
+        return ok({ user: publicUser({ id: owner.userId, email: body.email.toLowerCase() }), organizationId: owner.workspaceId });
       },
       {
         body: t.Object({
@@ -87,6 +100,10 @@ export function authRoutes(ctx: ServerContext) {
         }),
         detail: {
           operationId: "createOwnerAccount",
+          responses: responses(
+            { 201: withSessionCookie(json("The owner account is made and its session started", OWNER_PAYLOAD), SESSION_COOKIE_SET) },
+            ...PASSWORD_FORM_ERRORS, "ALREADY_SET_UP", "SETUP_KEY_REQUIRED", "SETUP_TOKEN_REQUIRED",
+          ),
           summary: "Create the owner account (first visit only)",
           description:
             "Only while `GET /api/auth/setup` says `setupRequired`; afterwards 409 `ALREADY_SET_UP`. Sets the HttpOnly " +
@@ -108,19 +125,25 @@ export function authRoutes(ctx: ServerContext) {
         const account = `login:${body.email.toLowerCase()}`;
         const owner = await limitFailedAttempts(ctx, { clientAddress, account }, () => claimOwner(ctx.db, body, bearerKeyOf(request), clientAddress));
         startSession(https, set, owner.userId);
-        return ok({ user: { id: owner.userId, email: body.email.toLowerCase() }, organizationId: owner.workspaceId });
+        return ok({ user: publicUser({ id: owner.userId, email: body.email.toLowerCase() }), organizationId: owner.workspaceId });
       },
       {
         body: credentialsBody,
         detail: {
           operationId: "claimWorkspace",
+          responses: responses(
+            { 200: withSessionCookie(json("The workspace is claimed and a session started", OWNER_PAYLOAD), SESSION_COOKIE_SET) },
+            ...PASSWORD_FORM_ERRORS, "SETUP_KEY_REQUIRED", "INVALID_CREDENTIALS", "CONFLICT",
+          ),
           summary: "Claim a workspace owner made on the command line",
           description:
             "Each workspace `platform keys create` makes has its own owner account without a password, until it is claimed " +
             "(the first one by the owner setup). Send one of its keys as `Authorization: Bearer svc_...` (else 401 " +
             "`SETUP_KEY_REQUIRED`) and an email and password: a new email becomes that account; the email and password of " +
             "an existing account (401 `INVALID_CREDENTIALS` when wrong) make that account owner of the workspace and holder " +
-            "of its keys. Starts a session. Failures are rate limited per client address and per email (429 with Retry-After).",
+            "of its keys. Starts a session. Failures are rate limited per client address and per email (429 with Retry-After). " +
+            "409 `CONFLICT` when another claim took the account meanwhile. 403 `HOST_NOT_ALLOWED` / `CSRF_REJECTED` and 503 " +
+            "`SERVER_BUSY` as for the setup.",
           security: [],
         },
       },
@@ -132,12 +155,13 @@ export function authRoutes(ctx: ServerContext) {
         const account = `login:${body.email.toLowerCase()}`;
         const { userId } = await limitFailedAttempts(ctx, { clientAddress, account }, () => verifyLogin(ctx.db, body, clientAddress));
         startSession(https, set, userId);
-        return ok({ user: { id: userId, email: body.email.toLowerCase() } });
+        return ok({ user: publicUser({ id: userId, email: body.email.toLowerCase() }) });
       },
       {
         body: credentialsBody,
         detail: {
           operationId: "login",
+          responses: responses({ 200: withSessionCookie(json("Logged in: the session is started", { user: ref(UserSchema) }), SESSION_COOKIE_SET) }, ...PASSWORD_FORM_ERRORS, "INVALID_CREDENTIALS"),
           summary: "Log in to the dashboard",
           description:
             "Sets the HttpOnly `platform_session` cookie. Failures are rate limited per client address and per account " +
@@ -156,28 +180,25 @@ export function authRoutes(ctx: ServerContext) {
         set.headers["set-cookie"] = sessionCookie("", 0, requestSourceOf(ctx.config, server, request).https);
         return ok({});
       },
-      { auth: true, detail: { operationId: "logout", summary: "End the current session" } },
+      {
+        auth: true,
+        detail: {
+          operationId: "logout",
+          responses: responses({
+            200: withSessionCookie(json("The session is ended"), "Clears the `platform_session` cookie (empty, Max-Age=0)"),
+          }),
+          summary: "End the current session",
+        },
+      },
     )
     .get(
       "/session",
-      ({ principal }) => {
-        const user = findUserById(ctx.db, principal.userId)!;
-        return ok({
-          user: { id: user.id, email: user.email },
-          via: principal.via,
-          activeOrganizationId: principal.workspaceId,
-          role: principal.role,
-          organizations: workspacesOf(ctx.db, user.id).map((workspace) => ({
-            id: workspace.id,
-            name: workspace.name,
-            role: workspace.role,
-          })),
-        });
-      },
+      ({ principal }) => ok(describeSession(ctx.db, principal)),
       {
         auth: true,
         detail: {
           operationId: "getSession",
+          responses: responses({ 200: resourceJson("The session", SessionSchema) }),
           summary: "Who is calling",
           description:
             "The user, the active organization (workspace), the role there, and every organization the user belongs to " +
@@ -203,8 +224,10 @@ export function authRoutes(ctx: ServerContext) {
         body: t.Object({ organizationId: t.String({ minLength: 1, maxLength: 64 }) }),
         detail: {
           operationId: "setActiveOrganization",
+          responses: responses({ 200: json("The session now acts in that workspace", { activeOrganizationId: t.String() }) }, "NOT_A_MEMBER"),
           summary: "Set the session's active organization",
-          description: "Body `{ organizationId }`. 403 `NOT_A_MEMBER` when the user does not belong to it. Cookie sessions only.",
+          description: "Body `{ organizationId }`. 403 `NOT_A_MEMBER` when the user does not belong to it. Cookie sessions only: with an " +
+            "API key, 400 `VALIDATION_FAILED` (pass `workspaceId` as a query parameter instead).",
         },
       },
     );

@@ -1,6 +1,8 @@
 // Dashboard accounts and sessions: first-visit owner setup, login, logout, the session's
 // active workspace. Passwords are hashed with Bun.password; session tokens are stored hashed.
 import { and, eq, gt, sql } from "drizzle-orm";
+import type { Static } from "@sinclair/typebox";
+import type { SessionSchema, UserSchema } from "./model";
 import { preparedStatement } from "../db/prepared";
 import type { PlatformDb } from "../db";
 import { apiKeys, memberships, sessions, users } from "../db/schema";
@@ -13,12 +15,14 @@ import {
   createUser,
   createWorkspace,
   findUserByEmail,
+  findUserById,
   findWorkspaceByName,
   hasAccountWithPassword,
   isPasswordlessOwner,
   passwordlessOwner,
   roleIn,
   workspacesOf,
+  type Role,
 } from "../workspaces/service";
 
 export const SESSION_COOKIE = "platform_session";
@@ -154,6 +158,26 @@ export async function verifyLogin(
   }
   if (!user || !user.passwordHash || !valid) throw new ApiError("INVALID_CREDENTIALS", "Wrong email or password");
   return { userId: user.id };
+}
+
+/** A user as the auth routes answer it. */
+export function publicUser(user: { id: string; email: string }): Static<typeof UserSchema> {
+  return { id: user.id, email: user.email };
+}
+
+/** What `GET /api/auth/session` answers: the caller, the workspace the request acts in, and all of the user's. */
+export function describeSession(
+  db: PlatformDb,
+  caller: { userId: string; via: "api_key" | "session"; workspaceId: string; role: Role },
+): Static<typeof SessionSchema> {
+  const user = findUserById(db, caller.userId)!;
+  return {
+    user: publicUser(user),
+    via: caller.via,
+    activeOrganizationId: caller.workspaceId,
+    role: caller.role,
+    organizations: workspacesOf(db, user.id).map((workspace) => ({ id: workspace.id, name: workspace.name, role: workspace.role })),
+  };
 }
 
 export function createSession(db: PlatformDb, userId: string, ttlSeconds: number, now = Date.now()): string {

@@ -3,32 +3,27 @@ import { Elysia, t } from "elysia";
 import type { ServerContext } from "../http/context";
 import { authPlugin } from "../http/auth";
 import { ok } from "../http/envelope";
-import { ApiError } from "../http/errors";
-import { LABEL_WORKSPACE } from "../docker/container-spec";
+import { json, ref, responses } from "../http/responses";
+import { MachineSchema, ReconcileReportSchema, machineIdParams } from "./model";
+import { reportForWorkspace } from "./service";
 
 export function machinesRoutes(ctx: ServerContext) {
   return new Elysia({ prefix: "/api/machines", tags: ["Machines"] })
     .use(authPlugin(ctx))
     .get(
       "/",
-      async ({ principal }) => {
-        const report = ctx.reconciler.lastReport;
-        return ok({
-          machines: await ctx.machines.describe(),
-          reconcile: report && {
-            at: report.at,
-            unreachableMachines: report.unreachableMachines,
-            // Only this workspace's strays: other workspaces' container names are theirs to see.
-            unknownContainers: report.unknownContainers
-              .filter((container) => container.labels[LABEL_WORKSPACE] === principal.workspaceId)
-              .map(({ machineId, id, name, state }) => ({ machineId, id, name, state })),
-          },
-        });
-      },
+      async ({ principal }) =>
+        ok({ machines: await ctx.machines.describe(), reconcile: reportForWorkspace(ctx.reconciler.lastReport, principal.workspaceId) }),
       {
         auth: true,
         detail: {
           operationId: "listMachines",
+          responses: responses({
+            200: json("The machines, and the last reconciliation", {
+              machines: t.Array(ref(MachineSchema)),
+              reconcile: t.Nullable(ref(ReconcileReportSchema), { description: "null until the first reconciliation has run" }),
+            }),
+          }),
           summary: "List machines",
           description:
             "Answers `machines`: id (use it as `machineId`; `local` is the platform's own engine and the automatic choice), " +
@@ -37,22 +32,16 @@ export function machinesRoutes(ctx: ServerContext) {
         },
       },
     )
-    .get(
-      "/:machineId",
-      async ({ params }) => {
-        if (!ctx.machines.ids().includes(params.machineId)) throw new ApiError("NOT_FOUND", `Machine '${params.machineId}' not found`);
-        const driver = ctx.machines.get(params.machineId);
-        const { version, apiVersion } = await driver.ping();
-        return ok({ machine: { id: driver.machineId, status: "online", dockerVersion: version, apiVersion } });
+    .get("/:machineId", async ({ params }) => ok({ machine: await ctx.machines.check(params.machineId) }), {
+      auth: true,
+      params: machineIdParams,
+      detail: {
+        operationId: "getMachine",
+        responses: responses({ 200: json("The machine: its engine answered", { machine: ref(MachineSchema) }) }, "NOT_FOUND", "DOCKER_UNAVAILABLE", "DOCKER_TIMEOUT"),
+        summary: "Check one machine's engine",
+        description:
+          "Answers `machine` when its engine answers; 503 `DOCKER_UNAVAILABLE` with `Retry-After` while it does not, 504 " +
+          "`DOCKER_TIMEOUT` when it leaves the call unanswered.",
       },
-      {
-        auth: true,
-        params: t.Object({ machineId: t.String({ minLength: 1, maxLength: 64 }) }),
-        detail: {
-          operationId: "getMachine",
-          summary: "Check one machine's engine",
-          description: "Answers `machine` when its engine answers; 503 `DOCKER_UNAVAILABLE` with `Retry-After` while it does not.",
-        },
-      },
-    );
+    });
 }

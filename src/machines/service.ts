@@ -1,9 +1,15 @@
 // The machines the platform runs containers on, each with its own Docker driver. Today there is
 // one, `local` (the engine at PLATFORM_DOCKER_HOST); drivers are keyed by machine so more
 // engines can join later and placement can choose among them.
+import type { Static } from "@sinclair/typebox";
 import type { Config } from "../config";
 import { ApiError } from "../http/errors";
 import { DockerDriver } from "../docker/driver";
+import { LABEL_WORKSPACE } from "../docker/container-spec";
+import type { MachineSchema, ReconcileReportSchema } from "./model";
+import type { ReconcileReport } from "./reconciler";
+
+type Machine = Static<typeof MachineSchema>;
 
 export const LOCAL_MACHINE_ID = "local";
 
@@ -33,7 +39,8 @@ export class Machines {
     return machineId === undefined || machineId === "" ? this.get(LOCAL_MACHINE_ID) : this.get(machineId);
   }
 
-  async describe() {
+  /** Every machine, each pinged: `unreachable` when its engine does not answer. */
+  async describe(): Promise<Machine[]> {
     return Promise.all(
       [...this.drivers.values()].map(async (driver) => {
         try {
@@ -45,4 +52,25 @@ export class Machines {
       }),
     );
   }
+
+  /** One machine, pinged: NOT_FOUND when unknown, DOCKER_UNAVAILABLE or DOCKER_TIMEOUT when its engine does not answer. */
+  async check(machineId: string): Promise<Machine> {
+    if (!this.drivers.has(machineId)) throw new ApiError("NOT_FOUND", `Machine '${machineId}' not found`);
+    const driver = this.get(machineId);
+    const { version, apiVersion } = await driver.ping();
+    return { id: driver.machineId, status: "online", dockerVersion: version, apiVersion };
+  }
+}
+
+/** A reconciliation as one workspace sees it: only its own strays, since other workspaces' container names are theirs to see. */
+export function reportForWorkspace(report: ReconcileReport | null, workspaceId: string): Static<typeof ReconcileReportSchema> | null {
+  return (
+    report && {
+      at: report.at,
+      unreachableMachines: report.unreachableMachines,
+      unknownContainers: report.unknownContainers
+        .filter((container) => container.labels[LABEL_WORKSPACE] === workspaceId)
+        .map(({ machineId, id, name, state }) => ({ machineId, id, name, state })),
+    }
+  );
 }
