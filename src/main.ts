@@ -30,9 +30,10 @@ function serve() {
   const config = loadConfig();
   const db = openDatabase(config.databaseFile);
   const ctx = createServerContext(config, db);
-  const stopWatchingLoop = config.eventLoopWarnMs > 0 ? watchEventLoop(config.eventLoopWarnMs, (stall) => console.warn(describeStall(stall))) : () => {};
   const server = createServer(ctx).listen({ hostname: config.host, port: config.port });
   const proxy = startProxy({ hostname: config.host, port: config.proxyPort, domain: config.domain, routes: ctx.proxyRoutes });
+  // Watched from here: building the routes above blocks the loop too, but before anyone can wait on it.
+  const stopWatchingLoop = config.eventLoopWarnMs > 0 ? watchEventLoop(config.eventLoopWarnMs, (stall) => console.warn(describeStall(stall))) : () => {};
   ctx.apps.proxyPort = proxy.port!;
   void applyEgressFirewall({ ...config.egress, dockerHost: config.dockerHost, apiPort: server.server!.port! }).then((outcome) =>
     (outcome.startsWith("WARNING") ? console.warn : console.log)(`[egress] ${outcome}`),

@@ -7,7 +7,8 @@ import createClient, { type Middleware } from "openapi-fetch";
 import type { components, paths } from "./generated/platform-api";
 
 export type App = components["schemas"]["App"];
-export type PlatformClient = ReturnType<typeof createClient<paths>>;
+/** JSON answers only: the routes that can also stream (logs with `follow`) are read as JSON here. */
+export type PlatformClient = ReturnType<typeof createClient<paths, "application/json">>;
 
 /** An error answer as the document types it: every one has a code from the one list. */
 function failure(what: string, error: components["schemas"]["Error"]): Error {
@@ -16,7 +17,7 @@ function failure(what: string, error: components["schemas"]["Error"]): Error {
 }
 
 export function platformClient(baseUrl: string, key: string, ...middleware: Middleware[]): PlatformClient {
-  const client = createClient<paths>({ baseUrl, headers: { authorization: `Bearer ${key}` } });
+  const client = createClient<paths, "application/json">({ baseUrl, headers: { authorization: `Bearer ${key}` } });
   for (const each of middleware) client.use(each);
   return client;
 }

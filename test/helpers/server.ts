@@ -4,7 +4,7 @@ import { spawn, type Subprocess } from "bun";
 import { afterAll } from "bun:test";
 import { resolve } from "node:path";
 import { tempDir } from "./temp";
-import { responseCheckerFor, type ResponseChecker } from "./openapi-check";
+import { responseCheckerFor } from "./openapi-check";
 
 const ROOT = resolve(import.meta.dir, "../..");
 
@@ -26,7 +26,6 @@ export class TestServer {
   /** The public proxy's port: apps answer there with Host `<subdomain>.localhost`. */
   proxyPort = 0;
   output = "";
-  private checker: Promise<ResponseChecker> | null = null;
 
   constructor(
     readonly dataDir: string,
@@ -76,7 +75,6 @@ export class TestServer {
       void child.exited.then((code) => reject(new Error(`server exited with ${code}:\n${this.output}`)));
     });
     this.baseUrl = `http://127.0.0.1:${port}`;
-    this.checker = null;
   }
 
   async stop(signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
@@ -108,8 +106,7 @@ export class TestServer {
    * test that received it fails. Every answer of `request` goes through here.
    */
   async assertDocumented(method: string, path: string, response: { status: number; headers: Headers; body: unknown }): Promise<void> {
-    this.checker ??= responseCheckerFor(this.baseUrl);
-    const problems = (await this.checker).problems(method, path, response.status, response.headers.get("content-type"), response.body);
+    const problems = (await responseCheckerFor(this.baseUrl)).problems(method, path, response.status, response.headers.get("content-type"), response.body);
     if (problems.length > 0) throw new Error(`answer differs from the OpenAPI document:\n${problems.join("\n")}\nbody: ${JSON.stringify(response.body)?.slice(0, 2000)}`);
   }
 
