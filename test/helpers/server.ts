@@ -26,6 +26,7 @@ export class TestServer {
   /** The public proxy's port: apps answer there with Host `<subdomain>.localhost`. */
   proxyPort = 0;
   output = "";
+  private stopping = false;
 
   constructor(
     readonly dataDir: string,
@@ -56,6 +57,7 @@ export class TestServer {
   async boot(): Promise<void> {
     const child = spawn([...platformCommand(), "serve"], { env: this.processEnv, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
     this.process = child;
+    let started = false;
     const port = await new Promise<number>((resolvePort, reject) => {
       const timer = setTimeout(() => reject(new Error(`server did not start:\n${this.output}`)), 20_000);
       const collect = async (stream: ReadableStream<Uint8Array>) => {
@@ -72,15 +74,22 @@ export class TestServer {
       };
       void collect(child.stdout);
       void collect(child.stderr);
-      void child.exited.then((code) => reject(new Error(`server exited with ${code}:\n${this.output}`)));
+      void child.exited.then((code) => {
+        reject(new Error(`server exited with ${code}:\n${this.output}`));
+        // A crash mid-test otherwise shows only as refused connections in the tests after it.
+        if (started && this.process === child && !this.stopping) console.error(`[test server] exited unexpectedly with ${code}; its output:\n${this.output.slice(-20_000)}`);
+      });
     });
+    started = true;
     this.baseUrl = `http://127.0.0.1:${port}`;
   }
 
   async stop(signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
     if (!this.process) return;
+    this.stopping = true;
     this.process.kill(signal);
     await this.process.exited;
+    this.stopping = false;
     this.process = null;
     this.output = "";
   }
