@@ -58,6 +58,10 @@ export class AppsService {
     this.builds = new AppBuilds(ctx, this.deployer, (workspaceId, appId) => this.get(workspaceId, appId));
     this.recovery = new AppRecovery(ctx, this.deployer, (app) => this.removeEverything(app));
     this.proxyPort = ctx.config.proxyPort;
+    ctx.proxyRoutes.setUnroutedLookup((subdomain) => {
+      const app = this.ctx.db.select({ status: apps.status }).from(apps).where(eq(apps.subdomain, subdomain)).get();
+      return app && app.status !== "deleting" ? app : undefined;
+    });
     this.disk.register("app sources", async (workspaceId, { exceptAppId }) => {
       const others = this.list(workspaceId).filter((app) => app.id !== exceptAppId && app.status !== "deleting");
       const sizes = await Promise.all(others.map((app) => this.sourceBytesOf(app.id)));

@@ -44,6 +44,8 @@ export interface Config {
   buildsMax: number;
   uploads: { maxUploadBytes: number; maxArchiveEntries: number; maxUncompressedBytes: number };
   apiRateLimit: RateLimit;
+  /** The public proxy's limits: per client address of an app, and per app. */
+  proxyRateLimits: { perClient: RateLimit; perHost: RateLimit };
   authFailureRateLimit: RateLimit;
   /** Failed password attempts per account (email, invitation, the owner setup), from any address. */
   accountFailureRateLimit: RateLimit;
@@ -210,6 +212,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     apiRateLimit: {
       burst: integerSetting(env, "PLATFORM_API_RATE_BURST", 200, 1),
       refillPerSecond: integerSetting(env, "PLATFORM_API_RATE_PER_SECOND", 100, 0),
+    },
+    proxyRateLimits: {
+      perClient: {
+        burst: integerSetting(env, "PLATFORM_PROXY_IP_BURST", 200, 1),
+        refillPerSecond: integerSetting(env, "PLATFORM_PROXY_IP_RPS", 100, 0),
+      },
+      perHost: {
+        burst: integerSetting(env, "PLATFORM_PROXY_HOST_BURST", 2000, 1),
+        refillPerSecond: integerSetting(env, "PLATFORM_PROXY_HOST_RPS", 1000, 0),
+      },
     },
     authFailureRateLimit: {
       burst: integerSetting(env, "PLATFORM_AUTH_FAILURE_BURST", 10, 1),

@@ -1,13 +1,37 @@
 // The public proxy's routing table: which upstream address serves each subdomain. The apps
-// service updates it whenever an app's serving container changes.
+// service updates it whenever an app's serving container changes, and tells it how to look up an
+// app that has no serving container (stopped, crashed, never released), so that the proxy can say
+// "not running" rather than "no such app".
 
 export interface Upstream {
   host: string;
   port: number;
 }
 
+/** What the proxy needs to know of an app that is published at a subdomain but has no route now. */
+export interface UnroutedApp {
+  status: string;
+}
+
+/**
+ * The subdomain a Host header names under the platform domain: `Shop.Apps.Example.com.:8080`
+ * with domain `apps.example.com` is `shop`. Case, port and a trailing dot do not matter; a host
+ * outside the domain, the domain itself or a nested name (`a.b.<domain>`) is null.
+ */
+export function subdomainOf(hostHeader: string | null, domain: string): string | null {
+  if (!hostHeader) return null;
+  let host = hostHeader.trim().toLowerCase();
+  if (host.startsWith("[")) return null; // an IP literal names no app
+  host = host.replace(/:\d*$/, "").replace(/\.$/, "");
+  const suffix = `.${domain.toLowerCase().replace(/\.$/, "")}`;
+  if (!host.endsWith(suffix)) return null;
+  const subdomain = host.slice(0, -suffix.length);
+  return subdomain && !subdomain.includes(".") ? subdomain : null;
+}
+
 export class ProxyRoutes {
   private readonly bySubdomain = new Map<string, Upstream>();
+  private lookupUnrouted: (subdomain: string) => UnroutedApp | undefined = () => undefined;
 
   set(subdomain: string, upstream: Upstream) {
     this.bySubdomain.set(subdomain, upstream);
@@ -17,12 +41,17 @@ export class ProxyRoutes {
     this.bySubdomain.delete(subdomain);
   }
 
-  /** The upstream for a Host header such as `shop.apps.example.com:8080`, given the platform domain. */
-  resolve(hostHeader: string | null, domain: string): Upstream | undefined {
-    if (!hostHeader) return undefined;
-    const host = hostHeader.replace(/:\d+$/, "").toLowerCase();
-    const suffix = `.${domain.toLowerCase()}`;
-    if (!host.endsWith(suffix)) return undefined;
-    return this.bySubdomain.get(host.slice(0, -suffix.length));
+  get(subdomain: string): Upstream | undefined {
+    return this.bySubdomain.get(subdomain);
+  }
+
+  /** How to find an app by its subdomain when it has no route (the apps service sets it). */
+  setUnroutedLookup(lookup: (subdomain: string) => UnroutedApp | undefined) {
+    this.lookupUnrouted = lookup;
+  }
+
+  /** An app published at the subdomain that has no serving container now, or undefined for none. */
+  unrouted(subdomain: string): UnroutedApp | undefined {
+    return this.lookupUnrouted(subdomain);
   }
 }

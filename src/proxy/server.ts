@@ -1,41 +1,68 @@
 // The public proxy: `<subdomain>.<PLATFORM_DOMAIN>` on PLATFORM_PROXY_PORT goes to the app's
-// serving container. Bodies stream both ways; the app sees the client in X-Forwarded-*.
+// serving container, rate limited per client address and per app (./rate-limit.ts). Bodies
+// stream both ways; the app sees the client in X-Forwarded-* (./forwarding.ts). What the proxy
+// answers itself (no such app, app not running, app not answering, too many requests) is a
+// small page with a stable code (./pages.ts).
 import type { Server } from "bun";
-import type { ProxyRoutes } from "./routes";
+import type { Config } from "../config";
+import { requestSourceOf } from "../http/request-source";
+import { inAnyRange } from "../http/trusted-proxies";
+import { subdomainOf, type ProxyRoutes } from "./routes";
+import { proxyErrorResponse } from "./pages";
+import { ProxyRateLimiter, refusalHeaders } from "./rate-limit";
+import { requestIdOf, upstreamRequestHeaders, withoutHopByHop } from "./forwarding";
 
-const HOP_BY_HOP = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer"];
-
-function plain(status: number, text: string) {
-  return new Response(text, { status, headers: { "content-type": "text/plain; charset=utf-8" } });
+export interface ProxyOptions {
+  hostname: string;
+  port: number;
+  domain: string;
+  routes: ProxyRoutes;
+  config: Pick<Config, "trustedProxies" | "proxyRateLimits">;
 }
 
-export function startProxy(options: { hostname: string; port: number; domain: string; routes: ProxyRoutes }): Server<undefined> {
+/** How long a client is told to wait before asking a stopped app again. */
+const NOT_RUNNING_RETRY_SECONDS = 30;
+
+export function startProxy(options: ProxyOptions): Server<undefined> {
+  const limiter = new ProxyRateLimiter(options.config.proxyRateLimits);
   return Bun.serve({
     hostname: options.hostname,
     port: options.port,
     async fetch(request, server) {
-      const upstream = options.routes.resolve(request.headers.get("host"), options.domain);
-      if (!upstream) return plain(404, "No app is published at this address");
+      const accept = request.headers.get("accept");
+      const subdomain = subdomainOf(request.headers.get("host"), options.domain);
+      const upstream = subdomain === null ? undefined : options.routes.get(subdomain);
+      if (!upstream) {
+        if (subdomain !== null && options.routes.unrouted(subdomain)) {
+          return proxyErrorResponse(503, "APP_UNAVAILABLE", "The app published at this address is not running right now.", accept, {
+            "retry-after": String(NOT_RUNNING_RETRY_SECONDS),
+          });
+        }
+        return proxyErrorResponse(404, "APP_NOT_FOUND", "No app is published at this address.", accept);
+      }
+
+      const source = requestSourceOf(options.config, server, request);
+      const refusal = limiter.admit(subdomain!, source.clientAddress);
+      if (refusal) {
+        return proxyErrorResponse(429, "RATE_LIMITED", `Too many requests: try again in ${refusal.retryAfterSeconds} s.`, accept, refusalHeaders(refusal));
+      }
+
+      const trustedPeer = inAnyRange(options.config.trustedProxies, source.peerAddress);
+      const requestId = requestIdOf(request);
       const url = new URL(request.url);
-      const headers = new Headers(request.headers);
-      for (const name of HOP_BY_HOP) headers.delete(name);
-      const client = server.requestIP(request)?.address;
-      if (client) headers.set("x-forwarded-for", [request.headers.get("x-forwarded-for"), client].filter(Boolean).join(", "));
-      headers.set("x-forwarded-host", request.headers.get("host") ?? "");
-      headers.set("x-forwarded-proto", url.protocol.replace(":", ""));
       try {
         const response = await fetch(`http://${upstream.host}:${upstream.port}${url.pathname}${url.search}`, {
           method: request.method,
-          headers,
+          headers: upstreamRequestHeaders(request, source, trustedPeer, server.port ?? options.port, requestId),
           body: request.body,
           redirect: "manual",
           decompress: false,
         } as RequestInit);
-        const responseHeaders = new Headers(response.headers);
-        for (const name of HOP_BY_HOP) responseHeaders.delete(name);
-        return new Response(response.body, { status: response.status, statusText: response.statusText, headers: responseHeaders });
+        const headers = withoutHopByHop(response.headers);
+        headers.set("x-request-id", requestId);
+        return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
       } catch {
-        return plain(502, "The app did not answer");
+        return proxyErrorResponse(502, "APP_NOT_ANSWERING", "The app published at this address did not answer.", accept, { "x-request-id": requestId });
       }
     },
   });

@@ -1,0 +1,81 @@
+// The public proxy's rate limits: a token bucket per client address and one per host (app), each
+// with the platform's defaults (PLATFORM_PROXY_IP_*, PLATFORM_PROXY_HOST_*). Separate from the
+// API's limits. Memory stays bounded however many addresses appear: the buckets forget the least
+// recently used past their capacity (src/http/rate-limit.ts), and a forgotten bucket is a full one.
+// A refusal carries Retry-After and the RateLimit-Policy / RateLimit fields of
+// draft-ietf-httpapi-ratelimit-headers-10.
+import type { RateLimit } from "../config";
+import { TokenBuckets } from "../http/rate-limit";
+import { parseAddress } from "../http/trusted-proxies";
+
+export interface ProxyRateLimits {
+  perClient: RateLimit;
+  perHost: RateLimit;
+}
+
+/** Which limit refused a request, and for how long. */
+export interface Refusal {
+  policy: "client" | "host";
+  limit: RateLimit;
+  retryAfterSeconds: number;
+}
+
+const IPV6_SUBNET_BITS = 64n;
+
+/**
+ * The key a client's bucket is kept under: its IPv4 address, or its IPv6 /64 (one subscriber
+ * usually holds a whole /64, so keying single IPv6 addresses would let one client have 2^64 buckets).
+ */
+export function clientKey(address: string | null): string {
+  if (!address) return "unknown";
+  const parsed = parseAddress(address);
+  if (!parsed) return address;
+  if (parsed.family === 4) return address.includes(":") ? `v4:${parsed.value}` : address;
+  return `v6:${(parsed.value >> IPV6_SUBNET_BITS).toString(16)}/64`;
+}
+
+export class ProxyRateLimiter {
+  private readonly clients: TokenBuckets;
+  private readonly hosts: TokenBuckets;
+
+  constructor(
+    readonly limits: ProxyRateLimits,
+    capacity?: number,
+  ) {
+    this.clients = new TokenBuckets(limits.perClient, capacity);
+    this.hosts = new TokenBuckets(limits.perHost, capacity);
+  }
+
+  /** Buckets held, for the memory bound. */
+  get size(): number {
+    return this.clients.size + this.hosts.size;
+  }
+
+  /**
+   * Counts one request of a client to a host; a refusal says which limit refused it. The host's
+   * bucket is only charged when the client's let the request through, so one client over its own
+   * limit cannot spend the host's tokens for everyone else.
+   */
+  admit(host: string, clientAddress: string | null, now = Date.now()): Refusal | null {
+    const client = this.clients.take(`${host} ${clientKey(clientAddress)}`, now);
+    if (!client.allowed) return { policy: "client", limit: this.limits.perClient, retryAfterSeconds: client.retryAfterSeconds };
+    const hostResult = this.hosts.take(host, now);
+    if (!hostResult.allowed) return { policy: "host", limit: this.limits.perHost, retryAfterSeconds: hostResult.retryAfterSeconds };
+    return null;
+  }
+}
+
+/**
+ * The fields of a refusal (draft-ietf-httpapi-ratelimit-headers-10): the policy as a quota `q`
+ * over a window `w` (seconds for an empty bucket to fill again), and the current state: `r`
+ * requests remaining (none), `t` seconds until one is.
+ */
+export function refusalHeaders(refusal: Refusal): Record<string, string> {
+  const { burst, refillPerSecond } = refusal.limit;
+  const window = refillPerSecond > 0 ? Math.max(1, Math.ceil(burst / refillPerSecond)) : 3600;
+  return {
+    "retry-after": String(refusal.retryAfterSeconds),
+    "ratelimit-policy": `"${refusal.policy}";q=${burst};w=${window}`,
+    ratelimit: `"${refusal.policy}";r=0;t=${refusal.retryAfterSeconds}`,
+  };
+}
