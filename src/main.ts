@@ -25,6 +25,8 @@ Settings are PLATFORM_* environment variables; see README.md.`;
 
 /** How long a shutdown waits for deletions in progress. */
 const SHUTDOWN_GRACE_MS = 15_000;
+/** How long requests in flight through the public proxy may take to finish at shutdown. */
+const PROXY_DRAIN_MS = 10_000;
 
 function serve() {
   const config = loadConfig();
@@ -57,12 +59,14 @@ function serve() {
   }
   const shutdown = async (signal: string) => {
     console.log(`${signal} received, shutting down`);
+    // The proxy takes no new connection from now on; requests in flight may finish, within reason.
+    const proxyDrained = Promise.race([proxy.stop(), Bun.sleep(PROXY_DRAIN_MS)]);
     ctx.reconciler.stop();
     housekeeping.stop();
     stopWatchingLoop();
     // A DELETE answers before its containers are gone: let those removals finish, within reason.
-    await Promise.race([ctx.apps.deletionsDone(), Bun.sleep(SHUTDOWN_GRACE_MS)]);
-    proxy.stop();
+    await Promise.all([Promise.race([ctx.apps.deletionsDone(), Bun.sleep(SHUTDOWN_GRACE_MS)]), proxyDrained]);
+    await proxy.stop(true);
     await server.stop();
     db.$client.close();
     process.exit(0);

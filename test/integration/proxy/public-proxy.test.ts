@@ -12,6 +12,7 @@ const HEADERS_APP = appZip({
     'const http = require("http");',
     "const server = http.createServer((req, res) => {",
     '  if (req.url === "/stop-listening") { res.end("bye", () => { server.close(); server.closeAllConnections(); }); setInterval(() => {}, 1000); return; }',
+    '  if (req.url === "/slow") { setTimeout(() => res.end("slow done"), 1500); return; }',
     '  res.setHeader("content-type", "application/json");',
     '  res.setHeader("x-app-hop", "kept");',
     '  res.setHeader("connection", "x-app-hop-named, keep-alive");',
@@ -175,4 +176,28 @@ describe("rate limits", () => {
     expect(refused.status).toBe(429);
     expect(refused.headers.get("ratelimit-policy")).toStartWith('"host";q=8;');
   });
+});
+
+describe("graceful stop", () => {
+  test("on SIGTERM the proxy takes no new connection, and a request in flight still gets its answer", async () => {
+    const server = await TestServer.start();
+    const key = (await server.createKey("drain")).key;
+    const app = await deployEcho(server, key, "draining");
+    const inFlight = viaProxy(server, app.subdomain, "/slow");
+    await Bun.sleep(300);
+    const stopped = server.stop("SIGTERM");
+    await Bun.sleep(300);
+    const late = await viaProxy(server, app.subdomain).then(
+      (response) => `answered ${response.status}`,
+      () => "refused",
+    );
+    expect(late).toBe("refused");
+    const answer = await inFlight;
+    expect(answer.status).toBe(200);
+    expect(await answer.text()).toBe("slow done");
+    await stopped;
+    await server.boot();
+    await deleteAllApps(server, key);
+    await server.stop();
+  }, 120_000);
 });
