@@ -2,7 +2,7 @@
 // serving container, rate limited per client address and per app (./rate-limit.ts). Bodies
 // stream both ways; the app sees the client in X-Forwarded-* (./forwarding.ts). What the proxy
 // answers itself (no such app, app not running, app not answering, too many requests) is a
-// small page with a stable code (./pages.ts).
+// small page with a stable code (./pages.ts). WebSockets are proxied too (./websocket.ts).
 import type { Server } from "bun";
 import type { Config } from "../config";
 import { requestSourceOf } from "../http/request-source";
@@ -11,6 +11,7 @@ import { subdomainOf, type ProxyRoutes } from "./routes";
 import { proxyErrorResponse } from "./pages";
 import { ProxyRateLimiter, refusalHeaders } from "./rate-limit";
 import { requestIdOf, upstreamRequestHeaders, withoutHopByHop } from "./forwarding";
+import { isWebSocketUpgrade, proxiedWebSocketHandlers, upgradeToUpstream, type ProxiedSocketData } from "./websocket";
 
 export interface ProxyOptions {
   hostname: string;
@@ -23,11 +24,12 @@ export interface ProxyOptions {
 /** How long a client is told to wait before asking a stopped app again. */
 const NOT_RUNNING_RETRY_SECONDS = 30;
 
-export function startProxy(options: ProxyOptions): Server<undefined> {
+export function startProxy(options: ProxyOptions): Server<ProxiedSocketData> {
   const limiter = new ProxyRateLimiter(options.config.proxyRateLimits);
-  return Bun.serve({
+  return Bun.serve<ProxiedSocketData>({
     hostname: options.hostname,
     port: options.port,
+    websocket: proxiedWebSocketHandlers,
     async fetch(request, server) {
       const accept = request.headers.get("accept");
       const subdomain = subdomainOf(request.headers.get("host"), options.domain);
@@ -49,18 +51,21 @@ export function startProxy(options: ProxyOptions): Server<undefined> {
 
       const trustedPeer = inAnyRange(options.config.trustedProxies, source.peerAddress);
       const requestId = requestIdOf(request);
+      const headers = upstreamRequestHeaders(request, source, trustedPeer, server.port ?? options.port, requestId);
+      // A WebSocket counts once against the limits, at its upgrade.
+      if (isWebSocketUpgrade(request)) return upgradeToUpstream(server, request, upstream, headers);
       const url = new URL(request.url);
       try {
         const response = await fetch(`http://${upstream.host}:${upstream.port}${url.pathname}${url.search}`, {
           method: request.method,
-          headers: upstreamRequestHeaders(request, source, trustedPeer, server.port ?? options.port, requestId),
+          headers,
           body: request.body,
           redirect: "manual",
           decompress: false,
         } as RequestInit);
-        const headers = withoutHopByHop(response.headers);
-        headers.set("x-request-id", requestId);
-        return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+        const answerHeaders = withoutHopByHop(response.headers);
+        answerHeaders.set("x-request-id", requestId);
+        return new Response(response.body, { status: response.status, statusText: response.statusText, headers: answerHeaders });
       } catch {
         return proxyErrorResponse(502, "APP_NOT_ANSWERING", "The app published at this address did not answer.", accept, { "x-request-id": requestId });
       }

@@ -130,6 +130,45 @@ describe("routing, errors and forwarded headers", () => {
   }, 120_000);
 });
 
+describe("WebSockets", () => {
+  test("a WebSocket to a deployed app echoes through the proxy, and the app's close code reaches the client", async () => {
+    const server = await TestServer.start();
+    const key = (await server.createKey("ws")).key;
+    const deployed = await deployZip(
+      server,
+      key,
+      { name: "sockets", runtime: "bun", memoryMB: "128" },
+      appZip({
+        "package.json": JSON.stringify({ name: "sockets", scripts: { start: "bun index.ts" } }),
+        "index.ts":
+          "Bun.serve({ port: Number(process.env.PORT), fetch(req, server) { return server.upgrade(req) ? undefined : new Response('http'); },\n" +
+          "  websocket: { message(ws, message) { if (message === 'close') ws.close(4001, 'asked to'); else ws.send(message); } } });\n",
+      }),
+    );
+    expect(deployed.status).toBe(202);
+    const app = await waitForStatus(server, key, deployed.body.app.id, ["running", "failed"]);
+    expect(app.status).toBe("running");
+    try {
+      const socket = new WebSocket(`ws://127.0.0.1:${server.proxyPort}/`, { headers: { host: `${app.subdomain}.localhost` } } as never);
+      const received: string[] = [];
+      const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.addEventListener("close", (event) => resolve({ code: event.code, reason: event.reason })));
+      await new Promise((resolve, reject) => {
+        socket.addEventListener("open", resolve);
+        socket.addEventListener("error", reject);
+      });
+      socket.addEventListener("message", (event) => received.push(String(event.data)));
+      socket.send("hello");
+      for (const deadline = Date.now() + 5000; received.length === 0 && Date.now() < deadline; ) await Bun.sleep(20);
+      expect(received).toEqual(["hello"]);
+      socket.send("close");
+      expect(await closed).toEqual({ code: 4001, reason: "asked to" });
+    } finally {
+      await deleteAllApps(server, key);
+      await server.stop();
+    }
+  }, 120_000);
+});
+
 describe("rate limits", () => {
   let server: TestServer;
   let key: string;
