@@ -33,7 +33,7 @@ function serve() {
   const db = openDatabase(config.databaseFile);
   const ctx = createServerContext(config, db);
   const server = createServer(ctx).listen({ hostname: config.host, port: config.port });
-  const proxy = startProxy({ hostname: config.host, port: config.proxyPort, domain: config.domain, routes: ctx.proxyRoutes, config });
+  const proxy = startProxy({ hostname: config.host, port: config.proxyPort, domain: config.domain, routes: ctx.proxyRoutes, traffic: ctx.traffic, config });
   // Watched from here: building the routes above blocks the loop too, but before anyone can wait on it.
   const stopWatchingLoop = config.eventLoopWarnMs > 0 ? watchEventLoop(config.eventLoopWarnMs, (stall) => console.warn(describeStall(stall))) : () => {};
   ctx.apps.proxyPort = proxy.port!;

@@ -6,7 +6,7 @@ import { mayReadSecrets } from "../http/permissions";
 import { ok } from "../http/envelope";
 import { withHeartbeat } from "../http/streams";
 import { alsoAs, json, media, multipartBody, ref, responses, LIST_META } from "../http/responses";
-import { AppSchema, BuildSchema, EnvVariableSchema, APP_STATUSES, RESTARTING_FIELDS, appIdParams, deployForm, inspectForm, buildLogQuery, buildParams, envBody, logsQuery, settingsBody } from "./model";
+import { AppSchema, AppTrafficSchema, BuildSchema, EnvVariableSchema, APP_STATUSES, RESTARTING_FIELDS, appIdParams, deployForm, inspectForm, buildLogQuery, buildParams, envBody, logsQuery, settingsBody } from "./model";
 
 const STATUS_TEXT = Object.entries(APP_STATUSES)
   .map(([status, meaning]) => `\`${status}\`: ${meaning}`)
@@ -214,6 +214,25 @@ export function appsRoutes(ctx: ServerContext) {
             "RFC 3339 time when `timestamps=true`. With `follow=true` the answer is text/plain instead: those lines, then every " +
             "new line as the app writes it, until the client disconnects; after 15 s without output an empty line is sent " +
             "as a heartbeat, so neither the server nor a proxy closes a quiet stream.",
+        },
+      },
+    )
+    .get(
+      "/:appId/traffic",
+      ({ principal, params }) => {
+        const { subdomain } = service.get(principal.workspaceId, params.appId);
+        return ok({ traffic: { last5Minutes: ctx.traffic.window(subdomain, 5), lastHour: ctx.traffic.window(subdomain, 60) } });
+      },
+      {
+        auth: true,
+        params: appIdParams,
+        detail: {
+          operationId: "getAppTraffic",
+          responses: responses({ 200: json("The app's traffic", { traffic: ref(AppTrafficSchema) }) }, "NOT_FOUND"),
+          summary: "Traffic through the public proxy",
+          description:
+            "`traffic.last5Minutes` and `traffic.lastHour`: requests by status class, 429s, bytes in and out, and p50/p99 upstream " +
+            "latency, as the public proxy counted them for the app's subdomain.",
         },
       },
     )

@@ -156,4 +156,28 @@ export const EnvVariableSchema = resource(
   "An environment variable an app's source reads.",
 );
 
-export const APP_RESOURCES = [AppSchema, BuildSchema, EnvReferenceSchema, EnvVariableSchema];
+
+const count = (description: string) => t.Integer({ minimum: 0, description });
+
+export const TrafficWindowSchema = resource(
+  "TrafficWindow",
+  {
+    requests: count("Requests the proxy answered for the app, refused ones included"),
+    byStatusClass: t.Object({ "1xx": count(""), "2xx": count(""), "3xx": count(""), "4xx": count(""), "5xx": count("") }, { description: "Requests by the class of their answer's status" }),
+    rateLimited: count("Requests the proxy refused with 429"),
+    bytesIn: count("Request bodies, where a Content-Length gave their size"),
+    bytesOut: count("Answer bodies, where a Content-Length gave their size"),
+    upstreamLatencyMs: t.Nullable(
+      t.Object({ p50: t.Number(), p99: t.Number() }, { description: "From sending a request to the app to its answer's head: the upper bound of the histogram bucket each percentile falls in" }),
+    ),
+  },
+  "What the public proxy counted for an app over a window of time.",
+);
+
+export const AppTrafficSchema = resource(
+  "AppTraffic",
+  { last5Minutes: ref(TrafficWindowSchema), lastHour: ref(TrafficWindowSchema) },
+  "An app's traffic through the public proxy, counted in one-minute slots, in memory: it starts afresh after a restart of the platform or a change of subdomain.",
+);
+
+export const APP_RESOURCES = [AppSchema, BuildSchema, EnvReferenceSchema, EnvVariableSchema, TrafficWindowSchema, AppTrafficSchema];

@@ -8,6 +8,7 @@ import { Machines } from "../machines/service";
 import { Reconciler } from "../machines/reconciler";
 import { openSecretBox, type SecretBox } from "../crypto/secrets";
 import { ProxyRoutes } from "../proxy/routes";
+import { TrafficRecorder } from "../proxy/traffic";
 import { AppsService } from "../apps/service";
 import { AppStorage } from "../apps/sources";
 import { BuildLogs } from "../apps/build-logs";
@@ -30,6 +31,8 @@ export interface ServerContext {
   reconciler: Reconciler;
   secrets: SecretBox;
   proxyRoutes: ProxyRoutes;
+  /** What the public proxy counted per app, for GET /api/apps/{appId}/traffic. */
+  traffic: TrafficRecorder;
   /** Where apps' sources and build logs live under the data dir. */
   storage: AppStorage;
   apps: AppsService;
@@ -64,6 +67,7 @@ export function createServerContext(config: Config, db: PlatformDb): ServerConte
     reconciler,
     secrets,
     proxyRoutes,
+    traffic: new TrafficRecorder(),
     storage,
     apps,
   };

@@ -11,6 +11,7 @@ import { subdomainOf, type ProxyRoutes } from "./routes";
 import { proxyErrorResponse } from "./pages";
 import { ProxyRateLimiter, refusalHeaders } from "./rate-limit";
 import { requestIdOf, upstreamRequestHeaders, withoutHopByHop } from "./forwarding";
+import type { TrafficRecorder } from "./traffic";
 import { isWebSocketUpgrade, proxiedWebSocketHandlers, upgradeToUpstream, type ProxiedSocketData } from "./websocket";
 
 export interface ProxyOptions {
@@ -18,6 +19,7 @@ export interface ProxyOptions {
   port: number;
   domain: string;
   routes: ProxyRoutes;
+  traffic: TrafficRecorder;
   config: Pick<Config, "trustedProxies" | "proxyRateLimits">;
 }
 
@@ -46,6 +48,7 @@ export function startProxy(options: ProxyOptions): Server<ProxiedSocketData> {
       const source = requestSourceOf(options.config, server, request);
       const refusal = limiter.admit(subdomain!, source.clientAddress);
       if (refusal) {
+        options.traffic.record(subdomain!, { status: 429, bytesIn: 0, bytesOut: 0, upstreamMs: null });
         return proxyErrorResponse(429, "RATE_LIMITED", `Too many requests: try again in ${refusal.retryAfterSeconds} s.`, accept, refusalHeaders(refusal));
       }
 
@@ -55,6 +58,8 @@ export function startProxy(options: ProxyOptions): Server<ProxiedSocketData> {
       // A WebSocket counts once against the limits, at its upgrade.
       if (isWebSocketUpgrade(request)) return upgradeToUpstream(server, request, upstream, headers);
       const url = new URL(request.url);
+      const bytesIn = Number(request.headers.get("content-length")) || 0;
+      const sentAt = performance.now();
       try {
         const response = await fetch(`http://${upstream.host}:${upstream.port}${url.pathname}${url.search}`, {
           method: request.method,
@@ -63,10 +68,17 @@ export function startProxy(options: ProxyOptions): Server<ProxiedSocketData> {
           redirect: "manual",
           decompress: false,
         } as RequestInit);
+        options.traffic.record(subdomain!, {
+          status: response.status,
+          bytesIn,
+          bytesOut: Number(response.headers.get("content-length")) || 0,
+          upstreamMs: performance.now() - sentAt,
+        });
         const answerHeaders = withoutHopByHop(response.headers);
         answerHeaders.set("x-request-id", requestId);
         return new Response(response.body, { status: response.status, statusText: response.statusText, headers: answerHeaders });
       } catch {
+        options.traffic.record(subdomain!, { status: 502, bytesIn, bytesOut: 0, upstreamMs: null });
         return proxyErrorResponse(502, "APP_NOT_ANSWERING", "The app published at this address did not answer.", accept, { "x-request-id": requestId });
       }
     },

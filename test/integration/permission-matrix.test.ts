@@ -56,6 +56,7 @@ const EXPECTED: Record<string, Role[]> = {
   "POST /api/apps/:appId/restart": OPERATORS,
   "DELETE /api/apps/:appId": OPERATORS,
   "GET /api/apps/:appId/logs": EVERYONE,
+  "GET /api/apps/:appId/traffic": EVERYONE,
   "GET /api/apps/:appId/env": EVERYONE,
   "PUT /api/apps/:appId/env": OPERATORS,
   "PUT /api/apps/:appId/settings": OPERATORS,

@@ -215,6 +215,19 @@ describe("rate limits", () => {
     expect(refused.status).toBe(429);
     expect(refused.headers.get("ratelimit-policy")).toStartWith('"host";q=8;');
   });
+
+  test("GET /api/apps/{appId}/traffic counts what went through, refusals included", async () => {
+    const { status, body } = await server.request("GET", `/api/apps/${app.id}/traffic`, { key });
+    expect(status).toBe(200);
+    const { last5Minutes, lastHour } = body.traffic;
+    expect(last5Minutes.byStatusClass["2xx"]).toBeGreaterThanOrEqual(5);
+    expect(last5Minutes.rateLimited).toBeGreaterThanOrEqual(2);
+    expect(last5Minutes.byStatusClass["4xx"]).toBe(last5Minutes.rateLimited);
+    expect(last5Minutes.requests).toBe(last5Minutes.byStatusClass["2xx"] + last5Minutes.byStatusClass["4xx"]);
+    expect(last5Minutes.upstreamLatencyMs.p99).toBeGreaterThanOrEqual(last5Minutes.upstreamLatencyMs.p50);
+    expect(last5Minutes.bytesOut).toBeGreaterThan(0);
+    expect(lastHour.requests).toBeGreaterThanOrEqual(last5Minutes.requests);
+  });
 });
 
 describe("graceful stop", () => {
