@@ -70,7 +70,7 @@ describe("a status is a promise", () => {
     expect(stopped.body.app.status).toBe("stopping");
     expect((await waitForStatus(server, key, app.id, ["stopped"], 30_000)).status).toBe("stopped");
     expect(await containers(app.id)).toEqual([]); // the preempted release's container is gone too
-    expect((await viaProxy(server, app.subdomain)).status).toBe(404);
+    expect((await viaProxy(server, app.subdomain)).status).toBe(503); // a stopped app is "not running", not "no such app"
 
     const started = await call("POST", "/start");
     expect(started.status).toBe(202);

@@ -207,7 +207,7 @@ describe("app lifecycle", () => {
     await waitForStatus(server, key, app.id, ["stopped"], 30_000);
     // The app has no SIGTERM handler; the init process still ends it at once (no 10 s kill timeout).
     expect(performance.now() - stopStarted).toBeLessThan(5_000);
-    expect((await viaProxy(server, app.subdomain)).status).toBe(404);
+    expect((await viaProxy(server, app.subdomain)).status).toBe(503); // a stopped app is "not running", not "no such app"
     const started = await server.request("POST", `/api/apps/${app.id}/start`, { key });
     expect(started.status).toBe(202);
     expect(started.body.app.status).toBe("starting");

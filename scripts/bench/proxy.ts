@@ -1,0 +1,304 @@
+// Public proxy throughput benchmark, on the compiled binary and the real local Docker engine with
+// the stand-in images (the same ones test/setup.ts selects). One bun app answering 1 KiB is
+// deployed through the API; then wrk (-t2, 10 s, --latency) at 64 and 256 connections measures:
+//   direct  wrk -> the app's container (its address on the workspace network)
+//   nginx   wrk -> nginx (1 worker, upstream keepalive pool) on a loopback port -> the container
+//   ours    wrk -> the platform's public proxy with `Host: <subdomain>.localhost` -> the container
+// and prints req/s, p99, ours/nginx, and the platform process's VmRSS before and after its runs.
+// Targets: ours >= 1.0x nginx req/s at both counts, p99 no worse than nginx, RSS growth < 30 MB.
+//
+//   bun scripts/bench/proxy.ts [--rebuild] [--compare[=fetch,node-http,socket-pool,fetch:BUN_CONFIG_MAX_HTTP_REQUESTS=1024]]
+//
+// --compare also runs scripts/bench/forwarder.ts (a bare Bun.serve on createForwarder of
+// src/proxy/upstream.ts) once per strategy, to compare forwarding strategies without the platform.
+// wrk and nginx-light are installed with apt-get when missing (reused when present).
+//
+// The proxy's rate limits (PLATFORM_PROXY_*) are set out of reach for the run. BENCH_BINARY=path
+// benchmarks another build of the platform instead of ./platform (not rebuilt).
+// Settings: BENCH_DURATION (wrk -d, default 10s), BENCH_CONNECTIONS (default 64,256),
+// BENCH_NGINX_KEEPALIVE (nginx upstream keepalive pool, default 256).
+// Traffic goes only to 127.0.0.1 and the bench's own container; the app is deleted through the
+// API, nginx and the forwarders stopped, the server stopped and temp dirs removed at the end.
+import { writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { join, resolve } from "node:path";
+import type { Subprocess } from "bun";
+import { strToU8, zipSync } from "fflate";
+import { useStandInImages } from "../../test/helpers/stand-ins";
+import { removeTempDirs, tempDir } from "../../test/helpers/temp";
+import { TestServer } from "../../test/helpers/server";
+import { ensureBinary, residentMegabytes, startBinary } from "./binary";
+
+useStandInImages();
+
+const DURATION = process.env.BENCH_DURATION ?? "10s";
+const CONNECTIONS = (process.env.BENCH_CONNECTIONS ?? "64,256").split(",").map(Number);
+const NGINX_KEEPALIVE = Number(process.env.BENCH_NGINX_KEEPALIVE ?? 256);
+const RSS_TARGET_MB = 30;
+const DEPLOY_TIMEOUT_MS = 180_000;
+const compareArg = process.argv.find((arg) => arg.startsWith("--compare"));
+const STRATEGIES = compareArg ? (compareArg.includes("=") ? compareArg.slice(compareArg.indexOf("=") + 1) : "fetch,node-http,socket-pool").split(",") : [];
+
+interface WrkResult {
+  requestsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  errors: string;
+}
+
+function ensureTools() {
+  const missing = ["wrk", "nginx"].filter((tool) => !Bun.which(tool, { PATH: `${process.env.PATH}:/usr/sbin:/sbin` }));
+  if (!missing.length) return;
+  console.log(`installing wrk and nginx-light with apt-get (missing: ${missing.join(", ")})...`);
+  const install = Bun.spawnSync(["apt-get", "install", "-y", "wrk", "nginx-light"], {
+    env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
+    stdout: "ignore",
+    stderr: "pipe",
+  });
+  if (install.exitCode !== 0) throw new Error(`apt-get install -y wrk nginx-light failed:\n${install.stderr.toString()}`);
+}
+
+const nginxBinary = () => Bun.which("nginx", { PATH: `${process.env.PATH}:/usr/sbin:/sbin` })!;
+
+/** A bun app answering 1 KiB to every request. */
+function bunApp(): Uint8Array<ArrayBuffer> {
+  return zipSync({
+    "package.json": strToU8(JSON.stringify({ name: "bench-proxy", scripts: { start: "bun index.ts" } })),
+    "index.ts": strToU8(
+      'const body = "x".repeat(1024);\n' +
+        'Bun.serve({ port: Number(process.env.PORT), fetch: () => new Response(body, { headers: { "content-type": "text/plain" } }) });\n',
+    ),
+  }) as Uint8Array<ArrayBuffer>;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const probe = createServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolvePort(port));
+    });
+  });
+}
+
+async function waitForHttp(url: string, headers: Record<string, string> = {}, timeoutMs = 20_000) {
+  const started = performance.now();
+  while (performance.now() - started < timeoutMs) {
+    const response = await fetch(url, { headers }).catch(() => null);
+    if (response) {
+      const text = await response.text();
+      if (response.status === 200 && text.length === 1024) return;
+    }
+    await Bun.sleep(50);
+  }
+  throw new Error(`${url} did not answer 200 with 1 KiB within ${timeoutMs / 1000} s`);
+}
+
+function toMs(value: string): number {
+  const match = /^([\d.]+)(us|ms|s|m)$/.exec(value.trim());
+  if (!match) return NaN;
+  const number = Number(match[1]);
+  return match[2] === "us" ? number / 1000 : match[2] === "ms" ? number : match[2] === "s" ? number * 1000 : number * 60_000;
+}
+
+async function wrk(url: string, connections: number, duration: string, host?: string): Promise<WrkResult> {
+  const args = ["wrk", "-t2", `-c${connections}`, `-d${duration}`, "--latency", ...(host ? ["-H", `Host: ${host}`] : []), url];
+  const child = Bun.spawn(args, { stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+  if (code !== 0) throw new Error(`${args.join(" ")} failed (${code}):\n${out}${err}`);
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN);
+  const p50 = toMs(/^\s+50%\s+(\S+)/m.exec(out)?.[1] ?? "");
+  const p99 = toMs(/^\s+99%\s+(\S+)/m.exec(out)?.[1] ?? "");
+  const errors = [/Socket errors:.*$/m.exec(out)?.[0], /Non-2xx or 3xx responses:.*$/m.exec(out)?.[0]].filter(Boolean).join("; ");
+  return { requestsPerSecond: rps, p50Ms: p50, p99Ms: p99, errors };
+}
+
+function nginxConfig(dir: string, port: number, upstream: string): string {
+  return `worker_processes 1;
+daemon off;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/client_body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  upstream app {
+    server ${upstream};
+    keepalive ${NGINX_KEEPALIVE};
+  }
+  server {
+    listen 127.0.0.1:${port} reuseport backlog=4096;
+    location / {
+      proxy_pass http://app;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $host;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-Host $host;
+      proxy_set_header X-Forwarded-Proto $scheme;
+    }
+  }
+}
+`;
+}
+
+const fmt = (value: number, digits = 0) => (Number.isFinite(value) ? value.toFixed(digits) : "n/a");
+
+async function main() {
+  ensureTools();
+  if (!process.env.BENCH_BINARY) await ensureBinary();
+  let server: TestServer | undefined;
+  let key = "";
+  const appIds = new Set<string>();
+  const children: Subprocess[] = [];
+  const api = (method: string, path: string, body?: FormData) => server!.request(method, path, { key, body });
+
+  let cleanedUp = false;
+  const cleanUp = async () => {
+    if (cleanedUp) return;
+    cleanedUp = true;
+    for (const child of children) {
+      child.kill("SIGTERM");
+      await child.exited;
+    }
+    if (server?.process) {
+      for (const appId of appIds) await api("DELETE", `/api/apps/${appId}`).catch(() => {});
+      await server.stop();
+    }
+    removeTempDirs();
+  };
+  process.on("SIGINT", () => void cleanUp().then(() => process.exit(130)));
+
+  try {
+    // The proxy's rate limits would answer most of the load with 429: they are set out of reach
+    // (their bookkeeping still runs on every request).
+    const unlimited = { PLATFORM_PROXY_IP_BURST: "1000000000", PLATFORM_PROXY_IP_RPS: "1000000000", PLATFORM_PROXY_HOST_BURST: "1000000000", PLATFORM_PROXY_HOST_RPS: "1000000000" };
+    if (process.env.BENCH_BINARY) {
+      // Another build of the platform (e.g. a copy of the tree with a change under test).
+      process.env.PLATFORM_TEST_BINARY = resolve(process.env.BENCH_BINARY);
+      server = await TestServer.start({ PLATFORM_EGRESS_FIREWALL: "off", ...unlimited });
+    } else server = await startBinary(unlimited);
+    key = (await server.createKey("bench")).key;
+    const pid = server.process!.pid;
+
+    // ---- the upstream app ----
+    const form = new FormData();
+    form.set("name", `bench-proxy-${Date.now().toString(36)}`);
+    form.set("runtime", "bun");
+    form.set("memoryMB", "256");
+    form.set("file", new File([bunApp()], "app.zip", { type: "application/zip" }));
+    const deployed = await api("POST", "/api/apps/deploy", form);
+    if (deployed.status !== 202) throw new Error(`deploy answered ${deployed.status}: ${JSON.stringify(deployed.body)}`);
+    const appId: string = deployed.body.app.id;
+    const subdomain: string = deployed.body.app.subdomain;
+    appIds.add(appId);
+    const started = performance.now();
+    let app: any;
+    for (;;) {
+      app = (await api("GET", `/api/apps/${appId}`)).body.app;
+      if (app.status === "running") break;
+      if (app.status === "failed") throw new Error(`the app failed: ${app.statusReason}`);
+      if (performance.now() - started > DEPLOY_TIMEOUT_MS) throw new Error("the app did not start in time");
+      await Bun.sleep(200);
+    }
+    const containerId = Bun.spawnSync(["docker", "ps", "-q", "--filter", `label=platform.app=${appId}`]).stdout.toString().trim().split("\n")[0];
+    if (!containerId) throw new Error(`no running container of app ${appId}`);
+    const inspected = Bun.spawnSync(["docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}", containerId]);
+    const containerIp = inspected.stdout.toString().trim().split(/\s+/)[0];
+    if (!containerIp) throw new Error(`no address for container ${containerId}: ${inspected.stderr.toString()}`);
+    const upstream = `${containerIp}:${app.servingPort}`;
+    const proxyHost = `${subdomain}.localhost`;
+    const proxyUrl = `http://127.0.0.1:${server.proxyPort}/`;
+    await waitForHttp(`http://${upstream}/`);
+    await waitForHttp(proxyUrl, { host: proxyHost });
+
+    // ---- nginx ----
+    const nginxDir = tempDir("platform-bench-nginx-");
+    const nginxPort = await freePort();
+    writeFileSync(join(nginxDir, "nginx.conf"), nginxConfig(nginxDir, nginxPort, upstream));
+    const nginx = Bun.spawn([nginxBinary(), "-p", nginxDir, "-c", join(nginxDir, "nginx.conf")], { stdout: "ignore", stderr: "pipe" });
+    children.push(nginx);
+    await waitForHttp(`http://127.0.0.1:${nginxPort}/`);
+
+    // ---- stand-alone forwarders (--compare) ----
+    const forwarders: { name: string; url: string }[] = [];
+    for (const spec of STRATEGIES) {
+      // `strategy` or `strategy:NAME=VALUE` (an environment variable for that forwarder, e.g. a Bun knob).
+      const [strategy, setting] = spec.split(":");
+      const extraEnv = setting ? { [setting.split("=")[0]!]: setting.split("=")[1] ?? "" } : {};
+      const port = await freePort();
+      const child = Bun.spawn([process.execPath, resolve(import.meta.dir, "forwarder.ts")], {
+        env: { ...process.env, ...extraEnv, FORWARDER_PORT: String(port), FORWARDER_UPSTREAM: upstream, FORWARDER_STRATEGY: strategy! },
+        stdout: "ignore",
+        stderr: "inherit",
+      });
+      children.push(child);
+      await waitForHttp(`http://127.0.0.1:${port}/`);
+      forwarders.push({ name: `fwd:${spec}`, url: `http://127.0.0.1:${port}/` });
+    }
+
+    console.log(`\nupstream ${upstream} (bun app, 1 KiB answers); nginx 1 worker, keepalive ${NGINX_KEEPALIVE}; wrk -t2 -d${DURATION} --latency`);
+    const targets: { name: string; url: string; host?: string }[] = [
+      { name: "direct", url: `http://${upstream}/` },
+      { name: "nginx", url: `http://127.0.0.1:${nginxPort}/` },
+      ...forwarders,
+      { name: "ours", url: proxyUrl, host: proxyHost },
+    ];
+    // A short warm-up of each target (JIT, connection pools), not counted.
+    for (const target of targets) await wrk(target.url, CONNECTIONS[0]!, "2s", target.host);
+
+    const rssBefore = residentMegabytes(pid);
+    let rssPeak = rssBefore;
+    const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, residentMegabytes(pid))), 200);
+    const results = new Map<string, WrkResult>();
+    try {
+      for (const connections of CONNECTIONS) {
+        for (const target of targets) {
+          const result = await wrk(target.url, connections, DURATION, target.host);
+          results.set(`${target.name}@${connections}`, result);
+        }
+      }
+    } finally {
+      clearInterval(sampler);
+    }
+    const rssAfter = residentMegabytes(pid);
+
+    console.log(`\n| target | conns | req/s | p50 ms | p99 ms | vs nginx req/s | errors |`);
+    console.log(`|---|---|---|---|---|---|---|`);
+    for (const connections of CONNECTIONS) {
+      const nginxResult = results.get(`nginx@${connections}`)!;
+      for (const target of targets) {
+        const result = results.get(`${target.name}@${connections}`)!;
+        const versus = target.name === "nginx" ? "1.00x" : `${(result.requestsPerSecond / nginxResult.requestsPerSecond).toFixed(2)}x`;
+        console.log(`| ${target.name} | ${connections} | ${fmt(result.requestsPerSecond)} | ${fmt(result.p50Ms, 2)} | ${fmt(result.p99Ms, 2)} | ${versus} | ${result.errors || "-"} |`);
+      }
+    }
+    console.log("");
+    for (const connections of CONNECTIONS) {
+      const ours = results.get(`ours@${connections}`)!;
+      const nginxResult = results.get(`nginx@${connections}`)!;
+      const ratio = ours.requestsPerSecond / nginxResult.requestsPerSecond;
+      const verdict = ratio >= 1 && ours.p99Ms <= nginxResult.p99Ms ? "meets" : "misses";
+      const invalid = ours.errors || nginxResult.errors ? ` (NOT VALID: ${ours.errors || nginxResult.errors})` : "";
+      console.log(`ours/nginx at ${connections}: ${ratio.toFixed(2)}x req/s (target >= 1.00x), p99 ${fmt(ours.p99Ms, 2)} ms vs ${fmt(nginxResult.p99Ms, 2)} ms: ${verdict} the target${invalid}`);
+    }
+    console.log(
+      `platform RSS: ${rssBefore.toFixed(1)} MB before, ${rssAfter.toFixed(1)} MB at the end (peak ${rssPeak.toFixed(1)} MB): growth ${(rssAfter - rssBefore).toFixed(1)} MB (target < ${RSS_TARGET_MB} MB)`,
+    );
+  } catch (error) {
+    if (server) console.error(`last lines of the server's output:\n${server.output.split("\n").slice(-20).join("\n")}`);
+    throw error;
+  } finally {
+    await cleanUp();
+  }
+}
+
+await main().catch((error) => {
+  console.error(error instanceof Error ? error.message : error);
+  process.exitCode = 1;
+});
