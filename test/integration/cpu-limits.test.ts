@@ -12,15 +12,16 @@ setDefaultTimeout(120_000);
 let server: TestServer;
 let key: string;
 
-function hostConfigOf(container: string): { NanoCpus: number } {
+/** Null for a container removed since it was listed (the old one of a release retires). */
+function hostConfigOf(container: string): { NanoCpus: number } | null {
   const inspected = Bun.spawnSync(["docker", "inspect", container]);
-  return JSON.parse(inspected.stdout.toString())[0].HostConfig;
+  return inspected.exitCode === 0 ? JSON.parse(inspected.stdout.toString())[0].HostConfig : null;
 }
 
 /** NanoCpus of each running container of the app (two for a moment during a release). */
 function appNanoCpus(appId: string): number[] {
   const ids = Bun.spawnSync(["docker", "ps", "-q", "--filter", `label=platform.app=${appId}`]).stdout.toString().split("\n").filter(Boolean);
-  return ids.map((id) => hostConfigOf(id).NanoCpus);
+  return ids.flatMap((id) => hostConfigOf(id)?.NanoCpus ?? []);
 }
 
 beforeAll(async () => {
@@ -70,20 +71,20 @@ describe("CPU limits", () => {
     await waitForDatabase(server, key, database.id, ["running"]);
     const container = `platform-db-${database.id}`;
     const idBefore = Bun.spawnSync(["docker", "inspect", "-f", "{{.Id}}", container]).stdout.toString().trim();
-    expect(hostConfigOf(container).NanoCpus).toBe(500_000_000);
+    expect(hostConfigOf(container)?.NanoCpus).toBe(500_000_000);
     const changed = await server.request("PATCH", `/api/databases/${database.id}/settings`, { key, body: { cpus: 2 } });
     expect(changed.status).toBe(200);
     expect((await waitForOperation(server, key, database.id, changed.body.operationId)).status).toBe("succeeded");
     expect(changed.body.database.cpus).toBe(2);
-    expect(hostConfigOf(container).NanoCpus).toBe(2_000_000_000);
+    expect(hostConfigOf(container)?.NanoCpus).toBe(2_000_000_000);
     // More CPUs than the machine has means all of them (the engine would refuse the number itself).
     const engineCpus = Number(Bun.spawnSync(["docker", "info", "-f", "{{.NCPU}}"]).stdout.toString().trim());
     const all = await server.request("PATCH", `/api/databases/${database.id}/settings`, { key, body: { cpus: 16 } });
     expect(all.status).toBe(200);
-    expect(hostConfigOf(container).NanoCpus).toBe(Math.min(16, engineCpus) * 1e9);
+    expect(hostConfigOf(container)?.NanoCpus).toBe(Math.min(16, engineCpus) * 1e9);
     const back = await server.request("PATCH", `/api/databases/${database.id}/settings`, { key, body: { cpus: null } });
     expect(back.body.database.cpus).toBe(0.75);
-    expect(hostConfigOf(container).NanoCpus).toBe(750_000_000);
+    expect(hostConfigOf(container)?.NanoCpus).toBe(750_000_000);
     expect(Bun.spawnSync(["docker", "inspect", "-f", "{{.Id}}", container]).stdout.toString().trim()).toBe(idBefore);
   });
 });
