@@ -5,7 +5,7 @@
 // (PLATFORM_TRUSTED_PROXIES), whose chain is kept and extended.
 import type { RequestSource } from "../http/request-source";
 
-const HOP_BY_HOP = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer", "proxy-authenticate", "proxy-authorization"];
+export const HOP_BY_HOP = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer", "proxy-authenticate", "proxy-authorization"];
 const CLIENT_IDENTITY = ["x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-forwarded-port", "x-real-ip", "forwarded"];
 /** A client's own request id is kept when it is this tame (it ends up in the app's logs). */
 const REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;

@@ -10,7 +10,7 @@ import { inAnyRange } from "../http/trusted-proxies";
 import { subdomainOf, type ProxyRoutes } from "./routes";
 import { proxyErrorResponse } from "./pages";
 import { ProxyRateLimiter, refusalHeaders } from "./rate-limit";
-import { requestIdOf, upstreamRequestHeaders, withoutHopByHop } from "./forwarding";
+import { requestIdOf, upstreamRequestHeaders } from "./forwarding";
 import type { TrafficRecorder } from "./traffic";
 import { createForwarder } from "./upstream";
 import { isWebSocketUpgrade, proxiedWebSocketHandlers, upgradeToUpstream, type ProxiedSocketData } from "./websocket";
@@ -76,9 +76,9 @@ export function startProxy(options: ProxyOptions): Server<ProxiedSocketData> {
           bytesOut: Number(response.headers.get("content-length")) || 0,
           upstreamMs: performance.now() - sentAt,
         });
-        const answerHeaders = withoutHopByHop(response.headers);
-        answerHeaders.set("x-request-id", requestId);
-        return new Response(response.body, { status: response.status, statusText: response.statusText, headers: answerHeaders });
+        // The forwarder has dropped the answer's hop-by-hop headers already.
+        response.headers.set("x-request-id", requestId);
+        return response;
       } catch {
         options.traffic.record(subdomain!, { status: 502, bytesIn, bytesOut: 0, upstreamMs: null });
         return proxyErrorResponse(502, "APP_NOT_ANSWERING", "The app published at this address did not answer.", accept, { "x-request-id": requestId });

@@ -17,6 +17,7 @@ import { Readable } from "node:stream";
 import type { Upstream } from "./routes";
 
 export type { Upstream } from "./routes";
+import { HOP_BY_HOP as HOP_BY_HOP_HEADERS, withoutHopByHop } from "./forwarding";
 
 export interface ForwardRequest {
   method: string;
@@ -70,7 +71,7 @@ export class UpstreamProtocolError extends UpstreamUnavailable {
   }
 }
 
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer"]);
+const HOP_BY_HOP = new Set(HOP_BY_HOP_HEADERS);
 const METHOD = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const PATH = /^(\/[\x21-\x7e]*|\*)$/;
 
@@ -86,14 +87,6 @@ function checkRequestLine(request: ForwardRequest) {
   if (!PATH.test(request.pathAndQuery)) throw new TypeError(`invalid request target ${JSON.stringify(request.pathAndQuery)}`);
 }
 
-/** Response headers without hop-by-hop ones (and those the Connection header names). */
-function endToEnd(headers: Headers): Headers {
-  const named = (headers.get("connection") ?? "").toLowerCase().split(",").map((token) => token.trim()).filter(Boolean);
-  const out = new Headers(headers);
-  for (const name of HOP_BY_HOP) out.delete(name);
-  for (const name of named) out.delete(name);
-  return out;
-}
 
 // ---------------------------------------------------------------------------------------------
 // fetch: what the proxy did before (Bun's fetch and its connection pool).
@@ -119,7 +112,7 @@ class FetchForwarder implements Forwarder {
       if (signal?.aborted) throw error;
       throw new UpstreamUnavailable(`${upstream.host}:${upstream.port}: ${(error as Error)?.message ?? error}`, { cause: error });
     }
-    return new Response(response.body, { status: response.status, statusText: response.statusText, headers: endToEnd(response.headers) });
+    return new Response(response.body, { status: response.status, statusText: response.statusText, headers: withoutHopByHop(response.headers) });
   }
 
   close() {}
@@ -157,7 +150,7 @@ class NodeHttpForwarder implements Forwarder {
           new Response(bodyless ? null : (Readable.toWeb(incoming) as unknown as ReadableStream<Uint8Array>), {
             status: incoming.statusCode,
             statusText: incoming.statusMessage,
-            headers: endToEnd(responseHeaders),
+            headers: withoutHopByHop(responseHeaders),
           }),
         );
       });
