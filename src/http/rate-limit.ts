@@ -16,9 +16,15 @@ const PRUNE_ABOVE = 10_000;
 const PRUNE_INTERVAL_MS = 10_000;
 /**
  * The most buckets kept even when none is full (many addresses failing at once): past it the
- * least recently used is forgotten, which gives it a full bucket again. Bounds the memory.
+ * least recently used are forgotten, which gives them a full bucket again. Bounds the memory.
  */
 const MAX_BUCKETS = 100_000;
+/**
+ * ...a hundredth of the capacity at a time. Each iterator of Bun's Map walks past the entries
+ * deleted ahead of it until the map is rehashed, so forgetting one per take() made a flood of new
+ * addresses quadratic: a million took 76 s where this takes about 1.
+ */
+const FORGET_FRACTION = 100;
 
 export class TokenBuckets {
   /** In least recently used order: take() moves a bucket to the end. */
@@ -59,7 +65,7 @@ export class TokenBuckets {
     this.buckets.delete(id);
     this.buckets.set(id, bucket);
     if (this.buckets.size > PRUNE_ABOVE && now - this.prunedAt >= PRUNE_INTERVAL_MS) this.pruneFull(now);
-    if (this.buckets.size > this.capacity) this.buckets.delete(this.buckets.keys().next().value!);
+    if (this.buckets.size > this.capacity) this.forgetLeastRecentlyUsed();
     return allowed ? { allowed: true } : { allowed: false, retryAfterSeconds: this.retryAfter(bucket) };
   }
 
@@ -73,6 +79,14 @@ export class TokenBuckets {
     const refilled = this.refilled(id, now);
     refilled.tokens = Math.min(this.limit.burst, refilled.tokens + 1);
     this.buckets.set(id, refilled);
+  }
+
+  private forgetLeastRecentlyUsed() {
+    let count = Math.ceil(this.capacity / FORGET_FRACTION);
+    for (const id of this.buckets.keys()) {
+      this.buckets.delete(id);
+      if (--count <= 0) break;
+    }
   }
 
   private pruneFull(now: number) {

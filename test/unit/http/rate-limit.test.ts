@@ -43,7 +43,9 @@ describe("token buckets", () => {
       // "busy" keeps asking, so it stays among the most recent and keeps its empty bucket.
       if (i % 100 === 0) expect(buckets.take("busy", 0).allowed).toBe(false);
     }
-    expect(buckets.size).toBe(1000);
+    // Forgotten a hundredth at a time once past the capacity.
+    expect(buckets.size).toBeGreaterThan(990);
+    expect(buckets.size).toBeLessThanOrEqual(1000);
     expect(buckets.take("address 0", 0).allowed).toBe(true);
   });
 });
