@@ -1,11 +1,14 @@
 // Token buckets kept in memory, one per key (client address, API key...). A bucket holds up to
-// `burst` tokens and gains `refillPerSecond` back over time; a request takes one. And a bound on
-// how much expensive work (password hashing) runs at once, with a bounded queue behind it.
+// `burst` tokens and gains `refillPerSecond` back over time; a request takes one. The limit is the
+// set's own, or one given per call (the public proxy's per-app limits). And a bound on how much
+// expensive work (password hashing) runs at once, with a bounded queue behind it.
 import type { RateLimit } from "../config";
 
 interface Bucket {
   tokens: number;
   updatedAt: number;
+  /** The limit it was last taken under: what "full" means when pruning, and how much it has spent. */
+  limit: RateLimit;
 }
 
 export type TakeResult = { allowed: true } | { allowed: false; retryAfterSeconds: number };
@@ -40,26 +43,33 @@ export class TokenBuckets {
     return this.buckets.size;
   }
 
-  private refilled(id: string, now: number): Bucket {
+  /**
+   * The bucket at `now` under `limit`, refilled at that limit's rate. What it has spent lately
+   * carries over when the limit changes: a bucket 3 tokens short of its old burst is 3 short of
+   * the new one (none left when that is more than the new burst), and a full one is full, as a
+   * forgotten bucket would be. Under an unchanged limit that is the plain refill.
+   */
+  private refilled(id: string, now: number, limit: RateLimit): Bucket {
     const bucket = this.buckets.get(id);
-    if (!bucket) return { tokens: this.limit.burst, updatedAt: now };
-    const gained = ((now - bucket.updatedAt) / 1000) * this.limit.refillPerSecond;
-    return { tokens: Math.min(this.limit.burst, bucket.tokens + gained), updatedAt: now };
+    if (!bucket) return { tokens: limit.burst, updatedAt: now, limit };
+    const spent = bucket.limit.burst - bucket.tokens - ((now - bucket.updatedAt) / 1000) * limit.refillPerSecond;
+    return { tokens: Math.max(0, limit.burst - Math.max(0, spent)), updatedAt: now, limit };
   }
 
   private retryAfter(bucket: Bucket): number {
-    if (this.limit.refillPerSecond <= 0) return 3600;
-    return Math.max(1, Math.ceil((1 - bucket.tokens) / this.limit.refillPerSecond));
+    if (bucket.limit.refillPerSecond <= 0) return 3600;
+    return Math.max(1, Math.ceil((1 - bucket.tokens) / bucket.limit.refillPerSecond));
   }
 
   /** Would a request be let through now? Takes nothing. */
-  check(id: string, now = Date.now()): TakeResult {
-    const bucket = this.refilled(id, now);
+  check(id: string, now = Date.now(), limit = this.limit): TakeResult {
+    const bucket = this.refilled(id, now, limit);
     return bucket.tokens >= 1 ? { allowed: true } : { allowed: false, retryAfterSeconds: this.retryAfter(bucket) };
   }
 
-  take(id: string, now = Date.now()): TakeResult {
-    const bucket = this.refilled(id, now);
+  /** Takes a token from the bucket of `id`, under `limit` (the set's own unless given). */
+  take(id: string, now = Date.now(), limit = this.limit): TakeResult {
+    const bucket = this.refilled(id, now, limit);
     const allowed = bucket.tokens >= 1;
     if (allowed) bucket.tokens -= 1;
     this.buckets.delete(id);
@@ -76,8 +86,8 @@ export class TokenBuckets {
   giveBack(id: string, now = Date.now()) {
     const bucket = this.buckets.get(id);
     if (!bucket) return;
-    const refilled = this.refilled(id, now);
-    refilled.tokens = Math.min(this.limit.burst, refilled.tokens + 1);
+    const refilled = this.refilled(id, now, bucket.limit);
+    refilled.tokens = Math.min(bucket.limit.burst, refilled.tokens + 1);
     this.buckets.set(id, refilled);
   }
 
@@ -91,8 +101,8 @@ export class TokenBuckets {
 
   private pruneFull(now: number) {
     this.prunedAt = now;
-    for (const id of this.buckets.keys()) {
-      if (this.refilled(id, now).tokens >= this.limit.burst) this.buckets.delete(id);
+    for (const [id, bucket] of this.buckets) {
+      if (this.refilled(id, now, bucket.limit).tokens >= bucket.limit.burst) this.buckets.delete(id);
     }
   }
 }

@@ -1,6 +1,7 @@
 // The public proxy's rate limits: a token bucket per client address and one per host (app), each
-// with the platform's defaults (PLATFORM_PROXY_IP_*, PLATFORM_PROXY_HOST_*). Separate from the
-// API's limits. Memory stays bounded however many addresses appear: the buckets forget the least
+// with the platform's defaults (PLATFORM_PROXY_IP_*, PLATFORM_PROXY_HOST_*) or the app's own
+// (its settings' `rateLimits`, carried by its route: ./routes.ts). Separate from the API's
+// limits. Memory stays bounded however many addresses appear: the buckets forget the least
 // recently used past their capacity (src/http/rate-limit.ts), and a forgotten bucket is a full one.
 // A refusal carries Retry-After and the RateLimit-Policy / RateLimit fields of
 // draft-ietf-httpapi-ratelimit-headers-10.
@@ -9,7 +10,9 @@ import { TokenBuckets } from "../http/rate-limit";
 import { parseAddress } from "../http/trusted-proxies";
 
 export interface ProxyRateLimits {
+  /** Each client address's bucket for the app. */
   perClient: RateLimit;
+  /** The app's bucket, shared by all its clients. */
   perHost: RateLimit;
 }
 
@@ -52,15 +55,16 @@ export class ProxyRateLimiter {
   }
 
   /**
-   * Counts one request of a client to a host; a refusal says which limit refused it. The host's
-   * bucket is only charged when the client's let the request through, so one client over its own
-   * limit cannot spend the host's tokens for everyone else.
+   * Counts one request of a client to a host under `limits` (the host's own, else the defaults); a
+   * refusal says which limit refused it. The host's bucket is only charged when the client's let
+   * the request through, so one client over its own limit cannot spend the host's tokens for
+   * everyone else. New limits apply to a host's existing buckets from the next request.
    */
-  admit(host: string, clientAddress: string | null, now = Date.now()): Refusal | null {
-    const client = this.clients.take(`${host} ${clientKey(clientAddress)}`, now);
-    if (!client.allowed) return { policy: "client", limit: this.limits.perClient, retryAfterSeconds: client.retryAfterSeconds };
-    const hostResult = this.hosts.take(host, now);
-    if (!hostResult.allowed) return { policy: "host", limit: this.limits.perHost, retryAfterSeconds: hostResult.retryAfterSeconds };
+  admit(host: string, clientAddress: string | null, limits: ProxyRateLimits = this.limits, now = Date.now()): Refusal | null {
+    const client = this.clients.take(`${host} ${clientKey(clientAddress)}`, now, limits.perClient);
+    if (!client.allowed) return { policy: "client", limit: limits.perClient, retryAfterSeconds: client.retryAfterSeconds };
+    const hostResult = this.hosts.take(host, now, limits.perHost);
+    if (!hostResult.allowed) return { policy: "host", limit: limits.perHost, retryAfterSeconds: hostResult.retryAfterSeconds };
     return null;
   }
 }

@@ -1,11 +1,14 @@
-// The public proxy's routing table: which upstream address serves each subdomain. The apps
-// service updates it whenever an app's serving container changes, and tells it how to look up an
-// app that has no serving container (stopped, crashed, never released), so that the proxy can say
-// "not running" rather than "no such app".
+// The public proxy's routing table: which upstream address serves each subdomain, under which
+// rate limits. The apps service updates it whenever an app's serving container or its limits
+// change, and tells it how to look up an app that has no serving container (stopped, crashed,
+// never released), so that the proxy can say "not running" rather than "no such app".
+import type { ProxyRateLimits } from "./rate-limit";
 
 export interface Upstream {
   host: string;
   port: number;
+  /** The app's limits: the platform defaults with its own overrides; absent, the defaults. */
+  rateLimits?: ProxyRateLimits;
 }
 
 /** What the proxy needs to know of an app that is published at a subdomain but has no route now. */
@@ -39,6 +42,12 @@ export class ProxyRoutes {
 
   delete(subdomain: string) {
     this.bySubdomain.delete(subdomain);
+  }
+
+  /** New limits for the app routed at the subdomain, from its next request; nothing when it has no route. */
+  setRateLimits(subdomain: string, rateLimits: ProxyRateLimits) {
+    const upstream = this.bySubdomain.get(subdomain);
+    if (upstream) this.bySubdomain.set(subdomain, { ...upstream, rateLimits });
   }
 
   get(subdomain: string): Upstream | undefined {

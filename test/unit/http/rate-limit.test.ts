@@ -35,6 +35,20 @@ describe("token buckets", () => {
     expect(buckets.size).toBe(1);
   });
 
+  test("a bucket taken under a limit of its own is pruned when full by that limit, not the set's", () => {
+    const buckets = new TokenBuckets({ burst: 5, refillPerSecond: 0 });
+    const large = { burst: 500, refillPerSecond: 0 };
+    const small = { burst: 1, refillPerSecond: 1 };
+    for (let i = 0; i < 100; i++) buckets.take("large", 0, large); // 400 of 500 left: not full
+    buckets.take("small", 0, small); // full again a second later
+    for (let i = 0; i < 15_000; i++) buckets.take(`address ${i}`, 0); // 4 of 5 left, never refilled
+    buckets.take("new", 20_000);
+    expect(buckets.size).toBe(15_002); // "small" went; "large" stayed
+    // Forgetting "large" would have given it 100 tokens it had spent.
+    for (let i = 0; i < 400; i++) expect(buckets.take("large", 20_000, large).allowed).toBe(true);
+    expect(buckets.take("large", 20_000, large).allowed).toBe(false);
+  });
+
   test("when none is full the map is still bounded, and the least recently used is what goes", () => {
     const buckets = new TokenBuckets(STRICT, 1000);
     expect(buckets.take("busy", 0).allowed).toBe(true);
