@@ -20,6 +20,7 @@ import type { AppStorage } from "./sources";
 import type { BuildLogs } from "./build-logs";
 import { waitUntilListening } from "./readiness";
 import { DEFAULT_EXPOSE_PORT, type AppStatus } from "./model";
+import { effectiveRateLimits } from "./rate-limits";
 
 export type AppRow = typeof apps.$inferSelect;
 
@@ -152,7 +153,7 @@ export class Deployer {
       const previous = this.app(appId);
       if (!previous || previous.status === "deleting") throw new ReleaseFailed("the app was deleted during the deploy");
       this.setStatus(appId, "running", null, { containerId, hostPort, servingPort: upstream.port, currentBuildId: buildId });
-      if (previous.subdomain) this.ctx.proxyRoutes.set(previous.subdomain, upstream);
+      if (previous.subdomain) this.ctx.proxyRoutes.set(previous.subdomain, { ...upstream, rateLimits: effectiveRateLimits(previous, this.ctx.config.proxyRateLimits) });
       log(`==> Serving from container ${containerId.slice(0, 12)} on port ${upstream.port}`);
       if (previous.containerId && previous.containerId !== containerId) {
         const old = previous.containerId;

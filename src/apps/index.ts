@@ -6,7 +6,7 @@ import { mayReadSecrets } from "../http/permissions";
 import { ok } from "../http/envelope";
 import { withHeartbeat } from "../http/streams";
 import { alsoAs, json, media, multipartBody, ref, responses, LIST_META } from "../http/responses";
-import { AppSchema, AppTrafficSchema, BuildSchema, EnvVariableSchema, APP_STATUSES, RESTARTING_FIELDS, appIdParams, deployForm, inspectForm, buildLogQuery, buildParams, envBody, logsQuery, settingsBody } from "./model";
+import { AppSchema, AppTrafficSchema, BuildSchema, EnvVariableSchema, APP_STATUSES, PROXY_RATE_LIMIT, RESTARTING_FIELDS, appIdParams, deployForm, inspectForm, buildLogQuery, buildParams, envBody, logsQuery, settingsBody } from "./model";
 
 const STATUS_TEXT = Object.entries(APP_STATUSES)
   .map(([status, meaning]) => `\`${status}\`: ${meaning}`)
@@ -23,7 +23,9 @@ const APP_FIELDS =
   "PLATFORM_DEFAULT_CPUS), exposePort (the port asked for: the next release gives it " +
   "to the app as PORT), servingPort (the port the serving container really listens on, the one the proxy routes to; it " +
   "changes only when a release succeeds, null while no container serves), subdomain, url, startupCommand, autoRestart, " +
-  "autoDeploy, machineId, currentBuildId, workspaceId, createdAt, updatedAt. Env var values never appear in it.";
+  "autoDeploy, rateLimits (its own limits at the public proxy, as set; null when none), effectiveRateLimits (the " +
+  "limits the proxy applies: its own, else the platform's), machineId, currentBuildId, workspaceId, createdAt, " +
+  "updatedAt. Env var values never appear in it.";
 
 /** Refusals of an unsafe or oversized archive (src/apps/archive.ts). */
 const ARCHIVE_ERRORS = [
@@ -271,12 +273,15 @@ export function appsRoutes(ctx: ServerContext) {
         summary: "Change settings",
         description:
           `A change of ${RESTARTING_FIELDS.map((field) => `\`${field}\``).join(", ")} restarts a running ` +
-          "app with a new container (zero-downtime; `runtime` and `startupCommand` also rebuild); `name`, `subdomain` and " +
-          "`autoRestart` (applied to the running container in place) do not restart it. A setting takes effect when the release " +
+          "app with a new container (zero-downtime; `runtime` and `startupCommand` also rebuild); `name`, `subdomain`, " +
+          "`autoRestart` (applied to the running container in place) and `rateLimits` do not restart it. A setting takes effect when the release " +
           "that applies it succeeds: until then, and for good when it fails, the old container serves as before (`servingPort` " +
           "and the proxy route follow only a successful release). A new `subdomain` routes at once to the serving container " +
           "(also during a build), and to the new container when a release in progress switches. `cpus`: 0.1-16, null for " +
-          "PLATFORM_DEFAULT_CPUS. 409 `SUBDOMAIN_TAKEN` / `NAME_TAKEN`; 409 `QUOTA_EXCEEDED` when more memory would pass PLATFORM_QUOTA_MEMORY_MB. Answers `app`, `restarted` and `buildId` (when a rebuild started).",
+          "PLATFORM_DEFAULT_CPUS. `rateLimits`: the app's own limits at the public proxy (`clientBurst`, `clientRps` per " +
+          `client address; \`hostBurst\`, \`hostRps\` for the app as a whole), each ${PROXY_RATE_LIMIT.minimum}-${PROXY_RATE_LIMIT.maximum} or null for the platform's ` +
+          "(PLATFORM_PROXY_IP_BURST, _IP_RPS, _HOST_BURST, _HOST_RPS); fields left out keep their value, `rateLimits: null` " +
+          "clears them all; they apply from the next request through the proxy. 409 `SUBDOMAIN_TAKEN` / `NAME_TAKEN`; 409 `QUOTA_EXCEEDED` when more memory would pass PLATFORM_QUOTA_MEMORY_MB. Answers `app`, `restarted` and `buildId` (when a rebuild started).",
       },
     })
     .get("/:appId/builds", ({ principal, params }) => ok({ builds: service.builds.list(principal.workspaceId, params.appId) }), {

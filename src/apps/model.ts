@@ -44,6 +44,42 @@ const exposePort = t.Integer({ minimum: 1, maximum: 65535, description: "Port th
 const subdomain = t.String({ pattern: SUBDOMAIN_PATTERN, description: "DNS label, unique across the platform" });
 const startupCommand = t.String({ minLength: 1, maxLength: MAX_STARTUP_COMMAND, description: "`auto` or a command run with `sh -c` in the app's container" });
 
+/** Bounds of each of an app's own limits at the public proxy. */
+export const PROXY_RATE_LIMIT = { minimum: 1, maximum: 1_000_000 };
+/**
+ * The limits an app may set for itself at the public proxy (settings `rateLimits`): what each
+ * means, and the platform setting it overrides with that setting's default (a unit test holds
+ * these defaults to src/config).
+ */
+export const PROXY_RATE_LIMIT_FIELDS = {
+  clientBurst: { meaning: "Requests one client address may send the app at once (the size of its bucket)", setting: "PLATFORM_PROXY_IP_BURST", platformDefault: 200 },
+  clientRps: { meaning: "Requests per second one client address may keep sending the app (its bucket's refill)", setting: "PLATFORM_PROXY_IP_RPS", platformDefault: 100 },
+  hostBurst: { meaning: "Requests the app may get at once from all its clients together (the size of the app's bucket)", setting: "PLATFORM_PROXY_HOST_BURST", platformDefault: 2000 },
+  hostRps: { meaning: "Requests per second the app may keep getting from all its clients together (its bucket's refill)", setting: "PLATFORM_PROXY_HOST_RPS", platformDefault: 1000 },
+} as const;
+type ProxyRateLimitField = keyof typeof PROXY_RATE_LIMIT_FIELDS;
+
+const overrideField = (field: ProxyRateLimitField) => {
+  const { meaning, setting, platformDefault } = PROXY_RATE_LIMIT_FIELDS[field];
+  return t.Nullable(t.Integer({ ...PROXY_RATE_LIMIT, description: `${meaning}, ${PROXY_RATE_LIMIT.minimum}-${PROXY_RATE_LIMIT.maximum}; null: the platform's ${setting} (${platformDefault} unless set)` }));
+};
+
+const rateLimits = t.Nullable(
+  t.Object({
+    clientBurst: t.Optional(overrideField("clientBurst")),
+    clientRps: t.Optional(overrideField("clientRps")),
+    hostBurst: t.Optional(overrideField("hostBurst")),
+    hostRps: t.Optional(overrideField("hostRps")),
+  }, { minProperties: 1 }), // else Elysia turns a number or a string into {}, a change of nothing
+  {
+    description:
+      "The app's own rate limits at the public proxy, in place of the platform's: at least one of the fields, or null. A field left out keeps its value, " +
+      "a null field goes back to the platform default, and `rateLimits: null` to all of them. They apply from the " +
+      "next request through the proxy: nothing restarts. A client over a limit gets 429 with `Retry-After` and " +
+      "`RateLimit-Policy` showing the app's numbers.",
+  },
+);
+
 export const settingsBody = t.Object({
   name: t.Optional(t.String({ pattern: NAME_PATTERN, description: "Lowercase letters, digits and dashes" })),
   runtime: t.Optional(runtime),
@@ -53,6 +89,7 @@ export const settingsBody = t.Object({
   exposePort: t.Optional(t.Nullable(exposePort)),
   subdomain: t.Optional(t.Nullable(subdomain)),
   autoRestart: t.Optional(t.Boolean()),
+  rateLimits: t.Optional(rateLimits),
 });
 
 const zipFile = t.String({ format: "binary", contentMediaType: "application/zip", description: "The app's source as a ZIP" });
@@ -95,6 +132,25 @@ export const logsQuery = t.Object({
 
 // What /api/apps answers: named schemas of the OpenAPI document (src/http/responses.ts).
 
+const rateLimitField = (field: ProxyRateLimitField) => t.Integer({ minimum: 0, description: PROXY_RATE_LIMIT_FIELDS[field].meaning });
+
+export const AppRateLimitOverridesSchema = resource(
+  "AppRateLimitOverrides",
+  {
+    clientBurst: overrideField("clientBurst"),
+    clientRps: overrideField("clientRps"),
+    hostBurst: overrideField("hostBurst"),
+    hostRps: overrideField("hostRps"),
+  },
+  "An app's own limits at the public proxy, as its settings set them: a null field takes the platform default.",
+);
+
+export const AppRateLimitsSchema = resource(
+  "AppRateLimits",
+  { clientBurst: rateLimitField("clientBurst"), clientRps: rateLimitField("clientRps"), hostBurst: rateLimitField("hostBurst"), hostRps: rateLimitField("hostRps") },
+  "The limits the public proxy applies to an app: its own where its settings set one, else the platform's.",
+);
+
 export const AppSchema = resource(
   "App",
   {
@@ -112,6 +168,8 @@ export const AppSchema = resource(
     startupCommand: t.String({ description: "`auto` or the command its container runs" }),
     autoRestart: t.Boolean(),
     autoDeploy: t.Boolean(),
+    rateLimits: t.Nullable(ref(AppRateLimitOverridesSchema), { description: "The app's own rate limits at the public proxy, as set in its settings; null when it has none" }),
+    effectiveRateLimits: ref(AppRateLimitsSchema),
     machineId: t.String(),
     currentBuildId: t.Nullable(t.String({ description: "The build the serving container runs" })),
     workspaceId: t.String(),
@@ -180,4 +238,4 @@ export const AppTrafficSchema = resource(
   "An app's traffic through the public proxy, counted in one-minute slots, in memory: it starts afresh after a restart of the platform or a change of subdomain.",
 );
 
-export const APP_RESOURCES = [AppSchema, BuildSchema, EnvReferenceSchema, EnvVariableSchema, TrafficWindowSchema, AppTrafficSchema];
+export const APP_RESOURCES = [AppRateLimitOverridesSchema, AppRateLimitsSchema, AppSchema, BuildSchema, EnvReferenceSchema, EnvVariableSchema, TrafficWindowSchema, AppTrafficSchema];

@@ -9,6 +9,7 @@ import { workspaceNetworkName } from "../docker/workspace-network";
 import type { ContainerOwner, ManagedContainer } from "../machines/reconciler";
 import type { AppRow, AppsContext, Deployer } from "./deployer";
 import { DEFAULT_EXPOSE_PORT, SERVING_STATUSES, UNFINISHED_BUILD_STATUSES } from "./model";
+import { effectiveRateLimits } from "./rate-limits";
 
 export class AppRecovery implements ContainerOwner {
   readonly label = LABEL_APP;
@@ -56,7 +57,11 @@ export class AppRecovery implements ContainerOwner {
       const host = inspected.networks[workspaceNetworkName(app.workspaceId)];
       const now = this.row(appId);
       if (!inspected.running || !host || !now?.subdomain || now.containerId !== app.containerId || !SERVING_STATUSES.has(now.status)) return;
-      this.ctx.proxyRoutes.set(now.subdomain, { host, port: now.servingPort ?? now.exposePort ?? DEFAULT_EXPOSE_PORT });
+      this.ctx.proxyRoutes.set(now.subdomain, {
+        host,
+        port: now.servingPort ?? now.exposePort ?? DEFAULT_EXPOSE_PORT,
+        rateLimits: effectiveRateLimits(now, this.ctx.config.proxyRateLimits),
+      });
     } catch (error) {
       console.warn(`[apps] could not restore the route of ${app.id}: ${(error as Error).message}`);
     }

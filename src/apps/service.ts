@@ -24,6 +24,7 @@ import type { Static } from "@sinclair/typebox";
 import { AppSchema, DEFAULT_EXPOSE_PORT, SERVING_STATUSES, type AppStatus } from "./model";
 import { AppBuilds } from "./builds";
 import { AppRecovery } from "./recovery";
+import { effectiveRateLimits, rateLimitColumnsAfter, rateLimitOverridesOf, rateLimitsView, sameRateLimits, type RateLimitsInput } from "./rate-limits";
 import { assertWithinQuota, bytesToMB } from "../quotas/limits";
 import { treeBytes, workspaceUsage, WorkspaceDisk } from "../quotas/usage";
 
@@ -36,6 +37,7 @@ export interface SettingsInput {
   exposePort?: number | null;
   subdomain?: string | null;
   autoRestart?: boolean;
+  rateLimits?: RateLimitsInput;
 }
 
 export class AppsService {
@@ -86,6 +88,8 @@ export class AppsService {
       startupCommand: app.startupCommand,
       autoRestart: app.autoRestart,
       autoDeploy: app.autoDeploy,
+      rateLimits: rateLimitOverridesOf(app),
+      effectiveRateLimits: rateLimitsView(effectiveRateLimits(app, this.ctx.config.proxyRateLimits)),
       machineId: app.machineId,
       currentBuildId: app.currentBuildId,
       workspaceId: app.workspaceId,
@@ -264,12 +268,17 @@ export class AppsService {
       exposePort: input.exposePort === undefined ? app.exposePort : (input.exposePort ?? DEFAULT_EXPOSE_PORT),
       subdomain: input.subdomain === undefined ? app.subdomain : input.subdomain,
       autoRestart: input.autoRestart ?? app.autoRestart,
+      ...rateLimitColumnsAfter(app, input.rateLimits),
     };
     const rebuild = next.runtime !== app.runtime || next.startupCommand !== app.startupCommand;
     const restart = rebuild || next.memoryMB !== app.memoryMB || next.cpus !== app.cpus || next.exposePort !== app.exposePort;
     assertWithinQuota("memoryMB", workspaceUsage(this.ctx.db, workspaceId).memoryMB, next.memoryMB - app.memoryMB, this.ctx.config.quotas.memoryMB);
     this.ctx.db.update(apps).set({ ...next, updatedAt: Date.now() }).where(eq(apps.id, app.id)).run();
     if (next.subdomain !== app.subdomain) this.moveRoute(app, next.subdomain);
+    else if (next.subdomain && !sameRateLimits(next, app)) {
+      // The route carries the limits: the next request through the proxy is held to the new ones.
+      this.ctx.proxyRoutes.setRateLimits(next.subdomain, effectiveRateLimits(next, this.ctx.config.proxyRateLimits));
+    }
     if (next.autoRestart !== app.autoRestart && app.containerId && !restart) {
       // Applied to the running container in place: changing it alone restarts nothing.
       await this.ctx.machines.get(app.machineId).setRestartPolicy(app.containerId, next.autoRestart ? "unless-stopped" : "no");

@@ -131,6 +131,15 @@ export const apps = sqliteTable(
      * container's release succeeded. The proxy routes here, whatever a later failed release asked.
      */
     servingPort: integer("serving_port"),
+    /**
+     * The public proxy's limits for this app (src/apps/rate-limits.ts): per client address (burst,
+     * requests per second) and for the whole app. Null takes the platform default
+     * (PLATFORM_PROXY_IP_*, PLATFORM_PROXY_HOST_*).
+     */
+    proxyClientBurst: integer("proxy_client_burst"),
+    proxyClientRps: integer("proxy_client_rps"),
+    proxyHostBurst: integer("proxy_host_burst"),
+    proxyHostRps: integer("proxy_host_rps"),
     createdAt: integer("created_at").notNull(),
     updatedAt: integer("updated_at").notNull(),
   },

@@ -100,6 +100,39 @@ describe("app lifecycle", () => {
     expect((await dockerCli("inspect", before))[0].HostConfig.RestartPolicy.Name).toBe("unless-stopped");
   }, 120_000);
 
+  test("settings: rateLimits is validated, merged field by field, shown as set and as applied, audited, and restarts nothing", async () => {
+    const before = await servingContainer();
+    const put = (rateLimits: unknown) => server.request("PUT", `/api/apps/${app.id}/settings`, { key, body: { rateLimits } });
+    for (const refused of [{ clientBurst: 0 }, { clientRps: 1_000_001 }, { hostBurst: 2.5 }, { hostRps: -1 }, { clientBurst: "many" }, { clientburst: 3 }, {}, 5, "fast"]) {
+      const response = await put(refused);
+      expect({ refused, status: response.status, code: response.body.code }).toEqual({ refused, status: 400, code: "VALIDATION_FAILED" });
+      expect(response.body.error).toMatch(/rateLimits/);
+    }
+    expect((await current()).rateLimits).toBeNull();
+
+    const set = await put({ clientBurst: 3, clientRps: 1 });
+    expect(set.status).toBe(200);
+    expect(set.body.restarted).toBe(false);
+    expect(set.body.app.rateLimits).toEqual({ clientBurst: 3, clientRps: 1, hostBurst: null, hostRps: null });
+    expect(set.body.app.effectiveRateLimits).toEqual({ clientBurst: 3, clientRps: 1, hostBurst: 2000, hostRps: 1000 });
+    // A field left out keeps its value; a null one goes back to the platform's.
+    const merged = await put({ hostBurst: 50, clientRps: null });
+    expect(merged.body.app.rateLimits).toEqual({ clientBurst: 3, clientRps: null, hostBurst: 50, hostRps: null });
+    expect((await current()).effectiveRateLimits).toEqual({ clientBurst: 3, clientRps: 100, hostBurst: 50, hostRps: 1000 });
+    // What GET shows can be sent back as it is.
+    expect((await put((await current()).rateLimits)).body.app.rateLimits).toEqual(merged.body.app.rateLimits);
+
+    const cleared = await put(null);
+    expect(cleared.body.app.rateLimits).toBeNull();
+    expect(cleared.body.app.effectiveRateLimits).toEqual({ clientBurst: 200, clientRps: 100, hostBurst: 2000, hostRps: 1000 });
+    expect(await servingContainer()).toBe(before);
+
+    const audit = await server.request("GET", "/api/organization/audit-log", { key });
+    const target = `${(await current()).name} (${app.id})`;
+    const changes = audit.body.events.filter((event: any) => event.action === "app.settings_changed" && event.target === target);
+    expect(changes.length).toBeGreaterThanOrEqual(4);
+  }, 120_000);
+
   test("logs can be followed live", async () => {
     // tail=1: the answer starts with a line at once (headers go out with the first bytes).
     const response = await fetch(`${server.baseUrl}/api/apps/${app.id}/logs?follow=true&tail=1`, { headers: { authorization: `Bearer ${key}` } });
