@@ -7,18 +7,16 @@
 // and prints req/s, p99, ours/nginx, and the platform process's VmRSS before and after its runs.
 // Targets: ours >= 1.0x nginx req/s at both counts, p99 no worse than nginx, RSS growth < 30 MB.
 //
-//   bun scripts/bench/proxy.ts [--rebuild] [--compare[=fetch,node-http,socket-pool,fetch:BUN_CONFIG_MAX_HTTP_REQUESTS=1024]]
+//   bun scripts/bench/proxy.ts [--rebuild]
 //
-// --compare also runs scripts/bench/forwarder.ts (a bare Bun.serve on createForwarder of
-// src/proxy/upstream.ts) once per strategy, to compare forwarding strategies without the platform.
 // wrk and nginx-light are installed with apt-get when missing (reused when present).
 //
-// The proxy's rate limits (PLATFORM_PROXY_*) are set out of reach for the run. BENCH_BINARY=path
+// The proxy's rate and connection limits (PLATFORM_PROXY_*) are set out of reach for the run. BENCH_BINARY=path
 // benchmarks another build of the platform instead of ./platform (not rebuilt).
 // Settings: BENCH_DURATION (wrk -d, default 10s), BENCH_CONNECTIONS (default 64,256),
 // BENCH_NGINX_KEEPALIVE (nginx upstream keepalive pool, default 256).
 // Traffic goes only to 127.0.0.1 and the bench's own container; the app is deleted through the
-// API, nginx and the forwarders stopped, the server stopped and temp dirs removed at the end.
+// API, nginx stopped, the server stopped and temp dirs removed at the end.
 import { writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join, resolve } from "node:path";
@@ -36,8 +34,6 @@ const CONNECTIONS = (process.env.BENCH_CONNECTIONS ?? "64,256").split(",").map(N
 const NGINX_KEEPALIVE = Number(process.env.BENCH_NGINX_KEEPALIVE ?? 256);
 const RSS_TARGET_MB = 30;
 const DEPLOY_TIMEOUT_MS = 180_000;
-const compareArg = process.argv.find((arg) => arg.startsWith("--compare"));
-const STRATEGIES = compareArg ? (compareArg.includes("=") ? compareArg.slice(compareArg.indexOf("=") + 1) : "fetch,node-http,socket-pool").split(",") : [];
 
 interface WrkResult {
   requestsPerSecond: number;
@@ -177,7 +173,7 @@ async function main() {
   try {
     // The proxy's rate limits would answer most of the load with 429: they are set out of reach
     // (their bookkeeping still runs on every request).
-    const unlimited = { PLATFORM_PROXY_IP_BURST: "1000000000", PLATFORM_PROXY_IP_RPS: "1000000000", PLATFORM_PROXY_HOST_BURST: "1000000000", PLATFORM_PROXY_HOST_RPS: "1000000000" };
+    const unlimited = { PLATFORM_PROXY_IP_BURST: "1000000000", PLATFORM_PROXY_IP_RPS: "1000000000", PLATFORM_PROXY_HOST_BURST: "1000000000", PLATFORM_PROXY_HOST_RPS: "1000000000", PLATFORM_PROXY_IP_MAX_CONNECTIONS: "100000" };
     if (process.env.BENCH_BINARY) {
       // Another build of the platform (e.g. a copy of the tree with a change under test).
       process.env.PLATFORM_TEST_BINARY = resolve(process.env.BENCH_BINARY);
@@ -225,28 +221,10 @@ async function main() {
     children.push(nginx);
     await waitForHttp(`http://127.0.0.1:${nginxPort}/`);
 
-    // ---- stand-alone forwarders (--compare) ----
-    const forwarders: { name: string; url: string }[] = [];
-    for (const spec of STRATEGIES) {
-      // `strategy` or `strategy:NAME=VALUE` (an environment variable for that forwarder, e.g. a Bun knob).
-      const [strategy, setting] = spec.split(":");
-      const extraEnv = setting ? { [setting.split("=")[0]!]: setting.split("=")[1] ?? "" } : {};
-      const port = await freePort();
-      const child = Bun.spawn([process.execPath, resolve(import.meta.dir, "forwarder.ts")], {
-        env: { ...process.env, ...extraEnv, FORWARDER_PORT: String(port), FORWARDER_UPSTREAM: upstream, FORWARDER_STRATEGY: strategy! },
-        stdout: "ignore",
-        stderr: "inherit",
-      });
-      children.push(child);
-      await waitForHttp(`http://127.0.0.1:${port}/`);
-      forwarders.push({ name: `fwd:${spec}`, url: `http://127.0.0.1:${port}/` });
-    }
-
     console.log(`\nupstream ${upstream} (bun app, 1 KiB answers); nginx 1 worker, keepalive ${NGINX_KEEPALIVE}; wrk -t2 -d${DURATION} --latency`);
     const targets: { name: string; url: string; host?: string }[] = [
       { name: "direct", url: `http://${upstream}/` },
       { name: "nginx", url: `http://127.0.0.1:${nginxPort}/` },
-      ...forwarders,
       { name: "ours", url: proxyUrl, host: proxyHost },
     ];
     // A short warm-up of each target (JIT, connection pools), not counted.

@@ -46,6 +46,13 @@ export interface Config {
   apiRateLimit: RateLimit;
   /** The public proxy's limits: per client address of an app, and per app. */
   proxyRateLimits: { perClient: RateLimit; perHost: RateLimit };
+  /**
+   * The public proxy's time limits: for a client to send a request head, for a keep-alive
+   * connection to sit idle, for the app to send a byte during an exchange, and to connect to it.
+   */
+  proxyTimeouts: { headerSeconds: number; idleSeconds: number; upstreamSeconds: number; connectSeconds: number };
+  /** Connections one client address may hold open to the public proxy. */
+  proxyMaxConnectionsPerClient: number;
   authFailureRateLimit: RateLimit;
   /** Failed password attempts per account (email, invitation, the owner setup), from any address. */
   accountFailureRateLimit: RateLimit;
@@ -223,6 +230,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         refillPerSecond: integerSetting(env, "PLATFORM_PROXY_HOST_RPS", 1000, 0),
       },
     },
+    proxyTimeouts: {
+      headerSeconds: integerSetting(env, "PLATFORM_PROXY_HEADER_TIMEOUT_SECONDS", 10, 1),
+      idleSeconds: integerSetting(env, "PLATFORM_PROXY_IDLE_TIMEOUT_SECONDS", 60, 1),
+      upstreamSeconds: integerSetting(env, "PLATFORM_PROXY_UPSTREAM_TIMEOUT_SECONDS", 300, 1),
+      connectSeconds: integerSetting(env, "PLATFORM_PROXY_CONNECT_TIMEOUT_SECONDS", 5, 1),
+    },
+    proxyMaxConnectionsPerClient: integerSetting(env, "PLATFORM_PROXY_IP_MAX_CONNECTIONS", 512, 1),
     authFailureRateLimit: {
       burst: integerSetting(env, "PLATFORM_AUTH_FAILURE_BURST", 10, 1),
       refillPerSecond: integerSetting(env, "PLATFORM_AUTH_FAILURE_PER_MINUTE", 10, 0) / 60,

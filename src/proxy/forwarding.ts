@@ -1,45 +1,103 @@
-// The headers the proxy sends on, both ways. Hop-by-hop headers (RFC 9110 7.6.1), and any header
-// a `Connection` field names, concern one connection only and are dropped. The app learns who
-// the client is from X-Forwarded-* and X-Real-IP, which the proxy writes itself: whatever a
-// client sent under those names is replaced, unless the peer is a trusted proxy
-// (PLATFORM_TRUSTED_PROXIES), whose chain is kept and extended.
-import type { RequestSource } from "../http/request-source";
+// The heads the proxy sends on, both ways. Hop-by-hop headers (RFC 9110 7.6.1), and any header a
+// `Connection` field names, concern one connection only and are dropped; the body's own framing
+// (Content-Length or chunked Transfer-Encoding) is kept, as the body is relayed byte for byte.
+// The app learns who the client is from X-Forwarded-* and X-Real-IP, which the proxy writes
+// itself: whatever a client sent under those names is replaced, unless the peer is a trusted
+// proxy (PLATFORM_TRUSTED_PROXIES), whose chain is kept and extended.
+import type { CidrRange } from "../http/trusted-proxies";
+import { clientBehindProxies, inAnyRange, lastHeaderValue } from "../http/trusted-proxies";
+import type { RequestHead, ResponseHead } from "./http1";
 
-export const HOP_BY_HOP = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer", "proxy-authenticate", "proxy-authorization"];
-const CLIENT_IDENTITY = ["x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-forwarded-port", "x-real-ip", "forwarded"];
+/** Dropped from every message passed on; `upgrade` is kept on a WebSocket handshake only. */
+export const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "upgrade", "te", "trailer", "proxy-authenticate", "proxy-authorization"]);
+const CLIENT_IDENTITY = new Set(["x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-forwarded-port", "x-real-ip", "forwarded", "x-request-id"]);
 /** A client's own request id is kept when it is this tame (it ends up in the app's logs). */
 const REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
-export function withoutHopByHop(headers: Headers): Headers {
-  const copy = new Headers(headers);
-  const named = headers.get("connection");
-  if (named) for (const name of named.split(",")) copy.delete(name.trim());
-  for (const name of HOP_BY_HOP) copy.delete(name);
-  return copy;
+/** Who sent a request, as far as it can be believed. */
+export interface ClientIdentity {
+  /** The socket peer: the client, or a trusted proxy in front of it. */
+  peerAddress: string;
+  /** The client: the peer, or behind trusted proxies the address the first of them was reached from. */
+  clientAddress: string;
+  trustedPeer: boolean;
+  /** What the client asked for: the Host, or a trusted proxy's X-Forwarded-Host. */
+  host: string;
+  https: boolean;
+  /** The port the client reached: from the Host, a trusted proxy's X-Forwarded-Port, or the proxy's own. */
+  port: string;
 }
 
-export function requestIdOf(request: Request): string {
-  const sent = request.headers.get("x-request-id");
+export function headerValue(head: { headers: [string, string][] }, lowerName: string): string | null {
+  for (const [name, value] of head.headers) if (name.length === lowerName.length && name.toLowerCase() === lowerName) return value;
+  return null;
+}
+
+export function requestIdOf(head: RequestHead): string {
+  const sent = headerValue(head, "x-request-id");
   return sent && REQUEST_ID.test(sent) ? sent : crypto.randomUUID();
 }
 
-/** The request's headers as the app receives them. */
-export function upstreamRequestHeaders(request: Request, source: RequestSource, trustedPeer: boolean, proxyPort: number, requestId: string): Headers {
-  const headers = withoutHopByHop(request.headers);
-  const sentFor = request.headers.get("x-forwarded-for");
-  const sentPort = request.headers.get("x-forwarded-port");
-  for (const name of CLIENT_IDENTITY) headers.delete(name);
-  const peer = source.peerAddress ?? "unknown";
-  headers.set("x-forwarded-for", trustedPeer && sentFor ? `${sentFor}, ${peer}` : peer);
-  headers.set("x-real-ip", source.clientAddress ?? peer);
-  headers.set("x-forwarded-host", source.host);
-  headers.set("x-forwarded-proto", source.https ? "https" : "http");
-  headers.set("x-forwarded-port", trustedPeer && sentPort && /^\d{1,5}$/.test(sentPort) ? sentPort : String(portOf(source.host) ?? proxyPort));
-  headers.set("x-request-id", requestId);
-  return headers;
+export function clientIdentityOf(head: RequestHead, peerAddress: string, trustedProxies: readonly CidrRange[], proxyPort: number, https: boolean): ClientIdentity {
+  const host = head.host ?? "";
+  const ownPort = portOf(host) ?? String(proxyPort);
+  if (!trustedProxies.length || !inAnyRange(trustedProxies, peerAddress)) {
+    return { peerAddress, clientAddress: peerAddress, trustedPeer: false, host, https, port: ownPort };
+  }
+  const forwardedProto = lastHeaderValue(headerValue(head, "x-forwarded-proto"))?.toLowerCase();
+  const forwardedPort = headerValue(head, "x-forwarded-port");
+  return {
+    peerAddress,
+    clientAddress: clientBehindProxies(trustedProxies, peerAddress, headerValue(head, "x-forwarded-for")) ?? peerAddress,
+    trustedPeer: true,
+    host: lastHeaderValue(headerValue(head, "x-forwarded-host")) ?? host,
+    https: forwardedProto === undefined ? https : forwardedProto === "https",
+    port: forwardedPort && /^\d{1,5}$/.test(forwardedPort) ? forwardedPort : ownPort,
+  };
 }
 
-function portOf(host: string): number | null {
+/** The request head as the app receives it, CRLF CRLF included. */
+export function upstreamRequestHead(head: RequestHead, identity: ClientIdentity, requestId: string, websocket: boolean): string {
+  let text = `${head.method} ${head.target} HTTP/1.1\r\n`;
+  let sentFor: string | null = null;
+  for (const [name, value] of head.headers) {
+    const lower = name.toLowerCase();
+    if (CLIENT_IDENTITY.has(lower)) {
+      if (lower === "x-forwarded-for") sentFor = sentFor === null ? value : `${sentFor}, ${value}`;
+      continue;
+    }
+    if (HOP_BY_HOP.has(lower) ? !(websocket && lower === "upgrade") : head.connection.length && head.connection.includes(lower)) continue;
+    text += `${name}: ${value}\r\n`;
+  }
+  if (head.host === null) text += `host: ${identity.host}\r\n`;
+  if (websocket) text += "connection: upgrade\r\n";
+  const forwardedFor = identity.trustedPeer && sentFor ? `${sentFor}, ${identity.peerAddress}` : identity.peerAddress;
+  return (
+    text +
+    `x-forwarded-for: ${forwardedFor}\r\nx-real-ip: ${identity.clientAddress}\r\nx-forwarded-host: ${identity.host}\r\n` +
+    `x-forwarded-proto: ${identity.https ? "https" : "http"}\r\nx-forwarded-port: ${identity.port}\r\nx-request-id: ${requestId}\r\n\r\n`
+  );
+}
+
+/**
+ * The response head as the client receives it, CRLF CRLF included. `close`: the proxy closes the
+ * client's connection after this response. A 101 keeps its Upgrade and says `Connection: upgrade`.
+ */
+export function clientResponseHead(head: ResponseHead, requestId: string, close: boolean): string {
+  let text = `HTTP/1.1 ${head.status} ${head.reason}\r\n`;
+  const switching = head.status === 101;
+  for (const [name, value] of head.headers) {
+    const lower = name.toLowerCase();
+    if (HOP_BY_HOP.has(lower) ? !(switching && lower === "upgrade") : head.connection.length && head.connection.includes(lower)) continue;
+    if (lower === "x-request-id") continue;
+    text += `${name}: ${value}\r\n`;
+  }
+  if (switching) text += "connection: upgrade\r\n";
+  else if (close) text += "connection: close\r\n";
+  return `${text}x-request-id: ${requestId}\r\n\r\n`;
+}
+
+function portOf(host: string): string | null {
   const match = /:(\d{1,5})$/.exec(host);
-  return match ? Number(match[1]) : null;
+  return match ? match[1]! : null;
 }

@@ -1,19 +1,20 @@
 // The public proxy: `<subdomain>.<PLATFORM_DOMAIN>` on PLATFORM_PROXY_PORT goes to the app's
-// serving container, rate limited per client address and per app (./rate-limit.ts). Bodies
-// stream both ways; the app sees the client in X-Forwarded-* (./forwarding.ts). What the proxy
-// answers itself (no such app, app not running, app not answering, too many requests) is a
-// small page with a stable code (./pages.ts). WebSockets are proxied too (./websocket.ts).
-import type { Server } from "bun";
+// serving container, rate limited per client address and per app (./rate-limit.ts). It speaks
+// HTTP/1.1 on Bun's TCP sockets itself (./client-connection.ts): Bun.serve's request and response
+// objects cost more than the forwarding (0.41x nginx's throughput; this way about 1x, measured by
+// scripts/bench/proxy.ts), and only a server of its own can limit connections per client address
+// and time out a request head that trickles in (slowloris) while letting a slow answer through.
+// What the proxy answers itself (no such app, app not running, app not answering, too many
+// requests) is a small page with a stable code (./pages.ts).
+import type { Socket, TCPSocketListener } from "bun";
 import type { Config } from "../config";
-import { requestSourceOf } from "../http/request-source";
 import { inAnyRange } from "../http/trusted-proxies";
-import { subdomainOf, type ProxyRoutes } from "./routes";
-import { proxyErrorResponse } from "./pages";
-import { ProxyRateLimiter, refusalHeaders } from "./rate-limit";
-import { requestIdOf, upstreamRequestHeaders } from "./forwarding";
+import { ClientConnection, type RelayContext } from "./client-connection";
+import { proxyErrorAnswer } from "./pages";
+import { clientKey, ProxyRateLimiter } from "./rate-limit";
+import type { ProxyRoutes } from "./routes";
 import type { TrafficRecorder } from "./traffic";
-import { createForwarder } from "./upstream";
-import { isWebSocketUpgrade, proxiedWebSocketHandlers, upgradeToUpstream, type ProxiedSocketData } from "./websocket";
+import { UpstreamPools } from "./upstream-pool";
 
 export interface ProxyOptions {
   hostname: string;
@@ -21,68 +22,128 @@ export interface ProxyOptions {
   domain: string;
   routes: ProxyRoutes;
   traffic: TrafficRecorder;
-  config: Pick<Config, "trustedProxies" | "proxyRateLimits">;
+  config: Pick<Config, "trustedProxies" | "proxyRateLimits" | "proxyTimeouts" | "proxyMaxConnectionsPerClient">;
 }
 
-/** How long a client is told to wait before asking a stopped app again. */
-const NOT_RUNNING_RETRY_SECONDS = 30;
+export interface PublicProxy {
+  port: number;
+  /**
+   * Stops taking connections; idle ones close at once, the others after their current exchange.
+   * Resolves once all are closed. `force`: closes everything now.
+   */
+  stop(force?: boolean): Promise<void>;
+}
 
-export function startProxy(options: ProxyOptions): Server<ProxiedSocketData> {
-  const limiter = new ProxyRateLimiter(options.config.proxyRateLimits);
-  // Bun's fetch keeps too few upstream sockets: at 256 clients requests queued behind them (0.02x
-  // nginx). A keep-alive pool of its own sized to demand does not collapse (scripts/bench/proxy.ts).
-  const forwarder = createForwarder();
-  return Bun.serve<ProxiedSocketData>({
+/** How often the timeouts are checked. */
+const SWEEP_MS = 500;
+/** Upstream connections kept idle per app, and for how long. */
+const MAX_IDLE_PER_UPSTREAM = 1024;
+const UPSTREAM_IDLE_MS = 4_000;
+
+export function startProxy(options: ProxyOptions): PublicProxy {
+  const { config } = options;
+  const clients = new Set<ClientConnection>();
+  const connectionsPerClient = new Map<string, number>();
+  const pools = new UpstreamPools({
+    connectTimeoutMs: config.proxyTimeouts.connectSeconds * 1000,
+    idleTimeoutMs: UPSTREAM_IDLE_MS,
+    maxIdlePerUpstream: MAX_IDLE_PER_UPSTREAM,
+  });
+  const context: RelayContext = {
+    domain: options.domain,
+    routes: options.routes,
+    limiter: new ProxyRateLimiter(config.proxyRateLimits),
+    traffic: options.traffic,
+    pools,
+    trustedProxies: config.trustedProxies,
+    timeouts: {
+      headerMs: config.proxyTimeouts.headerSeconds * 1000,
+      idleMs: config.proxyTimeouts.idleSeconds * 1000,
+      upstreamMs: config.proxyTimeouts.upstreamSeconds * 1000,
+    },
+    port: options.port,
+    stopping: false,
+  };
+  let drained: (() => void) | null = null;
+
+  const closed = (connection: ClientConnection) => {
+    clients.delete(connection);
+    const key = clientKey(connection.peerAddress);
+    const count = connectionsPerClient.get(key);
+    if (count !== undefined) {
+      if (count <= 1) connectionsPerClient.delete(key);
+      else connectionsPerClient.set(key, count - 1);
+    }
+    if (!clients.size) drained?.();
+  };
+
+  const listener: TCPSocketListener<ClientConnection> = Bun.listen<ClientConnection>({
     hostname: options.hostname,
     port: options.port,
-    websocket: proxiedWebSocketHandlers,
-    async fetch(request, server) {
-      const accept = request.headers.get("accept");
-      const subdomain = subdomainOf(request.headers.get("host"), options.domain);
-      const upstream = subdomain === null ? undefined : options.routes.get(subdomain);
-      if (!upstream) {
-        if (subdomain !== null && options.routes.unrouted(subdomain)) {
-          return proxyErrorResponse(503, "APP_UNAVAILABLE", "The app published at this address is not running right now.", accept, {
-            "retry-after": String(NOT_RUNNING_RETRY_SECONDS),
-          });
+    socket: {
+      open(socket: Socket<ClientConnection>) {
+        const peer = socket.remoteAddress;
+        // A trusted front proxy carries many clients on its connections: it is not limited.
+        if (!inAnyRange(config.trustedProxies, peer)) {
+          const key = clientKey(peer);
+          const open = connectionsPerClient.get(key) ?? 0;
+          if (open >= config.proxyMaxConnectionsPerClient) {
+            socket.write(proxyErrorAnswer(429, "TOO_MANY_CONNECTIONS", `Too many connections from one address (at most ${config.proxyMaxConnectionsPerClient}).`, null, {}, true));
+            socket.end();
+            return;
+          }
+          connectionsPerClient.set(key, open + 1);
         }
-        return proxyErrorResponse(404, "APP_NOT_FOUND", "No app is published at this address.", accept);
-      }
-
-      const source = requestSourceOf(options.config, server, request);
-      const refusal = limiter.admit(subdomain!, source.clientAddress);
-      if (refusal) {
-        options.traffic.record(subdomain!, { status: 429, bytesIn: 0, bytesOut: 0, upstreamMs: null });
-        return proxyErrorResponse(429, "RATE_LIMITED", `Too many requests: try again in ${refusal.retryAfterSeconds} s.`, accept, refusalHeaders(refusal));
-      }
-
-      const trustedPeer = inAnyRange(options.config.trustedProxies, source.peerAddress);
-      const requestId = requestIdOf(request);
-      const headers = upstreamRequestHeaders(request, source, trustedPeer, server.port ?? options.port, requestId);
-      // A WebSocket counts once against the limits, at its upgrade.
-      if (isWebSocketUpgrade(request)) return upgradeToUpstream(server, request, upstream, headers);
-      const url = new URL(request.url);
-      const bytesIn = Number(request.headers.get("content-length")) || 0;
-      const sentAt = performance.now();
-      try {
-        const response = await forwarder.forward(
-          upstream,
-          { method: request.method, pathAndQuery: url.pathname + url.search, headers, body: request.body },
-          request.signal,
-        );
-        options.traffic.record(subdomain!, {
-          status: response.status,
-          bytesIn,
-          bytesOut: Number(response.headers.get("content-length")) || 0,
-          upstreamMs: performance.now() - sentAt,
-        });
-        // The forwarder has dropped the answer's hop-by-hop headers already.
-        response.headers.set("x-request-id", requestId);
-        return response;
-      } catch {
-        options.traffic.record(subdomain!, { status: 502, bytesIn, bytesOut: 0, upstreamMs: null });
-        return proxyErrorResponse(502, "APP_NOT_ANSWERING", "The app published at this address did not answer.", accept, { "x-request-id": requestId });
-      }
+        socket.setNoDelay(true);
+        const connection = new ClientConnection(socket, context, peer, closed);
+        socket.data = connection;
+        clients.add(connection);
+        if (context.stopping) connection.end();
+      },
+      data(socket, chunk) {
+        socket.data?.onData(chunk);
+      },
+      drain(socket) {
+        socket.data?.onDrain();
+      },
+      close(socket) {
+        socket.data?.onClose();
+      },
+      end(socket) {
+        if (socket.data) socket.data.onEnd();
+        else socket.end();
+      },
+      error() {
+        // close follows.
+      },
     },
   });
+
+  // Port 0 asks the system for one: the forwarded port is the one it gave.
+  context.port = listener.port;
+
+  const sweeper = setInterval(() => {
+    const now = performance.now();
+    for (const connection of clients) connection.tick(now);
+  }, SWEEP_MS);
+  // A proxy with nothing open does not keep the process alive (tests start and stop several).
+  sweeper.unref();
+
+  return {
+    port: listener.port,
+    stop(force = false) {
+      context.stopping = true;
+      listener.stop();
+      if (force) {
+        for (const connection of clients) connection.destroy();
+      } else {
+        for (const connection of clients) if (connection.idle) connection.end();
+      }
+      const allClosed = clients.size ? new Promise<void>((resolve) => (drained = resolve)) : Promise.resolve();
+      return allClosed.then(() => {
+        clearInterval(sweeper);
+        pools.close();
+      });
+    },
+  };
 }

@@ -1,0 +1,273 @@
+// HTTP/1.1 message heads and body framing, as the public proxy reads them from clients and apps
+// (RFC 9112). The proxy relays bodies byte for byte, so all it must know of a message is where it
+// ends; a message whose end two parsers could disagree on is refused, as request smuggling
+// depends on exactly that disagreement:
+// - Content-Length together with Transfer-Encoding, Content-Length given twice or as a list, a
+//   transfer coding other than `chunked` alone, or Transfer-Encoding in HTTP/1.0;
+// - obsolete line folding, whitespace before a header's colon, or control characters in a value.
+
+export class HeadError extends Error {
+  constructor(
+    /** What the client gets: 400, 431 (head too large), 501 (a method the proxy cannot frame), 505. */
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = "HeadError";
+  }
+}
+
+/** How a message's body is framed. `close`: until the connection closes (responses only). */
+export type BodyFraming = { kind: "none" } | { kind: "length"; length: number } | { kind: "chunked" } | { kind: "close" };
+
+export interface MessageHead {
+  /** Header lines as received (name as sent, value trimmed), hop-by-hop ones included. */
+  headers: [name: string, value: string][];
+  /** 0 for HTTP/1.0, 1 for HTTP/1.1. */
+  minorVersion: number;
+  /** Lowercase tokens of the Connection fields. */
+  connection: string[];
+  contentLength: number | null;
+  chunked: boolean;
+}
+
+export interface RequestHead extends MessageHead {
+  method: string;
+  /** The request target in origin form (`/path?query`), or `*`. */
+  target: string;
+  /** The Host field, or the authority of an absolute-form target (which takes precedence). */
+  host: string | null;
+  framing: BodyFraming;
+  /** The connection may carry another request after this one. */
+  keepAlive: boolean;
+}
+
+export interface ResponseHead extends MessageHead {
+  status: number;
+  reason: string;
+}
+
+/** Largest request or response head the proxy reads. */
+export const MAX_HEAD_BYTES = 64 * 1024;
+const MAX_HEADERS = 200;
+
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** Visible ASCII only: no spaces or control characters in a request target. */
+const TARGET = /^[\x21-\x7e]+$/;
+/** A field value may hold tabs, spaces, visible ASCII and obs-text, never other control characters. */
+const BAD_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/;
+const DIGITS = /^\d{1,15}$/;
+
+const HEAD_END = Buffer.from("\r\n\r\n");
+
+/** Index of the CRLF CRLF that ends a head, or -1. */
+export function indexOfHeadEnd(data: Uint8Array, from = 0): number {
+  return Buffer.prototype.indexOf.call(data, HEAD_END, from);
+}
+
+/** The header lines after the start line: names and values checked, framing fields gathered. */
+function parseFields(lines: string[], error: (message: string) => Error): MessageHead {
+  if (lines.length - 1 > MAX_HEADERS) throw error(`more than ${MAX_HEADERS} header fields`);
+  const headers: [string, string][] = [];
+  let connection: string[] = [];
+  let contentLength: number | null = null;
+  let contentLengthSeen = false;
+  let transferEncoding: string | null = null;
+  for (let i = 1; i < lines.length; i++) {
+    const line = lines[i]!;
+    const first = line.charCodeAt(0);
+    if (first === 0x20 || first === 0x09) throw error("obsolete line folding");
+    const colon = line.indexOf(":");
+    if (colon <= 0) throw error("a header line without a name");
+    const name = line.slice(0, colon);
+    if (!TOKEN.test(name)) throw error(`invalid header name ${JSON.stringify(name.slice(0, 64))}`);
+    const value = line.slice(colon + 1).trim();
+    if (BAD_VALUE.test(value)) throw error(`a control character in ${name}`);
+    headers.push([name, value]);
+    switch (name.toLowerCase()) {
+      case "connection":
+        connection = connection.concat(value.toLowerCase().split(",").map((token) => token.trim()));
+        break;
+      case "content-length":
+        if (contentLengthSeen) throw error("Content-Length given twice");
+        if (!DIGITS.test(value)) throw error(`invalid Content-Length ${JSON.stringify(value.slice(0, 32))}`);
+        contentLengthSeen = true;
+        contentLength = Number(value);
+        break;
+      case "transfer-encoding":
+        if (transferEncoding !== null) throw error("Transfer-Encoding given twice");
+        transferEncoding = value.toLowerCase();
+        break;
+    }
+  }
+  if (transferEncoding !== null) {
+    if (contentLengthSeen) throw error("both Content-Length and Transfer-Encoding");
+    if (transferEncoding !== "chunked") throw error(`unsupported Transfer-Encoding ${JSON.stringify(transferEncoding.slice(0, 64))}`);
+  }
+  return { headers, minorVersion: 1, connection, contentLength, chunked: transferEncoding !== null };
+}
+
+/** A request head, from its first byte to before its CRLF CRLF (latin1 text). */
+export function parseRequestHead(text: string): RequestHead {
+  const lines = text.split("\r\n");
+  const requestLine = lines[0]!;
+  const firstSpace = requestLine.indexOf(" ");
+  const lastSpace = requestLine.lastIndexOf(" ");
+  if (firstSpace <= 0 || lastSpace === firstSpace) throw new HeadError(400, "malformed request line");
+  const method = requestLine.slice(0, firstSpace);
+  let target = requestLine.slice(firstSpace + 1, lastSpace);
+  const version = requestLine.slice(lastSpace + 1);
+  if (!TOKEN.test(method)) throw new HeadError(400, "invalid method");
+  if (!TARGET.test(target)) throw new HeadError(400, "invalid request target");
+  if (version !== "HTTP/1.1" && version !== "HTTP/1.0") {
+    if (/^HTTP\/\d\.\d$/.test(version)) throw new HeadError(505, `${version} is not supported`);
+    throw new HeadError(400, "malformed request line");
+  }
+  if (method === "CONNECT") throw new HeadError(501, "CONNECT is not supported");
+
+  const fields = parseFields(lines, (message) => new HeadError(400, message));
+  fields.minorVersion = version === "HTTP/1.1" ? 1 : 0;
+  if (fields.chunked && fields.minorVersion === 0) throw new HeadError(400, "Transfer-Encoding in an HTTP/1.0 request");
+
+  let host: string | null = null;
+  for (const [name, value] of fields.headers) {
+    if (name.length !== 4 || name.toLowerCase() !== "host") continue;
+    if (host !== null) throw new HeadError(400, "Host given twice");
+    host = value;
+  }
+  if (host === null && fields.minorVersion === 1) throw new HeadError(400, "an HTTP/1.1 request without Host");
+  if (target.charCodeAt(0) !== 0x2f && target !== "*") {
+    // Absolute form (`http://host/path`): its authority is the host (RFC 9112 3.2.2).
+    const absolute = /^https?:\/\/([^/?#]+)([^#]*)$/i.exec(target);
+    if (!absolute) throw new HeadError(400, "invalid request target");
+    host = absolute[1]!;
+    target = absolute[2]!.startsWith("/") ? absolute[2]! : `/${absolute[2]}`;
+  } else if (target === "*" && method !== "OPTIONS") {
+    throw new HeadError(400, "invalid request target");
+  }
+
+  const framing: BodyFraming = fields.chunked ? { kind: "chunked" } : fields.contentLength ? { kind: "length", length: fields.contentLength } : { kind: "none" };
+  const keepAlive = fields.minorVersion === 1 ? !fields.connection.includes("close") : fields.connection.includes("keep-alive");
+  const { headers, minorVersion, connection, contentLength, chunked } = fields;
+  return { headers, minorVersion, connection, contentLength, chunked, method, target, host, framing, keepAlive };
+}
+
+/** A response head (latin1 text before its CRLF CRLF). */
+export function parseResponseHead(text: string): ResponseHead {
+  const lines = text.split("\r\n");
+  const status = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: ([^\x00-\x08\x0a-\x1f\x7f]*))?$/.exec(lines[0]!);
+  if (!status) throw new HeadError(502, `invalid status line ${JSON.stringify(lines[0]!.slice(0, 100))}`);
+  const fields = parseFields(lines, (message) => new HeadError(502, message));
+  fields.minorVersion = Number(status[1]);
+  if (fields.chunked && fields.minorVersion === 0) throw new HeadError(502, "Transfer-Encoding in an HTTP/1.0 response");
+  const { headers, minorVersion, connection, contentLength, chunked } = fields;
+  return { headers, minorVersion, connection, contentLength, chunked, status: Number(status[2]), reason: status[3] ?? "" };
+}
+
+/** How the body of a response to `method` is framed (RFC 9112 6.3). */
+export function responseFraming(method: string, head: ResponseHead): BodyFraming {
+  if (method === "HEAD" || head.status === 204 || head.status === 304 || head.status < 200) return { kind: "none" };
+  if (head.chunked) return { kind: "chunked" };
+  if (head.contentLength !== null) return head.contentLength ? { kind: "length", length: head.contentLength } : { kind: "none" };
+  return { kind: "close" };
+}
+
+const MAX_CHUNK_LINE = 4096;
+const CHUNK_SIZE = /^([0-9a-fA-F]{1,12})[ \t]*(;[^\x00-\x08\x0a-\x1f\x7f]*)?$/;
+
+/**
+ * Follows a chunked body as it passes, to find its end: chunk-size lines (with extensions), data,
+ * CRLFs and trailers. The bytes themselves are relayed untouched by the caller.
+ */
+export class ChunkedBody {
+  private state: "size" | "data" | "data-end" | "trailer" | "done" = "size";
+  private remaining = 0;
+  /** A partial size or trailer line carried over from the previous piece. */
+  private line = "";
+
+  get done(): boolean {
+    return this.state === "done";
+  }
+
+  /**
+   * Reads `data` from `offset` and returns where the body ends in it (the index after its last
+   * byte), or -1 when the body goes on past `data`. Throws on malformed framing.
+   */
+  feed(data: Uint8Array, offset = 0): number {
+    let at = offset;
+    while (at < data.byteLength) {
+      if (this.state === "data") {
+        const take = Math.min(this.remaining, data.byteLength - at);
+        at += take;
+        this.remaining -= take;
+        if (this.remaining === 0) this.state = "data-end";
+        continue;
+      }
+      const lf = data.indexOf(0x0a, at);
+      const end = lf < 0 ? data.byteLength : lf + 1;
+      if (this.line.length + end - at > MAX_CHUNK_LINE) throw new Error("chunk line too long");
+      for (let i = at; i < end; i++) this.line += String.fromCharCode(data[i]!);
+      at = end;
+      if (lf < 0) return -1;
+      if (!this.line.endsWith("\r\n")) throw new Error("a chunk line not ended by CRLF");
+      const line = this.line.slice(0, -2);
+      this.line = "";
+      if (this.state === "data-end") {
+        if (line !== "") throw new Error("chunk data longer than its size");
+        this.state = "size";
+      } else if (this.state === "size") {
+        const size = CHUNK_SIZE.exec(line);
+        if (!size) throw new Error(`invalid chunk size ${JSON.stringify(line.slice(0, 40))}`);
+        this.remaining = Number.parseInt(size[1]!, 16);
+        this.state = this.remaining === 0 ? "trailer" : "data";
+      } else if (this.state === "trailer") {
+        if (line === "") {
+          this.state = "done";
+          return at;
+        }
+        if (line.charCodeAt(0) === 0x20 || line.charCodeAt(0) === 0x09 || line.indexOf(":") <= 0) throw new Error("malformed trailer field");
+      }
+    }
+    return this.state === "done" ? at : -1;
+  }
+}
+
+/**
+ * Follows any body framing: where the body ends in each piece that passes. `close` never ends
+ * (its end is the connection's).
+ */
+export class BodyTracker {
+  private remaining: number;
+  private readonly chunked: ChunkedBody | null;
+  /** Body bytes seen so far (chunk framing included). */
+  bytes = 0;
+
+  constructor(readonly framing: BodyFraming) {
+    this.remaining = framing.kind === "length" ? framing.length : 0;
+    this.chunked = framing.kind === "chunked" ? new ChunkedBody() : null;
+  }
+
+  get done(): boolean {
+    if (this.framing.kind === "none") return true;
+    if (this.framing.kind === "length") return this.remaining === 0;
+    if (this.chunked) return this.chunked.done;
+    return false;
+  }
+
+  /** Where the body ends in `data` from `offset` (index after its last byte), or -1 if it goes on. */
+  feed(data: Uint8Array, offset = 0): number {
+    if (this.done) return offset;
+    let end: number;
+    if (this.framing.kind === "length") {
+      const take = Math.min(this.remaining, data.byteLength - offset);
+      this.remaining -= take;
+      end = this.remaining === 0 ? offset + take : -1;
+    } else if (this.chunked) {
+      end = this.chunked.feed(data, offset);
+    } else {
+      end = -1;
+    }
+    this.bytes += (end < 0 ? data.byteLength : end) - offset;
+    return end;
+  }
+}

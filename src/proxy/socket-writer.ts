@@ -1,0 +1,47 @@
+import type { Socket } from "bun";
+
+/**
+ * Writes to a socket and keeps what it did not take until its drain. The relay pauses the other
+ * side while anything waits here, so this holds at most about one piece per direction.
+ */
+export class SocketWriter {
+  private waiting: Uint8Array[] = [];
+
+  constructor(private readonly socket: Socket<unknown>) {}
+
+  /** Something waits for the socket's drain. */
+  get blocked(): boolean {
+    return this.waiting.length > 0;
+  }
+
+  /** Writes `bytes`; false when some of them wait for the drain. */
+  write(bytes: Uint8Array): boolean {
+    if (this.waiting.length) {
+      this.waiting.push(bytes);
+      return false;
+    }
+    const written = this.socket.write(bytes);
+    if (written === bytes.byteLength) return true;
+    this.waiting.push(written > 0 ? bytes.subarray(written) : bytes);
+    return false;
+  }
+
+  /** On the socket's drain: writes what waited; true once nothing waits. */
+  flush(): boolean {
+    while (this.waiting.length) {
+      const next = this.waiting[0]!;
+      const written = this.socket.write(next);
+      if (written < next.byteLength) {
+        if (written > 0) this.waiting[0] = next.subarray(written);
+        return false;
+      }
+      this.waiting.shift();
+    }
+    return true;
+  }
+
+  /** Forgets what waits (the socket is gone). */
+  clear() {
+    this.waiting = [];
+  }
+}
