@@ -223,8 +223,8 @@ export const TrafficWindowSchema = resource(
     requests: count("Requests the proxy answered for the app, refused ones included"),
     byStatusClass: t.Object({ "1xx": count(""), "2xx": count(""), "3xx": count(""), "4xx": count(""), "5xx": count("") }, { description: "Requests by the class of their answer's status" }),
     rateLimited: count("Requests the proxy refused with 429"),
-    bytesIn: count("Request bodies, where a Content-Length gave their size"),
-    bytesOut: count("Answer bodies, where a Content-Length gave their size"),
+    bytesIn: count("Bytes of request bodies relayed to the app"),
+    bytesOut: count("Bytes of answer bodies relayed to clients"),
     upstreamLatencyMs: t.Nullable(
       t.Object({ p50: t.Number(), p99: t.Number() }, { description: "From sending a request to the app to its answer's head: the upper bound of the histogram bucket each percentile falls in" }),
     ),

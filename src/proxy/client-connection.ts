@@ -9,7 +9,7 @@
 import type { Socket } from "bun";
 import type { CidrRange } from "../http/trusted-proxies";
 import { BodyTracker, HeadError, indexOfHeadEnd, MAX_HEAD_BYTES, parseRequestHead, parseResponseHead, responseFraming, type RequestHead, type ResponseHead } from "./http1";
-import { clientIdentityOf, clientResponseHead, headerValue, requestIdOf, upstreamRequestHead } from "./forwarding";
+import { clientIdentityOf, clientResponseHead, headerValue, interimResponseHead, requestIdOf, upstreamRequestHead } from "./forwarding";
 import { proxyErrorAnswer, type ProxyErrorCode } from "./pages";
 import { refusalHeaders, type ProxyRateLimiter } from "./rate-limit";
 import { subdomainOf, type ProxyRoutes, type Upstream } from "./routes";
@@ -49,6 +49,9 @@ const JOIN_BELOW_BYTES = 16 * 1024;
 
 /** Socket data arrives as Buffers; a head's text is its bytes as latin1. */
 const latin1 = (bytes: Uint8Array, end: number) => (bytes as Buffer).toString("latin1", 0, end);
+const NON_ASCII = /[^\x00-\x7f]/;
+/** A head as written: its text when it is ASCII (Bun writes that without a buffer of ours), else its latin1 bytes. */
+const headForSocket = (text: string): string | Uint8Array => (NON_ASCII.test(text) ? Buffer.from(text, "latin1") : text);
 const concat = (first: Uint8Array | null, second: Uint8Array): Uint8Array => (first?.byteLength ? Buffer.concat([first, second]) : second);
 
 function isWebSocketUpgrade(head: RequestHead): boolean {
@@ -113,8 +116,8 @@ export class ClientConnection {
     while (this.state === "head" && !this.ending && this.buffered?.byteLength) {
       const data = this.buffered;
       const end = indexOfHeadEnd(data);
-      if (end < 0) {
-        if (data.byteLength > MAX_HEAD_BYTES) this.refuse(431, "HEADERS_TOO_LARGE", `The request head is over ${MAX_HEAD_BYTES} bytes.`, null, {}, true);
+      if (end < 0 || end > MAX_HEAD_BYTES) {
+        if (end > MAX_HEAD_BYTES || data.byteLength > MAX_HEAD_BYTES) this.refuse(431, "HEADERS_TOO_LARGE", `The request head is over ${MAX_HEAD_BYTES} bytes.`, null, {}, true);
         return;
       }
       let head: RequestHead;
@@ -154,7 +157,7 @@ export class ClientConnection {
     }
     const requestId = requestIdOf(head);
     const websocket = isWebSocketUpgrade(head);
-    const upstreamHead = Buffer.from(upstreamRequestHead(head, identity, requestId, websocket), "latin1");
+    const upstreamHead = headForSocket(upstreamRequestHead(head, identity, requestId, websocket));
     this.state = "exchange";
     const exchange = new Exchange(this, head, subdomain!, upstream, requestId, upstreamHead, websocket);
     this.exchange = exchange;
@@ -174,7 +177,7 @@ export class ClientConnection {
     else this.waitingSince = performance.now();
   }
 
-  write(bytes: Uint8Array): boolean {
+  write(bytes: Uint8Array | string): boolean {
     if (this.state === "closed") return false;
     return this.writer.write(bytes);
   }
@@ -302,7 +305,7 @@ class Exchange implements UpstreamListener {
     private readonly subdomain: string,
     private readonly address: Upstream,
     private readonly requestId: string,
-    private readonly upstreamHead: Uint8Array,
+    private readonly upstreamHead: string | Uint8Array,
     private readonly websocket: boolean,
   ) {
     this.requestBody = new BodyTracker(request.framing);
@@ -314,6 +317,7 @@ class Exchange implements UpstreamListener {
   }
 
   start() {
+    if (this.done) return;
     const idle = this.client.context.pools.takeIdle(this.address);
     if (idle) this.attach(idle);
     else this.connect();
@@ -340,20 +344,49 @@ class Exchange implements UpstreamListener {
     this.lastActivity = this.sentAt;
     const early = this.early;
     this.early = [];
-    const first = early.length === 1 && early[0]!.byteLength < JOIN_BELOW_BYTES ? Buffer.concat([this.upstreamHead, early[0]!]) : this.upstreamHead;
-    let open = connection.writer.write(first);
-    if (first === this.upstreamHead) for (const bytes of early) open = connection.writer.write(bytes);
-    if (!open) this.client.pause();
+    let open = connection.writer.write(this.upstreamHead);
+    for (const bytes of early) open = connection.writer.write(bytes);
+    // The client was paused while its body waited for this connection.
+    if (open) this.client.resume();
+    else this.client.pause();
   }
 
   /** Client bytes while the exchange runs: the request body's part is sent on; what follows it is returned. */
   requestBytes(chunk: Uint8Array): Uint8Array | null {
     if (this.requestDone) return chunk;
-    const end = this.requestBody.feed(chunk);
+    let end: number;
+    try {
+      end = this.requestBody.feed(chunk);
+    } catch (error) {
+      this.badRequestBody((error as Error).message);
+      return null;
+    }
     const body = end < 0 ? chunk : chunk.subarray(0, end);
     this.lastActivity = performance.now();
     if (body.byteLength) this.toUpstream(body);
     return end < 0 ? null : chunk.subarray(end);
+  }
+
+  /** A chunked request body that breaks its framing: the app's connection is dropped, the client told so. */
+  private badRequestBody(reason: string) {
+    if (this.done) return;
+    this.done = true;
+    this.dropUpstream();
+    this.record(400);
+    if (this.wroteToClient) this.client.destroy();
+    else {
+      this.client.refuse(400, "BAD_REQUEST", `Malformed request body: ${reason}.`, this.request, { "x-request-id": this.requestId }, true);
+      this.client.exchangeDone(true);
+    }
+  }
+
+  private dropUpstream() {
+    const upstream = this.upstream;
+    this.upstream = null;
+    if (upstream) {
+      upstream.listener = null;
+      upstream.destroy();
+    }
   }
 
   toUpstream(bytes: Uint8Array) {
@@ -377,7 +410,7 @@ class Exchange implements UpstreamListener {
     }
   }
 
-  private toClient(bytes: Uint8Array) {
+  private toClient(bytes: Uint8Array | string) {
     this.wroteToClient = true;
     if (!this.client.write(bytes) && this.upstream && !this.upstreamPaused) {
       this.upstreamPaused = true;
@@ -402,7 +435,13 @@ class Exchange implements UpstreamListener {
       data = rest;
     }
     if (!data.byteLength) return;
-    const end = this.responseBody!.feed(data);
+    let end: number;
+    try {
+      end = this.responseBody!.feed(data);
+    } catch {
+      this.brokenResponse();
+      return;
+    }
     if (end < 0) {
       this.toClient(data);
       return;
@@ -417,8 +456,8 @@ class Exchange implements UpstreamListener {
   private readResponseHead(data: Uint8Array): Uint8Array | null {
     for (;;) {
       const end = indexOfHeadEnd(data);
-      if (end < 0) {
-        if (data.byteLength > MAX_HEAD_BYTES) this.failBeforeResponse(502);
+      if (end < 0 || end > MAX_HEAD_BYTES) {
+        if (end > MAX_HEAD_BYTES || data.byteLength > MAX_HEAD_BYTES) this.failBeforeResponse(502);
         else this.headBytes = data;
         return null;
       }
@@ -437,7 +476,7 @@ class Exchange implements UpstreamListener {
         }
         this.upstreamMs = performance.now() - this.sentAt;
         this.record(101);
-        this.client.write(Buffer.from(clientResponseHead(head, this.requestId, false), "latin1"));
+        this.client.write(headForSocket(clientResponseHead(head, this.requestId, false)));
         this.done = true;
         const early = this.client.startTunnel();
         if (early?.byteLength) this.toUpstream(early);
@@ -446,7 +485,7 @@ class Exchange implements UpstreamListener {
       }
       if (head.status < 200) {
         // 100 Continue, 103 Early Hints: passed on to an HTTP/1.1 client; the final head follows.
-        if (this.request.minorVersion === 1) this.toClient(Buffer.from(`HTTP/1.1 ${head.status} ${head.reason}\r\n\r\n`, "latin1"));
+        if (this.request.minorVersion === 1) this.toClient(headForSocket(interimResponseHead(head)));
         continue;
       }
       this.upstreamMs = performance.now() - this.sentAt;
@@ -456,12 +495,23 @@ class Exchange implements UpstreamListener {
       if (framing.kind === "close" || head.minorVersion === 0 || head.connection.includes("close")) this.reuseUpstream = false;
       // An answer before the whole request body: where the next request would start is unknown.
       if (framing.kind === "close" || !this.requestDone || this.client.context.stopping) this.closeClient = true;
-      const headBytes = Buffer.from(clientResponseHead(head, this.requestId, this.closeClient), "latin1");
-      const bodyEnd = this.responseBody.feed(data);
+      const headText = clientResponseHead(head, this.requestId, this.closeClient);
+      let bodyEnd: number;
+      try {
+        bodyEnd = this.responseBody.feed(data);
+      } catch {
+        this.brokenResponse();
+        return null;
+      }
       const body = bodyEnd < 0 ? data : data.subarray(0, bodyEnd);
-      if (body.byteLength && body.byteLength < JOIN_BELOW_BYTES) this.toClient(Buffer.concat([headBytes, body]));
-      else {
-        this.toClient(headBytes);
+      if (body.byteLength && body.byteLength < JOIN_BELOW_BYTES) {
+        // One write, so one packet, for a small answer.
+        const joined = Buffer.allocUnsafe(headText.length + body.byteLength);
+        joined.write(headText, 0, "latin1");
+        joined.set(body, headText.length);
+        this.toClient(joined);
+      } else {
+        this.toClient(headForSocket(headText));
         if (body.byteLength) this.toClient(body);
       }
       if (bodyEnd >= 0) {
@@ -470,6 +520,15 @@ class Exchange implements UpstreamListener {
       }
       return null;
     }
+  }
+
+  /** The app's body broke its framing after its head was accepted: both connections are closed. */
+  private brokenResponse() {
+    if (this.done) return;
+    this.done = true;
+    this.dropUpstream();
+    this.record(this.responseHead?.status ?? 502);
+    this.client.destroy();
   }
 
   private record(status: number) {
@@ -504,12 +563,7 @@ class Exchange implements UpstreamListener {
   private failBeforeResponse(status: 502 | 504) {
     if (this.done) return;
     this.done = true;
-    const upstream = this.upstream;
-    this.upstream = null;
-    if (upstream) {
-      upstream.listener = null;
-      upstream.destroy();
-    }
+    this.dropUpstream();
     this.record(status);
     if (this.wroteToClient) {
       this.client.destroy();

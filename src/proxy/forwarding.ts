@@ -10,6 +10,8 @@ import type { RequestHead, ResponseHead } from "./http1";
 
 /** Dropped from every message passed on; `upgrade` is kept on a WebSocket handshake only. */
 export const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "upgrade", "te", "trailer", "proxy-authenticate", "proxy-authorization"]);
+/** A message's framing and target: kept whatever its Connection field names. */
+const NEVER_NAMED = new Set(["content-length", "transfer-encoding", "host"]);
 const CLIENT_IDENTITY = new Set(["x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-forwarded-port", "x-real-ip", "forwarded", "x-request-id"]);
 /** A client's own request id is kept when it is this tame (it ends up in the app's logs). */
 const REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
@@ -66,10 +68,11 @@ export function upstreamRequestHead(head: RequestHead, identity: ClientIdentity,
       if (lower === "x-forwarded-for") sentFor = sentFor === null ? value : `${sentFor}, ${value}`;
       continue;
     }
-    if (HOP_BY_HOP.has(lower) ? !(websocket && lower === "upgrade") : head.connection.length && head.connection.includes(lower)) continue;
-    text += `${name}: ${value}\r\n`;
+    if (dropped(lower, head.connection, websocket)) continue;
+    // An absolute-form target's authority is the Host (RFC 9112 3.2.2).
+    text += lower === "host" ? `${name}: ${head.host}\r\n` : `${name}: ${value}\r\n`;
   }
-  if (head.host === null) text += `host: ${identity.host}\r\n`;
+  if (headerValue(head, "host") === null) text += `host: ${head.host ?? identity.host}\r\n`;
   if (websocket) text += "connection: upgrade\r\n";
   const forwardedFor = identity.trustedPeer && sentFor ? `${sentFor}, ${identity.peerAddress}` : identity.peerAddress;
   return (
@@ -88,13 +91,25 @@ export function clientResponseHead(head: ResponseHead, requestId: string, close:
   const switching = head.status === 101;
   for (const [name, value] of head.headers) {
     const lower = name.toLowerCase();
-    if (HOP_BY_HOP.has(lower) ? !(switching && lower === "upgrade") : head.connection.length && head.connection.includes(lower)) continue;
-    if (lower === "x-request-id") continue;
+    if (dropped(lower, head.connection, switching) || lower === "x-request-id") continue;
     text += `${name}: ${value}\r\n`;
   }
   if (switching) text += "connection: upgrade\r\n";
   else if (close) text += "connection: close\r\n";
   return `${text}x-request-id: ${requestId}\r\n\r\n`;
+}
+
+/** An informational (1xx) answer as the client receives it: its fields, without hop-by-hop ones. */
+export function interimResponseHead(head: ResponseHead): string {
+  let text = `HTTP/1.1 ${head.status} ${head.reason}\r\n`;
+  for (const [name, value] of head.headers) if (!dropped(name.toLowerCase(), head.connection, false)) text += `${name}: ${value}\r\n`;
+  return `${text}\r\n`;
+}
+
+/** A hop-by-hop field, or one the Connection field names (never the framing or Host); `upgrade` kept when switching. */
+function dropped(lowerName: string, connection: string[], upgrading: boolean): boolean {
+  if (HOP_BY_HOP.has(lowerName)) return !(upgrading && lowerName === "upgrade");
+  return connection.length > 0 && connection.includes(lowerName) && !NEVER_NAMED.has(lowerName);
 }
 
 function portOf(host: string): string | null {

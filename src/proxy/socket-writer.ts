@@ -14,15 +14,20 @@ export class SocketWriter {
     return this.waiting.length > 0;
   }
 
-  /** Writes `bytes`; false when some of them wait for the drain. */
-  write(bytes: Uint8Array): boolean {
+  /**
+   * Writes `bytes`, or an ASCII string as its bytes (no buffer to allocate: Bun encodes it into the
+   * socket's own); false when some of them wait for the drain.
+   */
+  write(bytes: Uint8Array | string): boolean {
     if (this.waiting.length) {
-      this.waiting.push(bytes);
+      this.waiting.push(typeof bytes === "string" ? Buffer.from(bytes, "latin1") : bytes);
       return false;
     }
     const written = this.socket.write(bytes);
-    if (written === bytes.byteLength) return true;
-    this.waiting.push(written > 0 ? bytes.subarray(written) : bytes);
+    const length = typeof bytes === "string" ? bytes.length : bytes.byteLength;
+    if (written === length) return true;
+    const rest = typeof bytes === "string" ? Buffer.from(bytes, "latin1") : bytes;
+    this.waiting.push(written > 0 ? rest.subarray(written) : rest);
     return false;
   }
 

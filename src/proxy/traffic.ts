@@ -21,7 +21,7 @@ interface Slot {
 
 export interface ProxiedRequest {
   status: number;
-  /** Request and answer body sizes where a Content-Length gave them. */
+  /** Request and answer body bytes relayed (chunk framing included). */
   bytesIn: number;
   bytesOut: number;
   /** From sending the request to the app until its answer's head, or null when the app was not asked (429, 502). */
