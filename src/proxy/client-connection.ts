@@ -625,7 +625,14 @@ class Exchange implements UpstreamListener {
 
   tick(now: number) {
     if (this.done || now - this.lastActivity < this.client.context.timeouts.upstreamMs) return;
-    if (!this.responseHead) this.failBeforeResponse(504);
+    if (!this.responseHead && !this.requestDone && !this.wroteToClient) {
+      // The client stopped sending its body: its own doing, not the app's.
+      this.done = true;
+      this.dropUpstream();
+      this.record(408);
+      this.client.refuse(408, "REQUEST_TIMEOUT", "The request body stopped coming.", this.request, { "x-request-id": this.requestId }, true);
+      this.client.exchangeDone(true);
+    } else if (!this.responseHead) this.failBeforeResponse(504);
     else {
       this.done = true;
       this.record(this.responseHead.status);

@@ -57,6 +57,7 @@ const TARGET = /^[\x21-\x7e]+$/;
 /** A field value may hold tabs, spaces, visible ASCII and obs-text, never other control characters. */
 const BAD_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/;
 const DIGITS = /^\d{1,15}$/;
+const OWS_EDGES = /^[ \t]+|[ \t]+$/g;
 
 const HEAD_END = Buffer.from("\r\n\r\n");
 
@@ -81,7 +82,9 @@ function parseFields(lines: string[], error: (message: string) => Error): Messag
     if (colon <= 0) throw error("a header line without a name");
     const name = line.slice(0, colon);
     if (!TOKEN.test(name)) throw error(`invalid header name ${JSON.stringify(name.slice(0, 64))}`);
-    const value = line.slice(colon + 1).trim();
+    // Optional whitespace is spaces and tabs only: String.trim() would also take a vertical tab or a
+    // no-break space, and a value the app reads otherwise than the proxy is a smuggling risk.
+    const value = line.slice(colon + 1).replace(OWS_EDGES, "");
     if (BAD_VALUE.test(value)) throw error(`a control character in ${name}`);
     headers.push([name, value]);
     switch (name.toLowerCase()) {
