@@ -9,9 +9,12 @@ interface Bucket {
   updatedAt: number;
   /** The limit it was last taken under: what "full" means when pruning, and how much it has spent. */
   limit: RateLimit;
+  /** When it last moved to the recently used end of the order. */
+  movedAt: number;
 }
 
 export type TakeResult = { allowed: true } | { allowed: false; retryAfterSeconds: number };
+const ALLOWED: TakeResult = Object.freeze({ allowed: true });
 
 /** Past this many buckets, full ones are forgotten: a missing bucket is a full one. */
 const PRUNE_ABOVE = 10_000;
@@ -28,9 +31,30 @@ const MAX_BUCKETS = 100_000;
  * addresses quadratic: a million took 76 s where this takes about 1.
  */
 const FORGET_FRACTION = 100;
+/**
+ * A bucket moves to the recently used end at most this often: moving it on every take (a delete
+ * and a set) was most of the public proxy's limiter cost, and "recent" to the second is enough.
+ */
+const REORDER_AFTER_MS = 1_000;
+
+/**
+ * The tokens of `bucket` at `now` under `limit`, refilled at that limit's rate. What it has spent
+ * lately carries over when the limit changes: a bucket 3 tokens short of its old burst is 3 short
+ * of the new one (none left when that is more than the new burst), and a full one is full, as a
+ * forgotten bucket would be. Under an unchanged limit that is the plain refill.
+ */
+function tokensAt(bucket: Bucket, now: number, limit: RateLimit): number {
+  const spent = bucket.limit.burst - bucket.tokens - ((now - bucket.updatedAt) / 1000) * limit.refillPerSecond;
+  return Math.max(0, limit.burst - Math.max(0, spent));
+}
+
+function retryAfter(tokens: number, limit: RateLimit): number {
+  if (limit.refillPerSecond <= 0) return 3600;
+  return Math.max(1, Math.ceil((1 - tokens) / limit.refillPerSecond));
+}
 
 export class TokenBuckets {
-  /** In least recently used order: take() moves a bucket to the end. */
+  /** In least recently used order (to the second): take() moves a bucket to the end. */
   private readonly buckets = new Map<string, Bucket>();
   private prunedAt = 0;
 
@@ -43,40 +67,34 @@ export class TokenBuckets {
     return this.buckets.size;
   }
 
-  /**
-   * The bucket at `now` under `limit`, refilled at that limit's rate. What it has spent lately
-   * carries over when the limit changes: a bucket 3 tokens short of its old burst is 3 short of
-   * the new one (none left when that is more than the new burst), and a full one is full, as a
-   * forgotten bucket would be. Under an unchanged limit that is the plain refill.
-   */
-  private refilled(id: string, now: number, limit: RateLimit): Bucket {
-    const bucket = this.buckets.get(id);
-    if (!bucket) return { tokens: limit.burst, updatedAt: now, limit };
-    const spent = bucket.limit.burst - bucket.tokens - ((now - bucket.updatedAt) / 1000) * limit.refillPerSecond;
-    return { tokens: Math.max(0, limit.burst - Math.max(0, spent)), updatedAt: now, limit };
-  }
-
-  private retryAfter(bucket: Bucket): number {
-    if (bucket.limit.refillPerSecond <= 0) return 3600;
-    return Math.max(1, Math.ceil((1 - bucket.tokens) / bucket.limit.refillPerSecond));
-  }
-
   /** Would a request be let through now? Takes nothing. */
   check(id: string, now = Date.now(), limit = this.limit): TakeResult {
-    const bucket = this.refilled(id, now, limit);
-    return bucket.tokens >= 1 ? { allowed: true } : { allowed: false, retryAfterSeconds: this.retryAfter(bucket) };
+    const bucket = this.buckets.get(id);
+    const tokens = bucket ? tokensAt(bucket, now, limit) : limit.burst;
+    return tokens >= 1 ? ALLOWED : { allowed: false, retryAfterSeconds: retryAfter(tokens, limit) };
   }
 
   /** Takes a token from the bucket of `id`, under `limit` (the set's own unless given). */
   take(id: string, now = Date.now(), limit = this.limit): TakeResult {
-    const bucket = this.refilled(id, now, limit);
-    const allowed = bucket.tokens >= 1;
-    if (allowed) bucket.tokens -= 1;
-    this.buckets.delete(id);
-    this.buckets.set(id, bucket);
-    if (this.buckets.size > PRUNE_ABOVE && now - this.prunedAt >= PRUNE_INTERVAL_MS) this.pruneFull(now);
-    if (this.buckets.size > this.capacity) this.forgetLeastRecentlyUsed();
-    return allowed ? { allowed: true } : { allowed: false, retryAfterSeconds: this.retryAfter(bucket) };
+    let bucket = this.buckets.get(id);
+    if (bucket) {
+      bucket.tokens = tokensAt(bucket, now, limit);
+      bucket.updatedAt = now;
+      bucket.limit = limit;
+      if (now - bucket.movedAt >= REORDER_AFTER_MS) {
+        bucket.movedAt = now;
+        this.buckets.delete(id);
+        this.buckets.set(id, bucket);
+      }
+    } else {
+      if (this.buckets.size >= PRUNE_ABOVE && now - this.prunedAt >= PRUNE_INTERVAL_MS) this.pruneFull(now);
+      if (this.buckets.size >= this.capacity) this.forgetLeastRecentlyUsed();
+      bucket = { tokens: limit.burst, updatedAt: now, limit, movedAt: now };
+      this.buckets.set(id, bucket);
+    }
+    if (bucket.tokens < 1) return { allowed: false, retryAfterSeconds: retryAfter(bucket.tokens, limit) };
+    bucket.tokens -= 1;
+    return ALLOWED;
   }
 
   /**
@@ -86,9 +104,8 @@ export class TokenBuckets {
   giveBack(id: string, now = Date.now()) {
     const bucket = this.buckets.get(id);
     if (!bucket) return;
-    const refilled = this.refilled(id, now, bucket.limit);
-    refilled.tokens = Math.min(bucket.limit.burst, refilled.tokens + 1);
-    this.buckets.set(id, refilled);
+    bucket.tokens = Math.min(bucket.limit.burst, tokensAt(bucket, now, bucket.limit) + 1);
+    bucket.updatedAt = now;
   }
 
   private forgetLeastRecentlyUsed() {
@@ -102,7 +119,7 @@ export class TokenBuckets {
   private pruneFull(now: number) {
     this.prunedAt = now;
     for (const [id, bucket] of this.buckets) {
-      if (this.refilled(id, now, bucket.limit).tokens >= bucket.limit.burst) this.buckets.delete(id);
+      if (tokensAt(bucket, now, bucket.limit) >= bucket.limit.burst) this.buckets.delete(id);
     }
   }
 }

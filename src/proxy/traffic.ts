@@ -58,7 +58,11 @@ export class TrafficRecorder {
     if (request.status === 429) slot.rateLimited += 1;
     slot.bytesIn += request.bytesIn;
     slot.bytesOut += request.bytesOut;
-    if (request.upstreamMs !== null) slot.latency[LATENCY_BOUNDS_MS.findIndex((bound) => request.upstreamMs! <= bound)]! += 1;
+    if (request.upstreamMs !== null) {
+      let bucket = 0;
+      while (request.upstreamMs > LATENCY_BOUNDS_MS[bucket]!) bucket++;
+      slot.latency[bucket]! += 1;
+    }
   }
 
   /** The traffic of the last `minutes` minutes (the current, partial minute included). */
