@@ -49,9 +49,11 @@ const JOIN_BELOW_BYTES = 16 * 1024;
 
 /** Socket data arrives as Buffers; a head's text is its bytes as latin1. */
 const latin1 = (bytes: Uint8Array, end: number) => (bytes as Buffer).toString("latin1", 0, end);
-const NON_ASCII = /[^\x00-\x7f]/;
-/** A head as written: its text when it is ASCII (Bun writes that without a buffer of ours), else its latin1 bytes. */
-const headForSocket = (text: string): string | Uint8Array => (NON_ASCII.test(text) ? Buffer.from(text, "latin1") : text);
+/**
+ * A head as written: its text when it is ASCII (Bun writes that without a buffer of ours), else its
+ * latin1 bytes. What the proxy adds to a head is ASCII; the parser says whether the rest is.
+ */
+const headForSocket = (text: string, ascii: boolean): string | Uint8Array => (ascii ? text : Buffer.from(text, "latin1"));
 const concat = (first: Uint8Array | null, second: Uint8Array): Uint8Array => (first?.byteLength ? Buffer.concat([first, second]) : second);
 
 function isWebSocketUpgrade(head: RequestHead): boolean {
@@ -73,6 +75,8 @@ export class ClientConnection {
   private endingSince = 0;
   /** The client sent its FIN. */
   private peerEnded = false;
+  private lastHost: string | null = null;
+  private lastSubdomain: string | null = null;
   /** Requests answered on this connection: until the first, it gets only the header timeout to send one. */
   private answered = 0;
 
@@ -135,7 +139,12 @@ export class ClientConnection {
 
   private startExchange(head: RequestHead) {
     const context = this.context;
-    const subdomain = subdomainOf(head.host, context.domain);
+    // A keep-alive client asks for the same host again and again.
+    if (head.host !== this.lastHost) {
+      this.lastHost = head.host;
+      this.lastSubdomain = subdomainOf(head.host, context.domain);
+    }
+    const subdomain = this.lastSubdomain;
     const upstream = subdomain === null ? undefined : context.routes.get(subdomain);
     // A refusal with a body still to come closes the connection: its bytes are not read.
     const mustClose = head.framing.kind !== "none" || !head.keepAlive || head.method === "HEAD";
@@ -157,7 +166,7 @@ export class ClientConnection {
     }
     const requestId = requestIdOf(head);
     const websocket = isWebSocketUpgrade(head);
-    const upstreamHead = headForSocket(upstreamRequestHead(head, identity, requestId, websocket));
+    const upstreamHead = headForSocket(upstreamRequestHead(head, identity, requestId, websocket), head.ascii);
     this.state = "exchange";
     const exchange = new Exchange(this, head, subdomain!, upstream, requestId, upstreamHead, websocket);
     this.exchange = exchange;
@@ -476,7 +485,7 @@ class Exchange implements UpstreamListener {
         }
         this.upstreamMs = performance.now() - this.sentAt;
         this.record(101);
-        this.client.write(headForSocket(clientResponseHead(head, this.requestId, false)));
+        this.client.write(headForSocket(clientResponseHead(head, this.requestId, false), head.ascii));
         this.done = true;
         const early = this.client.startTunnel();
         if (early?.byteLength) this.toUpstream(early);
@@ -485,7 +494,7 @@ class Exchange implements UpstreamListener {
       }
       if (head.status < 200) {
         // 100 Continue, 103 Early Hints: passed on to an HTTP/1.1 client; the final head follows.
-        if (this.request.minorVersion === 1) this.toClient(headForSocket(interimResponseHead(head)));
+        if (this.request.minorVersion === 1) this.toClient(headForSocket(interimResponseHead(head), head.ascii));
         continue;
       }
       this.upstreamMs = performance.now() - this.sentAt;
@@ -511,7 +520,7 @@ class Exchange implements UpstreamListener {
         joined.set(body, headText.length);
         this.toClient(joined);
       } else {
-        this.toClient(headForSocket(headText));
+        this.toClient(headForSocket(headText, head.ascii));
         if (body.byteLength) this.toClient(body);
       }
       if (bodyEnd >= 0) {

@@ -29,6 +29,8 @@ export interface MessageHead {
   connection: string[];
   contentLength: number | null;
   chunked: boolean;
+  /** Every byte is ASCII (no obs-text): the head can be written as text. */
+  ascii: boolean;
 }
 
 export interface RequestHead extends MessageHead {
@@ -75,13 +77,18 @@ function isToken(text: string, start: number, end: number): boolean {
   return true;
 }
 
-/** Tabs, spaces, visible ASCII and obs-text; no other control character. */
-function isFieldValue(text: string, start: number, end: number): boolean {
+const FIELD_VALUE_ASCII = 1;
+const FIELD_VALUE_OBS_TEXT = 2;
+
+/** Tabs, spaces, visible ASCII and obs-text, and whether it has obs-text; 0: another control character. */
+function fieldValueKind(text: string, start: number, end: number): number {
+  let kind = FIELD_VALUE_ASCII;
   for (let i = start; i < end; i++) {
     const code = text.charCodeAt(i);
-    if ((code < 0x20 && code !== 0x09) || code === 0x7f) return false;
+    if ((code < 0x20 && code !== 0x09) || code === 0x7f) return 0;
+    if (code > 0x7f) kind = FIELD_VALUE_OBS_TEXT;
   }
-  return true;
+  return kind;
 }
 
 const isOws = (code: number) => code === 0x20 || code === 0x09;
@@ -107,6 +114,7 @@ function parseFields(text: string, from: number, request: boolean): MessageHead 
   let transferEncoding: string | null = null;
   let host: string | null = null;
   let hostSeen = false;
+  let ascii = true;
   for (let at = from; at < text.length; ) {
     let lineEnd = text.indexOf("\r\n", at);
     if (lineEnd < 0) lineEnd = text.length;
@@ -121,7 +129,9 @@ function parseFields(text: string, from: number, request: boolean): MessageHead 
     while (valueStart < valueEnd && isOws(text.charCodeAt(valueStart))) valueStart++;
     while (valueEnd > valueStart && isOws(text.charCodeAt(valueEnd - 1))) valueEnd--;
     const name = text.slice(at, colon);
-    if (!isFieldValue(text, valueStart, valueEnd)) throw new HeadError(status, `a control character in ${name}`);
+    const kind = fieldValueKind(text, valueStart, valueEnd);
+    if (!kind) throw new HeadError(status, `a control character in ${name}`);
+    if (kind === FIELD_VALUE_OBS_TEXT) ascii = false;
     const value = text.slice(valueStart, valueEnd);
     headers.push([name, value]);
     if (headers.length > MAX_HEADERS) throw new HeadError(status, `more than ${MAX_HEADERS} header fields`);
@@ -145,7 +155,7 @@ function parseFields(text: string, from: number, request: boolean): MessageHead 
     if (contentLength !== null) throw new HeadError(status, "both Content-Length and Transfer-Encoding");
     if (transferEncoding !== "chunked") throw new HeadError(status, `unsupported Transfer-Encoding ${JSON.stringify(transferEncoding.slice(0, 64))}`);
   }
-  return { headers, minorVersion: 1, connection, contentLength, chunked: transferEncoding !== null, host };
+  return { headers, minorVersion: 1, connection, contentLength, chunked: transferEncoding !== null, host, ascii };
 }
 
 /** A request head, from its first byte to before its CRLF CRLF (latin1 text). */
@@ -181,10 +191,11 @@ export function parseRequestHead(text: string): RequestHead {
     throw new HeadError(400, "invalid request target");
   }
 
-  const { headers, connection, contentLength, chunked } = fields;
+  // The request line is visible ASCII (checked above).
+  const { headers, connection, contentLength, chunked, ascii } = fields;
   const framing: BodyFraming = chunked ? { kind: "chunked" } : contentLength ? { kind: "length", length: contentLength } : { kind: "none" };
   const keepAlive = minorVersion === 1 ? !connection.includes("close") : connection.includes("keep-alive");
-  return { headers, minorVersion, connection, contentLength, chunked, method, target, host, framing, keepAlive };
+  return { headers, minorVersion, connection, contentLength, chunked, ascii, method, target, host, framing, keepAlive };
 }
 
 const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: ([^\x00-\x08\x0a-\x1f\x7f]*))?$/;
@@ -200,7 +211,9 @@ export function parseResponseHead(text: string): ResponseHead {
   const minorVersion = Number(status[1]);
   if (fields.chunked && minorVersion === 0) throw new HeadError(502, "Transfer-Encoding in an HTTP/1.0 response");
   const { headers, connection, contentLength, chunked } = fields;
-  return { headers, minorVersion, connection, contentLength, chunked, status: Number(status[2]), reason: status[3] ?? "" };
+  const reason = status[3] ?? "";
+  const ascii = fields.ascii && !/[^\x00-\x7f]/.test(reason);
+  return { headers, minorVersion, connection, contentLength, chunked, ascii, status: Number(status[2]), reason };
 }
 
 /** How the body of a response to `method` is framed (RFC 9112 6.3). */
