@@ -3,6 +3,8 @@
 // deployed through the API; then wrk (-t2, 10 s, --latency) at 64 and 256 connections measures:
 //   direct  wrk -> the app's container (its address on the workspace network)
 //   nginx   wrk -> nginx (1 worker, upstream keepalive pool) on a loopback port -> the container
+//   bare-bun  wrk -> scripts/bench/bare-relay.ts -> the container: the least a proxy in JavaScript
+//           on Bun's sockets can do (no parsing, no headers, no limits), i.e. the ceiling for ours
 //   ours    wrk -> the platform's public proxy with `Host: <subdomain>.localhost` -> the container
 // and prints req/s, p99, ours/nginx, and the platform process's VmRSS before and after its runs.
 // Targets: ours >= 1.0x nginx req/s at both counts, p99 no worse than nginx, RSS growth < 30 MB.
@@ -16,7 +18,7 @@
 // Settings: BENCH_DURATION (wrk -d, default 10s), BENCH_CONNECTIONS (default 64,256),
 // BENCH_NGINX_KEEPALIVE (nginx upstream keepalive pool, default 256).
 // Traffic goes only to 127.0.0.1 and the bench's own container; the app is deleted through the
-// API, nginx stopped, the server stopped and temp dirs removed at the end.
+// API, nginx and the bare relay stopped, the server stopped and temp dirs removed at the end.
 import { writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join, resolve } from "node:path";
@@ -221,10 +223,21 @@ async function main() {
     children.push(nginx);
     await waitForHttp(`http://127.0.0.1:${nginxPort}/`);
 
+    // ---- the ceiling of a proxy in JavaScript on Bun: scripts/bench/bare-relay.ts ----
+    const barePort = await freePort();
+    const bare = Bun.spawn([process.execPath, resolve(import.meta.dir, "bare-relay.ts")], {
+      env: { ...process.env, BARE_RELAY_PORT: String(barePort), BARE_RELAY_UPSTREAM: upstream },
+      stdout: "ignore",
+      stderr: "inherit",
+    });
+    children.push(bare);
+    await waitForHttp(`http://127.0.0.1:${barePort}/`);
+
     console.log(`\nupstream ${upstream} (bun app, 1 KiB answers); nginx 1 worker, keepalive ${NGINX_KEEPALIVE}; wrk -t2 -d${DURATION} --latency`);
     const targets: { name: string; url: string; host?: string }[] = [
       { name: "direct", url: `http://${upstream}/` },
       { name: "nginx", url: `http://127.0.0.1:${nginxPort}/` },
+      { name: "bare-bun", url: `http://127.0.0.1:${barePort}/` },
       { name: "ours", url: proxyUrl, host: proxyHost },
     ];
     // A short warm-up of each target (JIT, connection pools), not counted.

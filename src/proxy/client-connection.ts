@@ -125,19 +125,20 @@ export class ClientConnection {
         return;
       }
       let head: RequestHead;
+      const text = latin1(data, end);
       try {
-        head = parseRequestHead(latin1(data, end));
+        head = parseRequestHead(text);
       } catch (error) {
         if (!(error instanceof HeadError)) throw error;
         this.refuse(error.status, "BAD_REQUEST", `Malformed request: ${error.message}.`, null, {}, true);
         return;
       }
       this.buffered = data.subarray(end + 4);
-      this.startExchange(head);
+      this.startExchange(text, head);
     }
   }
 
-  private startExchange(head: RequestHead) {
+  private startExchange(text: string, head: RequestHead) {
     const context = this.context;
     // A keep-alive client asks for the same host again and again.
     if (head.host !== this.lastHost) {
@@ -166,7 +167,7 @@ export class ClientConnection {
     }
     const requestId = requestIdOf(head);
     const websocket = isWebSocketUpgrade(head);
-    const upstreamHead = headForSocket(upstreamRequestHead(head, identity, requestId, websocket), head.ascii);
+    const upstreamHead = headForSocket(upstreamRequestHead(text, head, identity, requestId, websocket), head.ascii);
     this.state = "exchange";
     const exchange = new Exchange(this, head, subdomain!, upstream, requestId, upstreamHead, websocket);
     this.exchange = exchange;
@@ -471,8 +472,9 @@ class Exchange implements UpstreamListener {
         return null;
       }
       let head: ResponseHead;
+      const text = latin1(data, end);
       try {
-        head = parseResponseHead(latin1(data, end));
+        head = parseResponseHead(text);
       } catch {
         this.failBeforeResponse(502);
         return null;
@@ -485,7 +487,7 @@ class Exchange implements UpstreamListener {
         }
         this.upstreamMs = performance.now() - this.sentAt;
         this.record(101);
-        this.client.write(headForSocket(clientResponseHead(head, this.requestId, false), head.ascii));
+        this.client.write(headForSocket(clientResponseHead(text, head, this.requestId, false), head.ascii));
         this.done = true;
         const early = this.client.startTunnel();
         if (early?.byteLength) this.toUpstream(early);
@@ -494,7 +496,7 @@ class Exchange implements UpstreamListener {
       }
       if (head.status < 200) {
         // 100 Continue, 103 Early Hints: passed on to an HTTP/1.1 client; the final head follows.
-        if (this.request.minorVersion === 1) this.toClient(headForSocket(interimResponseHead(head), head.ascii));
+        if (this.request.minorVersion === 1) this.toClient(headForSocket(interimResponseHead(text, head), head.ascii));
         continue;
       }
       this.upstreamMs = performance.now() - this.sentAt;
@@ -504,7 +506,7 @@ class Exchange implements UpstreamListener {
       if (framing.kind === "close" || head.minorVersion === 0 || head.connection.includes("close")) this.reuseUpstream = false;
       // An answer before the whole request body: where the next request would start is unknown.
       if (framing.kind === "close" || !this.requestDone || this.client.context.stopping) this.closeClient = true;
-      const headText = clientResponseHead(head, this.requestId, this.closeClient);
+      const headText = clientResponseHead(text, head, this.requestId, this.closeClient);
       let bodyEnd: number;
       try {
         bodyEnd = this.responseBody.feed(data);

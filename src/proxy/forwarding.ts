@@ -6,7 +6,7 @@
 // proxy (PLATFORM_TRUSTED_PROXIES), whose chain is kept and extended.
 import type { CidrRange } from "../http/trusted-proxies";
 import { clientBehindProxies, inAnyRange, lastHeaderValue } from "../http/trusted-proxies";
-import type { RequestHead, ResponseHead } from "./http1";
+import type { MessageHead, RequestHead, ResponseHead } from "./http1";
 
 /** Dropped from every message passed on; `upgrade` is kept on a WebSocket handshake only. */
 export const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "upgrade", "te", "trailer", "proxy-authenticate", "proxy-authorization"]);
@@ -58,52 +58,69 @@ export function clientIdentityOf(head: RequestHead, peerAddress: string, trusted
   };
 }
 
-/** The request head as the app receives it, CRLF CRLF included. */
-export function upstreamRequestHead(head: RequestHead, identity: ClientIdentity, requestId: string, websocket: boolean): string {
-  let text = `${head.method} ${head.target} HTTP/1.1\r\n`;
-  let sentFor: string | null = null;
-  for (const [name, value] of head.headers) {
-    const lower = name.toLowerCase();
-    if (CLIENT_IDENTITY.has(lower)) {
-      if (lower === "x-forwarded-for") sentFor = sentFor === null ? value : `${sentFor}, ${value}`;
-      continue;
-    }
-    if (dropped(lower, head.connection, websocket)) continue;
-    // An absolute-form target's authority is the Host (RFC 9112 3.2.2).
-    text += lower === "host" ? `${name}: ${head.host}\r\n` : `${name}: ${value}\r\n`;
+/**
+ * The header lines of `text` (a head up to its final CRLF CRLF, not included) that are passed on,
+ * each with its CRLF, as they came: runs of kept lines are sliced out whole rather than written
+ * again field by field. `drops(index, lowerName)` names the lines to leave out.
+ */
+function keptLines(text: string, head: MessageHead, drops: (index: number, lowerName: string) => boolean): string {
+  let kept = "";
+  let runStart = -1;
+  for (let i = 0; i < head.headers.length; i++) {
+    if (drops(i, head.headers[i]![0].toLowerCase())) {
+      if (runStart >= 0) kept += text.slice(runStart, head.lineStarts[i]);
+      runStart = -1;
+    } else if (runStart < 0) runStart = head.lineStarts[i]!;
   }
-  if (headerValue(head, "host") === null) text += `host: ${head.host ?? identity.host}\r\n`;
-  if (websocket) text += "connection: upgrade\r\n";
+  return runStart >= 0 ? `${kept}${text.slice(runStart)}\r\n` : kept;
+}
+
+/** The request head as the app receives it, CRLF CRLF included; `text` is the head as the client sent it, without them. */
+export function upstreamRequestHead(text: string, head: RequestHead, identity: ClientIdentity, requestId: string, websocket: boolean): string {
+  let sentFor: string | null = null;
+  // An absolute-form target's authority is the Host (RFC 9112 3.2.2): the client's Host line goes.
+  const hostReplaced = head.absoluteForm || head.host === null;
+  const lines = keptLines(text, head, (index, lower) => {
+    if (CLIENT_IDENTITY.has(lower)) {
+      if (lower === "x-forwarded-for") sentFor = sentFor === null ? head.headers[index]![1] : `${sentFor}, ${head.headers[index]![1]}`;
+      return true;
+    }
+    return (hostReplaced && lower === "host") || dropped(lower, head.connection, websocket);
+  });
+  // An HTTP/1.1 client's own request line, unless its target was in absolute form.
+  const requestLine = head.minorVersion === 1 && !head.absoluteForm ? text.slice(0, head.lineStarts[0]) : `${head.method} ${head.target} HTTP/1.1\r\n`;
   const forwardedFor = identity.trustedPeer && sentFor ? `${sentFor}, ${identity.peerAddress}` : identity.peerAddress;
   return (
-    text +
+    requestLine +
+    lines +
+    (hostReplaced ? `host: ${head.host ?? identity.host}\r\n` : "") +
+    (websocket ? "connection: upgrade\r\n" : "") +
     `x-forwarded-for: ${forwardedFor}\r\nx-real-ip: ${identity.clientAddress}\r\nx-forwarded-host: ${identity.host}\r\n` +
     `x-forwarded-proto: ${identity.https ? "https" : "http"}\r\nx-forwarded-port: ${identity.port}\r\nx-request-id: ${requestId}\r\n\r\n`
   );
 }
 
+/** An HTTP/1.1 status line: the app's own when it answered in HTTP/1.1. */
+function statusLine(text: string, head: ResponseHead): string {
+  if (head.minorVersion !== 1) return `HTTP/1.1 ${head.status} ${head.reason}\r\n`;
+  return head.lineStarts.length ? text.slice(0, head.lineStarts[0]) : `${text}\r\n`;
+}
+
 /**
- * The response head as the client receives it, CRLF CRLF included. `close`: the proxy closes the
- * client's connection after this response. A 101 keeps its Upgrade and says `Connection: upgrade`.
+ * The response head as the client receives it, CRLF CRLF included; `text` is the app's head without
+ * them. `close`: the proxy closes the client's connection after this response. A 101 keeps its
+ * Upgrade and says `Connection: upgrade`.
  */
-export function clientResponseHead(head: ResponseHead, requestId: string, close: boolean): string {
-  let text = `HTTP/1.1 ${head.status} ${head.reason}\r\n`;
+export function clientResponseHead(text: string, head: ResponseHead, requestId: string, close: boolean): string {
   const switching = head.status === 101;
-  for (const [name, value] of head.headers) {
-    const lower = name.toLowerCase();
-    if (dropped(lower, head.connection, switching) || lower === "x-request-id") continue;
-    text += `${name}: ${value}\r\n`;
-  }
-  if (switching) text += "connection: upgrade\r\n";
-  else if (close) text += "connection: close\r\n";
-  return `${text}x-request-id: ${requestId}\r\n\r\n`;
+  const lines = keptLines(text, head, (_index, lower) => lower === "x-request-id" || dropped(lower, head.connection, switching));
+  const connection = switching ? "connection: upgrade\r\n" : close ? "connection: close\r\n" : "";
+  return `${statusLine(text, head)}${lines}${connection}x-request-id: ${requestId}\r\n\r\n`;
 }
 
 /** An informational (1xx) answer as the client receives it: its fields, without hop-by-hop ones. */
-export function interimResponseHead(head: ResponseHead): string {
-  let text = `HTTP/1.1 ${head.status} ${head.reason}\r\n`;
-  for (const [name, value] of head.headers) if (!dropped(name.toLowerCase(), head.connection, false)) text += `${name}: ${value}\r\n`;
-  return `${text}\r\n`;
+export function interimResponseHead(text: string, head: ResponseHead): string {
+  return `${statusLine(text, head)}${keptLines(text, head, (_index, lower) => dropped(lower, head.connection, false))}\r\n`;
 }
 
 /** A hop-by-hop field, or one the Connection field names (never the framing or Host); `upgrade` kept when switching. */

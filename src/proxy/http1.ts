@@ -23,6 +23,8 @@ export type BodyFraming = { kind: "none" } | { kind: "length"; length: number } 
 export interface MessageHead {
   /** Header lines as received (name as sent, value trimmed), hop-by-hop ones included. */
   headers: [name: string, value: string][];
+  /** Where each header line starts in the head's text (its CRLF ends it), for passing lines on as they came. */
+  lineStarts: number[];
   /** 0 for HTTP/1.0, 1 for HTTP/1.1. */
   minorVersion: number;
   /** Lowercase tokens of the Connection fields. */
@@ -42,6 +44,8 @@ export interface RequestHead extends MessageHead {
   framing: BodyFraming;
   /** The connection may carry another request after this one. */
   keepAlive: boolean;
+  /** The target was in absolute form (`http://host/path`): the request line and Host are rewritten. */
+  absoluteForm: boolean;
 }
 
 export interface ResponseHead extends MessageHead {
@@ -109,6 +113,7 @@ function nameIs(text: string, start: number, end: number, lowerName: string): bo
 function parseFields(text: string, from: number, request: boolean): MessageHead & { host: string | null } {
   const status = request ? 400 : 502;
   const headers: [string, string][] = [];
+  const lineStarts: number[] = [];
   let connection: string[] = [];
   let contentLength: number | null = null;
   let transferEncoding: string | null = null;
@@ -134,6 +139,7 @@ function parseFields(text: string, from: number, request: boolean): MessageHead 
     if (kind === FIELD_VALUE_OBS_TEXT) ascii = false;
     const value = text.slice(valueStart, valueEnd);
     headers.push([name, value]);
+    lineStarts.push(at);
     if (headers.length > MAX_HEADERS) throw new HeadError(status, `more than ${MAX_HEADERS} header fields`);
     if (request && nameIs(text, at, colon, "host")) {
       if (hostSeen) throw new HeadError(status, "Host given twice");
@@ -155,7 +161,7 @@ function parseFields(text: string, from: number, request: boolean): MessageHead 
     if (contentLength !== null) throw new HeadError(status, "both Content-Length and Transfer-Encoding");
     if (transferEncoding !== "chunked") throw new HeadError(status, `unsupported Transfer-Encoding ${JSON.stringify(transferEncoding.slice(0, 64))}`);
   }
-  return { headers, minorVersion: 1, connection, contentLength, chunked: transferEncoding !== null, host, ascii };
+  return { headers, lineStarts, minorVersion: 1, connection, contentLength, chunked: transferEncoding !== null, host, ascii };
 }
 
 /** A request head, from its first byte to before its CRLF CRLF (latin1 text). */
@@ -180,22 +186,24 @@ export function parseRequestHead(text: string): RequestHead {
   const minorVersion = version === "HTTP/1.1" ? 1 : 0;
   if (fields.chunked && minorVersion === 0) throw new HeadError(400, "Transfer-Encoding in an HTTP/1.0 request");
   let host = fields.host;
+  let absoluteForm = false;
   if (host === null && minorVersion === 1) throw new HeadError(400, "an HTTP/1.1 request without Host");
   if (target.charCodeAt(0) !== 0x2f && target !== "*") {
     // Absolute form (`http://host/path`): its authority is the host (RFC 9112 3.2.2).
     const absolute = /^https?:\/\/([^/?#]+)([^#]*)$/i.exec(target);
     if (!absolute) throw new HeadError(400, "invalid request target");
     host = absolute[1]!;
+    absoluteForm = true;
     target = absolute[2]!.startsWith("/") ? absolute[2]! : `/${absolute[2]}`;
   } else if (target === "*" && method !== "OPTIONS") {
     throw new HeadError(400, "invalid request target");
   }
 
   // The request line is visible ASCII (checked above).
-  const { headers, connection, contentLength, chunked, ascii } = fields;
+  const { headers, lineStarts, connection, contentLength, chunked, ascii } = fields;
   const framing: BodyFraming = chunked ? { kind: "chunked" } : contentLength ? { kind: "length", length: contentLength } : { kind: "none" };
   const keepAlive = minorVersion === 1 ? !connection.includes("close") : connection.includes("keep-alive");
-  return { headers, minorVersion, connection, contentLength, chunked, ascii, method, target, host, framing, keepAlive };
+  return { headers, lineStarts, minorVersion, connection, contentLength, chunked, ascii, method, target, host, framing, keepAlive, absoluteForm };
 }
 
 const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: ([^\x00-\x08\x0a-\x1f\x7f]*))?$/;
@@ -210,10 +218,10 @@ export function parseResponseHead(text: string): ResponseHead {
   const fields = parseFields(text, lineEnd + 2, false);
   const minorVersion = Number(status[1]);
   if (fields.chunked && minorVersion === 0) throw new HeadError(502, "Transfer-Encoding in an HTTP/1.0 response");
-  const { headers, connection, contentLength, chunked } = fields;
+  const { headers, lineStarts, connection, contentLength, chunked } = fields;
   const reason = status[3] ?? "";
   const ascii = fields.ascii && !/[^\x00-\x7f]/.test(reason);
-  return { headers, minorVersion, connection, contentLength, chunked, ascii, status: Number(status[2]), reason };
+  return { headers, lineStarts, minorVersion, connection, contentLength, chunked, ascii, status: Number(status[2]), reason };
 }
 
 /** How the body of a response to `method` is framed (RFC 9112 6.3). */

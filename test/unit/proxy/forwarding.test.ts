@@ -2,11 +2,24 @@
 // the client's identity written by the proxy itself, and the request id.
 import { describe, expect, test } from "bun:test";
 import { clientIdentityOf, clientResponseHead, interimResponseHead, requestIdOf, upstreamRequestHead, type ClientIdentity } from "../../../src/proxy/forwarding";
-import { parseRequestHead, parseResponseHead } from "../../../src/proxy/http1";
+import { parseRequestHead, parseResponseHead, type MessageHead, type RequestHead, type ResponseHead } from "../../../src/proxy/http1";
 import { parseCidrList } from "../../../src/http/trusted-proxies";
 
-const request = (...lines: string[]) => parseRequestHead(lines.join("\r\n"));
-const response = (...lines: string[]) => parseResponseHead(lines.join("\r\n"));
+/** The text each parsed head was read from: the builders pass its lines on as they came. */
+const textOf = new WeakMap<MessageHead, string>();
+const request = (...lines: string[]) => {
+  const head = parseRequestHead(lines.join("\r\n"));
+  textOf.set(head, lines.join("\r\n"));
+  return head;
+};
+const response = (...lines: string[]) => {
+  const head = parseResponseHead(lines.join("\r\n"));
+  textOf.set(head, lines.join("\r\n"));
+  return head;
+};
+const sentOn = (head: RequestHead, identity: ClientIdentity, requestId: string, websocket: boolean) => upstreamRequestHead(textOf.get(head)!, head, identity, requestId, websocket);
+const answered = (head: ResponseHead, requestId: string, close: boolean) => clientResponseHead(textOf.get(head)!, head, requestId, close);
+const interim = (head: ResponseHead) => interimResponseHead(textOf.get(head)!, head);
 
 const untrusted: ClientIdentity = { peerAddress: "127.0.0.5", clientAddress: "127.0.0.5", trustedPeer: false, host: "shop.apps.test:8080", https: false, port: "8080" };
 
@@ -39,7 +52,7 @@ describe("the request head sent to the app", () => {
       "Content-Length: 5",
       "X-Custom: A  b",
     );
-    const sent = upstreamRequestHead(head, untrusted, "id-1", false);
+    const sent = sentOn(head, untrusted, "id-1", false);
     expect(sent.split("\r\n")[0]).toBe("POST /cart?x=1 HTTP/1.1");
     expect(linesOf(sent)).toEqual([
       ["Host", "shop.apps.test"],
@@ -56,26 +69,26 @@ describe("the request head sent to the app", () => {
   });
 
   test("an HTTP/1.0 request goes on as HTTP/1.1 with its Transfer-Encoding and Host as sent", () => {
-    const sent = upstreamRequestHead(request("GET / HTTP/1.0", "Host: shop.apps.test"), untrusted, "id", false);
+    const sent = sentOn(request("GET / HTTP/1.0", "Host: shop.apps.test"), untrusted, "id", false);
     expect(sent.startsWith("GET / HTTP/1.1\r\nHost: shop.apps.test\r\n")).toBe(true);
-    const chunked = upstreamRequestHead(request("POST / HTTP/1.1", "Host: a", "Transfer-Encoding: chunked"), untrusted, "id", false);
+    const chunked = sentOn(request("POST / HTTP/1.1", "Host: a", "Transfer-Encoding: chunked"), untrusted, "id", false);
     expect(valuesOf(chunked, "transfer-encoding")).toEqual(["chunked"]);
   });
 
   test("the body's framing and the Host stay even when Connection names them", () => {
     // The proxy frames the body by these fields and relays it byte for byte: the app must see them too,
     // or it would read the body as the next request (request smuggling past the proxy's checks).
-    const sized = upstreamRequestHead(request("POST / HTTP/1.1", "Host: shop.apps.test", "Connection: Content-Length, Host", "Content-Length: 5"), untrusted, "id", false);
+    const sized = sentOn(request("POST / HTTP/1.1", "Host: shop.apps.test", "Connection: Content-Length, Host", "Content-Length: 5"), untrusted, "id", false);
     expect(valuesOf(sized, "content-length")).toEqual(["5"]);
     expect(valuesOf(sized, "host")).toEqual(["shop.apps.test"]);
-    const chunked = upstreamRequestHead(request("POST / HTTP/1.1", "Host: a", "Connection: transfer-encoding", "Transfer-Encoding: chunked"), untrusted, "id", false);
+    const chunked = sentOn(request("POST / HTTP/1.1", "Host: a", "Connection: transfer-encoding", "Transfer-Encoding: chunked"), untrusted, "id", false);
     expect(valuesOf(chunked, "transfer-encoding")).toEqual(["chunked"]);
   });
 
   test("an absolute-form request: the app gets the target's authority as its Host, once", () => {
     const head = request("GET http://shop.apps.test/a HTTP/1.1", "Host: other.apps.test");
     const identity = clientIdentityOf(head, "127.0.0.5", [], 80, false);
-    const sent = upstreamRequestHead(head, identity, "id", false);
+    const sent = sentOn(head, identity, "id", false);
     expect(sent.split("\r\n")[0]).toBe("GET /a HTTP/1.1");
     expect(valuesOf(sent, "host")).toEqual(["shop.apps.test"]);
     expect(valuesOf(sent, "x-forwarded-host")).toEqual(["shop.apps.test"]);
@@ -94,7 +107,7 @@ describe("the request head sent to the app", () => {
       "X-Forwarded-Port: 1",
       "X-Request-Id: abc-1",
     );
-    const sent = upstreamRequestHead(head, clientIdentityOf(head, "127.0.0.5", [], 80, false), "abc-1", false);
+    const sent = sentOn(head, clientIdentityOf(head, "127.0.0.5", [], 80, false), "abc-1", false);
     expect(valuesOf(sent, "x-forwarded-for")).toEqual(["127.0.0.5"]);
     expect(valuesOf(sent, "x-real-ip")).toEqual(["127.0.0.5"]);
     expect(valuesOf(sent, "x-forwarded-host")).toEqual(["shop.apps.test:8080"]);
@@ -116,7 +129,7 @@ describe("the request head sent to the app", () => {
       "X-Forwarded-Port: 443",
     );
     const identity = clientIdentityOf(head, "127.0.0.5", trusted, 80, false);
-    const sent = upstreamRequestHead(head, identity, "id", false);
+    const sent = sentOn(head, identity, "id", false);
     expect(valuesOf(sent, "x-forwarded-for")).toEqual(["6.6.6.6, 10.0.0.9, 127.0.0.5"]);
     expect(valuesOf(sent, "x-real-ip")).toEqual([identity.clientAddress]);
     expect(valuesOf(sent, "x-forwarded-host")).toEqual(["www.example.com"]);
@@ -134,13 +147,13 @@ describe("the request head sent to the app", () => {
       "Sec-WebSocket-Version: 13",
       "Sec-WebSocket-Protocol: chat.v1",
     );
-    const sent = upstreamRequestHead(head, untrusted, "id", true);
+    const sent = sentOn(head, untrusted, "id", true);
     expect(valuesOf(sent, "upgrade")).toEqual(["websocket"]);
     expect(valuesOf(sent, "connection")).toEqual(["upgrade"]);
     expect(valuesOf(sent, "sec-websocket-key")).toEqual(["dGhlIHNhbXBsZSBub25jZQ=="]);
     expect(valuesOf(sent, "sec-websocket-protocol")).toEqual(["chat.v1"]);
     // Not a WebSocket: the Upgrade goes.
-    expect(valuesOf(upstreamRequestHead(head, untrusted, "id", false), "upgrade")).toEqual([]);
+    expect(valuesOf(sentOn(head, untrusted, "id", false), "upgrade")).toEqual([]);
   });
 });
 
@@ -158,7 +171,7 @@ describe("the response head sent to the client", () => {
       "X-Request-Id: from-the-app",
       "Content-Length: 2",
     );
-    const sent = clientResponseHead(head, "req-1", false);
+    const sent = answered(head, "req-1", false);
     expect(sent.split("\r\n")[0]).toBe("HTTP/1.1 200 Fine");
     expect(linesOf(sent)).toEqual([
       ["Content-Type", "text/plain"],
@@ -168,14 +181,14 @@ describe("the response head sent to the client", () => {
   });
 
   test("`close` says Connection: close; an HTTP/1.0 response goes on as HTTP/1.1", () => {
-    const sent = clientResponseHead(response("HTTP/1.0 404 Not Found", "Content-Length: 0"), "id", true);
+    const sent = answered(response("HTTP/1.0 404 Not Found", "Content-Length: 0"), "id", true);
     expect(sent.split("\r\n")[0]).toBe("HTTP/1.1 404 Not Found");
     expect(valuesOf(sent, "connection")).toEqual(["close"]);
   });
 
   test("a 101 keeps its Upgrade and says Connection: upgrade", () => {
     const head = response("HTTP/1.1 101 Switching Protocols", "Upgrade: websocket", "Connection: Upgrade", "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=", "Sec-WebSocket-Protocol: chat.v2");
-    const sent = clientResponseHead(head, "id", true);
+    const sent = answered(head, "id", true);
     expect(valuesOf(sent, "upgrade")).toEqual(["websocket"]);
     expect(valuesOf(sent, "connection")).toEqual(["upgrade"]);
     expect(valuesOf(sent, "sec-websocket-accept")).toEqual(["s3pPLMBiTxaQ9kYGzzhZRbK+xOo="]);
@@ -183,16 +196,16 @@ describe("the response head sent to the client", () => {
   });
 
   test("a 1xx answer keeps its fields, without hop-by-hop ones and without a request id", () => {
-    const sent = interimResponseHead(response("HTTP/1.1 103 Early Hints", "Link: </a.css>; rel=preload", "Link: </b.js>; rel=preload", "Connection: X-Hop", "X-Hop: 1", "Keep-Alive: 5"));
+    const sent = interim(response("HTTP/1.1 103 Early Hints", "Link: </a.css>; rel=preload", "Link: </b.js>; rel=preload", "Connection: X-Hop", "X-Hop: 1", "Keep-Alive: 5"));
     expect(sent).toBe("HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\nLink: </b.js>; rel=preload\r\n\r\n");
-    expect(interimResponseHead(response("HTTP/1.1 100 Continue"))).toBe("HTTP/1.1 100 Continue\r\n\r\n");
+    expect(interim(response("HTTP/1.1 100 Continue"))).toBe("HTTP/1.1 100 Continue\r\n\r\n");
   });
 
   test("the body's framing stays even when Connection names it", () => {
     // The proxy frames the body by it: without it the client would read until the close on a kept-alive connection.
-    const sized = clientResponseHead(response("HTTP/1.1 200 OK", "Connection: content-length", "Content-Length: 2"), "id", false);
+    const sized = answered(response("HTTP/1.1 200 OK", "Connection: content-length", "Content-Length: 2"), "id", false);
     expect(valuesOf(sized, "content-length")).toEqual(["2"]);
-    const chunked = clientResponseHead(response("HTTP/1.1 200 OK", "Connection: Transfer-Encoding", "Transfer-Encoding: chunked"), "id", false);
+    const chunked = answered(response("HTTP/1.1 200 OK", "Connection: Transfer-Encoding", "Transfer-Encoding: chunked"), "id", false);
     expect(valuesOf(chunked, "transfer-encoding")).toEqual(["chunked"]);
   });
 });
