@@ -63,6 +63,9 @@ const DIGITS = /^\d{1,15}$/;
 
 const HEAD_END = Buffer.from("\r\n\r\n");
 
+/** The text of a head whose bytes are `data` up to `end`: latin1, one character per byte (socket data arrives as Buffers). */
+export const headText = (data: Uint8Array, end: number): string => (data as Buffer).toString("latin1", 0, end);
+
 /** Index of the CRLF CRLF that ends a head, or -1. */
 export function indexOfHeadEnd(data: Uint8Array, from = 0): number {
   return Buffer.prototype.indexOf.call(data, HEAD_END, from);

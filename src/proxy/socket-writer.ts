@@ -50,3 +50,12 @@ export class SocketWriter {
     this.waiting = [];
   }
 }
+
+/**
+ * A head as written: its text when it is ASCII (Bun writes that without a buffer of ours), else its
+ * latin1 bytes. What the proxy adds to a head is ASCII; the parser says whether the rest is.
+ */
+export const headForSocket = (text: string, ascii: boolean): string | Uint8Array => (ascii ? text : Buffer.from(text, "latin1"));
+
+/** `second` after `first` (none or empty: `second` itself, not a copy). */
+export const joined = (first: Uint8Array | null, second: Uint8Array): Uint8Array => (first?.byteLength ? Buffer.concat([first, second]) : second);
