@@ -33,6 +33,8 @@ export class Exchange implements UpstreamListener {
   private lastActivity = performance.now();
   private upstreamPaused = false;
   private retried = false;
+  /** The app accepted a WebSocket: bytes pass both ways untouched until either side closes. */
+  private tunnel = false;
 
   constructor(
     private readonly client: ClientConnection,
@@ -66,8 +68,7 @@ export class Exchange implements UpstreamListener {
       },
       (error: unknown) => {
         if (this.done) return;
-        const timedOut = error instanceof UpstreamUnavailable && error.message.includes("no connection within");
-        this.failBeforeResponse(timedOut ? 504 : 502);
+        this.failBeforeResponse(error instanceof UpstreamUnavailable && error.timedOut ? 504 : 502);
       },
     );
   }
@@ -156,7 +157,7 @@ export class Exchange implements UpstreamListener {
   onUpstreamData(chunk: Uint8Array) {
     this.receivedAny = true;
     this.lastActivity = performance.now();
-    if (this.client.state === "tunnel") {
+    if (this.tunnel) {
       this.toClient(chunk);
       return;
     }
@@ -214,6 +215,7 @@ export class Exchange implements UpstreamListener {
         this.record(101);
         this.client.write(headForSocket(clientResponseHead(text, head, this.requestId, false), head.ascii));
         this.done = true;
+        this.tunnel = true;
         const early = this.client.startTunnel();
         if (early?.byteLength) this.toUpstream(early);
         if (data.byteLength) this.toClient(data);
@@ -315,7 +317,7 @@ export class Exchange implements UpstreamListener {
   onUpstreamClose() {
     const upstream = this.upstream;
     this.upstream = null;
-    if (this.client.state === "tunnel") {
+    if (this.tunnel) {
       this.client.end();
       return;
     }
@@ -354,7 +356,8 @@ export class Exchange implements UpstreamListener {
       return;
     }
     upstream.listener = null;
-    if (this.client.state === "tunnel") upstream.socket.end();
+    // A tunnel's app is told the client has gone as TCP tells it; anything else is cut.
+    if (this.tunnel) upstream.socket.end();
     else upstream.destroy();
     this.done = true;
   }

@@ -23,7 +23,11 @@ export interface UpstreamPoolOptions {
 }
 
 export class UpstreamUnavailable extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** The app did not accept the connection in time (rather than refusing it). */
+    readonly timedOut = false,
+  ) {
     super(message);
     this.name = "UpstreamUnavailable";
   }
@@ -114,7 +118,7 @@ export class UpstreamPools {
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         timedOut = true;
-        reject(new UpstreamUnavailable(`${key}: no connection within ${this.options.connectTimeoutMs} ms`));
+        reject(new UpstreamUnavailable(`${key}: no connection within ${this.options.connectTimeoutMs} ms`, true));
       }, this.options.connectTimeoutMs);
     });
     try {
