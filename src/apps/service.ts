@@ -24,7 +24,8 @@ import type { Static } from "@sinclair/typebox";
 import { AppSchema, DEFAULT_EXPOSE_PORT, SERVING_STATUSES, type AppStatus } from "./model";
 import { AppBuilds } from "./builds";
 import { AppRecovery } from "./recovery";
-import { effectiveRateLimits, rateLimitColumnsAfter, rateLimitOverridesOf, rateLimitsView, sameRateLimits, type RateLimitsInput } from "./rate-limits";
+import { appView } from "./view";
+import { effectiveRateLimits, rateLimitColumnsAfter, sameRateLimits, type RateLimitsInput } from "./rate-limits";
 import { assertWithinQuota, bytesToMB } from "../quotas/limits";
 import { treeBytes, workspaceUsage, WorkspaceDisk } from "../quotas/usage";
 
@@ -72,31 +73,9 @@ export class AppsService {
   }
 
   publicApp(app: AppRow): Static<typeof AppSchema> {
-    const proxyPort = this.proxyPort;
-    return {
-      id: app.id,
-      name: app.name,
-      runtime: app.runtime as Runtime,
-      status: app.status as AppStatus,
-      statusReason: app.statusReason,
-      memoryMB: app.memoryMB,
-      cpus: app.cpus ?? this.ctx.config.defaultCpus,
-      exposePort: app.exposePort,
-      servingPort: app.containerId ? app.servingPort : null,
-      subdomain: app.subdomain,
-      url: app.subdomain ? `http://${app.subdomain}.${this.ctx.config.domain}${proxyPort === 80 ? "" : `:${proxyPort}`}` : null,
-      startupCommand: app.startupCommand,
-      autoRestart: app.autoRestart,
-      autoDeploy: app.autoDeploy,
-      rateLimits: rateLimitOverridesOf(app),
-      effectiveRateLimits: rateLimitsView(effectiveRateLimits(app, this.ctx.config.proxyRateLimits)),
-      machineId: app.machineId,
-      currentBuildId: app.currentBuildId,
-      workspaceId: app.workspaceId,
-      createdAt: new Date(app.createdAt).toISOString(),
-      updatedAt: new Date(app.updatedAt).toISOString(),
-    };
+    return appView(app, this.ctx.config, this.proxyPort);
   }
+
 
   list(workspaceId: string) {
     return this.ctx.db.select().from(apps).where(eq(apps.workspaceId, workspaceId)).orderBy(apps.createdAt).all();

@@ -1,0 +1,33 @@
+// An app as the API shows it: its row, with what is derived from the platform's settings (its URL,
+// its CPUs and rate limits where it has none of its own).
+import type { Static } from "@sinclair/typebox";
+import type { Config, Runtime } from "../config";
+import type { AppRow } from "./deployer";
+import { AppSchema, type AppStatus } from "./model";
+import { effectiveRateLimits, rateLimitOverridesOf, rateLimitsView } from "./rate-limits";
+
+export function appView(app: AppRow, config: Pick<Config, "defaultCpus" | "domain" | "proxyRateLimits">, proxyPort: number): Static<typeof AppSchema> {
+  return {
+    id: app.id,
+    name: app.name,
+    runtime: app.runtime as Runtime,
+    status: app.status as AppStatus,
+    statusReason: app.statusReason,
+    memoryMB: app.memoryMB,
+    cpus: app.cpus ?? config.defaultCpus,
+    exposePort: app.exposePort,
+    servingPort: app.containerId ? app.servingPort : null,
+    subdomain: app.subdomain,
+    url: app.subdomain ? `http://${app.subdomain}.${config.domain}${proxyPort === 80 ? "" : `:${proxyPort}`}` : null,
+    startupCommand: app.startupCommand,
+    autoRestart: app.autoRestart,
+    autoDeploy: app.autoDeploy,
+    rateLimits: rateLimitOverridesOf(app),
+    effectiveRateLimits: rateLimitsView(effectiveRateLimits(app, config.proxyRateLimits)),
+    machineId: app.machineId,
+    currentBuildId: app.currentBuildId,
+    workspaceId: app.workspaceId,
+    createdAt: new Date(app.createdAt).toISOString(),
+    updatedAt: new Date(app.updatedAt).toISOString(),
+  };
+}
