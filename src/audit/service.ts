@@ -34,6 +34,7 @@ export const AUDIT_ACTIONS = [
   "database.deleted",
   "database.settings_changed",
   "database.password_rotated",
+  "database.backup_started",
   "build.canceled",
 ] as const;
 

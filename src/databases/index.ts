@@ -1,9 +1,10 @@
 // Routes of /api/databases: validate, call ./service (and its operation files), shape the envelope.
+import { join } from "node:path";
 import { Elysia, t } from "elysia";
 import type { ServerContext } from "../http/context";
 import { auditActor, authPlugin, type Principal } from "../http/auth";
 import { ok } from "../http/envelope";
-import { json, ref, responses, LIST_META } from "../http/responses";
+import { json, media, ref, responses, LIST_META } from "../http/responses";
 import {
   createDatabaseBody,
   DatabaseSchema,
@@ -12,12 +13,16 @@ import {
   deleteQuery,
   LIMITS,
   logsQuery,
+  BackupSchema,
+  backupIdParams,
   OperationSchema,
   rotatePasswordBody,
   settingsBody,
   workspaceQuery,
 } from "./model";
 import { DatabaseService } from "./service";
+import { DatabaseBackups } from "./backups";
+import { BackupStorage } from "./backup-storage";
 import { deleteDatabase, startDatabase, stopDatabase, updateSettings } from "./lifecycle";
 import { rotatePassword } from "./rotation";
 import { MASKED_PASSWORD } from "./engines";
@@ -67,6 +72,8 @@ function actorOf(principal: Principal) {
 export function databasesRoutes(ctx: ServerContext) {
   const service = new DatabaseService({ db: ctx.db, machines: ctx.machines, secrets: ctx.secrets, config: ctx.config });
   ctx.reconciler.register(service.containerOwner());
+  const backups = new DatabaseBackups(service, new BackupStorage(join(ctx.config.dataDir, "backups")));
+  service.track(backups.closeInterrupted());
   const withOperation = <T extends { operationId: string }>(result: T) => ({ ...result, operation: service.operations.get(result.operationId) });
 
   return new Elysia({ prefix: "/api/databases", tags: ["Databases"] })
@@ -257,8 +264,9 @@ export function databasesRoutes(ctx: ServerContext) {
     )
     .delete(
       "/:databaseId",
-      async ({ principal, params }) => {
+      async ({ principal, params, query }) => {
         const { database } = await deleteDatabase(service, principal.workspaceId, params.databaseId, actorOf(principal));
+        await backups.forgetDatabase(params.databaseId, query.keepBackups === true);
         return ok({ deleted: true, database });
       },
       {
@@ -274,7 +282,8 @@ export function databasesRoutes(ctx: ServerContext) {
           summary: "Delete a database",
           description:
             "Removes the container and its volumes permanently, then the database and its operations history. Answers " +
-            "`deleted: true` and `database` as it was (masked). `keepBackups=true` keeps its backups (there are none yet).",
+            "`deleted: true` and `database` as it was (masked). Its backups go too; `keepBackups=true` keeps their files " +
+            "under the data dir (`backups/<databaseId>/`), no longer listed.",
         },
       },
     )
@@ -320,6 +329,89 @@ export function databasesRoutes(ctx: ServerContext) {
           description:
             "Answers `operations`, newest first: id, databaseId, type (`create`, `start`, `stop`, `settings`, `rotate-password`, " +
             "`delete`; later `backup`, `restore`), status (`pending`, `running`, `succeeded`, `failed`), error, actor {type, id}, startedAt, finishedAt.",
+        },
+      },
+    )
+    .post(
+      "/:databaseId/backups",
+      ({ principal, params, set }) => {
+        set.status = 202;
+        return ok({ backup: backups.start(principal.workspaceId, params.databaseId, "manual", actorOf(principal)) });
+      },
+      {
+        auth: true,
+        params: databaseIdParams,
+        query: workspaceQuery,
+        detail: {
+          operationId: "createDatabaseBackup",
+          responses: responses({ 202: json("Accepted: the dump runs in the background", { backup: ref(BackupSchema) }) }, "NOT_FOUND", "NOT_RUNNING", "BUSY", "BACKUP_IN_PROGRESS"),
+          summary: "Back up a database",
+          description:
+            "Answers 202 at once with `backup` in `running`, like the other long operations; GET the backup until it is " +
+            "`completed` or `failed`. The engine's own tool makes the dump inside the database's container (pg_dump, " +
+            "mysqldump / mariadb-dump, mongodump --archive, a Redis RDB snapshot), streamed through gzip to a file whose " +
+            "SHA-256 is computed as it is written. The backup is `completed` only when the tool exited 0 and its output is a " +
+            "whole dump of that engine (its header and its end marker); otherwise `failed` with the reason, and no file is " +
+            "kept. A `backup` operation is added to the history; the database stays usable meanwhile. 409 `NOT_RUNNING` unless " +
+            "the database runs, `BACKUP_IN_PROGRESS` while a backup of it runs, `BUSY` while another operation holds it.",
+        },
+      },
+    )
+    .get(
+      "/:databaseId/backups",
+      ({ principal, params }) => {
+        const list = backups.list(principal.workspaceId, params.databaseId);
+        return ok({ backups: list, meta: { total: list.length } });
+      },
+      {
+        auth: true,
+        params: databaseIdParams,
+        query: workspaceQuery,
+        detail: {
+          operationId: "listDatabaseBackups",
+          responses: responses({ 200: json("The database's backups, newest first", { backups: t.Array(ref(BackupSchema)), meta: ref(LIST_META) }) }, "NOT_FOUND"),
+          summary: "List backups",
+          description: "Answers `backups`, newest first: id, type, status, sizeBytes, sha256, format, engine, verifiedAt, createdAt...",
+        },
+      },
+    )
+    .get(
+      "/:databaseId/backups/:backupId",
+      ({ principal, params }) => ok({ backup: backups.get(principal.workspaceId, params.databaseId, params.backupId) }),
+      {
+        auth: true,
+        params: backupIdParams,
+        query: workspaceQuery,
+        detail: {
+          operationId: "getDatabaseBackup",
+          responses: responses({ 200: json("The backup", { backup: ref(BackupSchema) }) }, "NOT_FOUND"),
+          summary: "Get a backup",
+          description: "Answers `backup`: poll it after POST until its status is `completed` or `failed`.",
+        },
+      },
+    )
+    .get(
+      "/:databaseId/backups/:backupId/download",
+      ({ principal, params, request }) => backups.download(principal.workspaceId, params.databaseId, params.backupId, request.headers.get("range")),
+      {
+        auth: true,
+        params: backupIdParams,
+        query: workspaceQuery,
+        detail: {
+          operationId: "downloadDatabaseBackup",
+          responses: responses(
+            {
+              200: media("The gzip file, as an attachment", "application/gzip", t.String({ format: "binary" })),
+              206: media("The byte range asked for with `Range`", "application/gzip", t.String({ format: "binary" })),
+            },
+            "NOT_FOUND", "BACKUP_NOT_READY", "RANGE_NOT_SATISFIABLE",
+          ),
+          summary: "Download a backup",
+          description:
+            "Streams the gzip file (`Content-Disposition: attachment`, `Content-Length`, `Accept-Ranges: bytes`) from disk, " +
+            "with constant memory whatever its size. One `Range: bytes=a-b` (or `a-`, `-n`) is answered 206 with " +
+            "`Content-Range`, to resume a download; a range outside the file is 416 `RANGE_NOT_SATISFIABLE` with " +
+            "`Content-Range: bytes */size`. 409 `BACKUP_NOT_READY` unless the backup is `completed`.",
         },
       },
     );

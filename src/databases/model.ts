@@ -18,8 +18,8 @@ export type DatabaseStatus = (typeof DATABASE_STATUSES)[number];
 /** Operation rows move pending -> running -> succeeded | failed. */
 export const OPERATION_STATUSES = ["pending", "running", "succeeded", "failed"] as const;
 export type OperationStatus = (typeof OPERATION_STATUSES)[number];
-export const OPERATION_TYPES = ["create", "start", "stop", "settings", "rotate-password", "delete"] as const;
-export type OperationType = (typeof OPERATION_TYPES)[number] | "backup" | "restore";
+export const OPERATION_TYPES = ["create", "start", "stop", "settings", "rotate-password", "delete", "backup"] as const;
+export type OperationType = (typeof OPERATION_TYPES)[number] | "restore";
 
 export const LIMITS = {
   memoryMB: { default: 512, min: 256, max: 262_144 },
@@ -97,6 +97,7 @@ const workspaceFields = { workspaceId: t.Optional(t.String()), organizationId: t
 export const workspaceQuery = t.Object(workspaceFields);
 
 export const databaseIdParams = t.Object({ databaseId: t.String({ minLength: 1, maxLength: 64 }) });
+export const backupIdParams = t.Object({ databaseId: t.String({ minLength: 1, maxLength: 64 }), backupId: t.String({ minLength: 1, maxLength: 64 }) });
 
 export const logsQuery = t.Object({
   tail: t.Optional(t.Integer({ minimum: LIMITS.logsTail.min, maximum: LIMITS.logsTail.max, description: "Lines from the end, 1-2000, default 100" })),
@@ -203,7 +204,29 @@ export const OperationSchema = resource(
     startedAt: timestamp(),
     finishedAt: t.Nullable(timestamp()),
   },
-  "One operation on a database, in its history. One database runs one operation at a time.",
+  "One operation on a database, in its history. One database runs one operation at a time; a `backup` runs beside the others.",
 );
 
-export const DATABASE_RESOURCES = [DatabaseSchema, DatabaseStorageSchema, DatabaseStatsSchema, OperationSchema, OperationActorSchema];
+/** running -> completed | failed; see src/databases/backups.ts. */
+export const BackupSchema = resource(
+  "Backup",
+  {
+    id: t.String(),
+    databaseId: t.String(),
+    type: oneOf(["manual", "scheduled", "pre-restore", "uploaded"] as const, "`manual`: asked for through the API"),
+    status: oneOf(["running", "completed", "failed"] as const, "`running` -> `completed` | `failed`: completed only when the dump tool exited 0 and its output is a whole dump"),
+    storageKey: t.String({ description: "Where the file is kept, under the platform's backups folder" }),
+    sizeBytes: t.Integer({ minimum: 0, description: "Size of the gzip file; 0 until completed" }),
+    sha256: t.Nullable(t.String({ pattern: "^[0-9a-f]{64}$", description: "SHA-256 of the gzip file, hex; null until completed" })),
+    format: oneOf(["sql", "rdb", "archive"] as const, "What the gzip holds: plain SQL (PostgreSQL, MySQL), a Redis RDB snapshot, a mongodump archive"),
+    engine: oneOf(ENGINE_NAMES),
+    engineVersion: t.String({ description: "The image the dump was made with" }),
+    error: t.Nullable(t.String({ description: "Why it failed" })),
+    verifiedAt: t.Nullable(timestamp()),
+    createdAt: timestamp(),
+    finishedAt: t.Nullable(timestamp()),
+  },
+  "A backup of a database: the engine's own dump, gzipped, with its checksum.",
+);
+
+export const DATABASE_RESOURCES = [DatabaseSchema, DatabaseStorageSchema, DatabaseStatsSchema, OperationSchema, OperationActorSchema, BackupSchema];

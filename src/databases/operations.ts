@@ -73,14 +73,18 @@ export class Operations {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Claims the database for one operation (409 BUSY while another one runs) and records it as pending. */
-  begin(database: { id: string; workspaceId: string }, type: OperationType, actor: OperationActor): Operation {
+  /**
+   * Claims the database for one operation (409 BUSY while another one runs) and records it as
+   * pending. `exclusive: false` (a backup) records it without claiming the database, though not
+   * while another operation holds it.
+   */
+  begin(database: { id: string; workspaceId: string }, type: OperationType, actor: OperationActor, options: { exclusive: boolean } = { exclusive: true }): Operation {
     const current = this.held.get(database.id);
     if (current) {
       throw new ApiError("BUSY", `The database is busy with a '${current.type}' operation (${current.operationId}); try again when it has finished`);
     }
     const id = newId("op");
-    this.held.set(database.id, { operationId: id, type });
+    if (options.exclusive) this.held.set(database.id, { operationId: id, type });
     try {
       this.db
         .insert(databaseOperations)

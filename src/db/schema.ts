@@ -222,3 +222,32 @@ export const databaseOperations = sqliteTable(
   },
   (table) => [index("database_operations_database_time").on(table.databaseId, table.startedAt)],
 );
+
+export const databaseBackups = sqliteTable(
+  "database_backups",
+  {
+    id: text("id").primaryKey(),
+    databaseId: text("database_id").notNull().references(() => databases.id, { onDelete: "cascade" }),
+    workspaceId: text("workspace_id").notNull(),
+    /** manual, scheduled, pre-restore, uploaded: see src/databases/backups.ts. */
+    type: text("type").notNull(),
+    /** running, completed, failed. */
+    status: text("status").notNull(),
+    /** Where the file is, relative to the backups folder of the data dir. */
+    storageKey: text("storage_key").notNull(),
+    /** Of the gzip file; 0 until completed. */
+    sizeBytes: integer("size_bytes").notNull(),
+    /** Hex SHA-256 of the gzip file, computed while it was written. */
+    sha256: text("sha256"),
+    engine: text("engine").notNull(),
+    /** The image the dump was made with. */
+    engineVersion: text("engine_version").notNull(),
+    /** sql, rdb or archive: what the gzip holds. */
+    format: text("format").notNull(),
+    error: text("error"),
+    verifiedAt: integer("verified_at"),
+    createdAt: integer("created_at").notNull(),
+    finishedAt: integer("finished_at"),
+  },
+  (table) => [index("database_backups_database_time").on(table.databaseId, table.createdAt)],
+);

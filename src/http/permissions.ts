@@ -84,6 +84,11 @@ export const PERMISSIONS: Record<string, RoutePermission> = {
   "DELETE /api/databases/:databaseId": { roles: MANAGERS, audit: "database.deleted" },
   "POST /api/databases/:databaseId/rotate-password": { roles: OPERATORS, audit: "database.password_rotated" },
   "GET /api/databases/:databaseId/operations": { roles: EVERYONE },
+  "POST /api/databases/:databaseId/backups": { roles: OPERATORS, audit: "database.backup_started" },
+  "GET /api/databases/:databaseId/backups": { roles: EVERYONE },
+  "GET /api/databases/:databaseId/backups/:backupId": { roles: EVERYONE },
+  // A backup holds the data and every secret in it: viewers, who do not read connection strings, do not download it.
+  "GET /api/databases/:databaseId/backups/:backupId/download": { roles: OPERATORS },
 };
 
 /** Env var values and connection strings: every role but viewer reads them. */

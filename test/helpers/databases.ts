@@ -141,6 +141,20 @@ const databaseOf = async (server: TestServer, owner: Tenant) => {
   return { databaseId: database.id as string };
 };
 
+/** A completed backup of a running Redis database of `owner`, for routes with a backup id. */
+const backupOf = async (server: TestServer, owner: Tenant) => {
+  const { databaseId } = await databaseOf(server, owner);
+  const made = await server.request("POST", `/api/databases/${databaseId}/backups`, { key: owner.key });
+  if (made.status !== 202) throw new Error(`could not back up a database for the auth matrix: ${JSON.stringify(made.body)}`);
+  const backupId = made.body.backup.id as string;
+  for (let tries = 0; tries < 300; tries++) {
+    const backup = (await server.request("GET", `/api/databases/${databaseId}/backups/${backupId}`, { key: owner.key })).body.backup;
+    if (backup.status !== "running") break;
+    await Bun.sleep(100);
+  }
+  return { databaseId, backupId };
+};
+
 export const DATABASE_ROUTES: AuthenticatedRoute[] = [
   { method: "GET", path: "/api/databases/" },
   // An invalid engine: authentication is what is checked, and nothing gets created.
@@ -154,4 +168,8 @@ export const DATABASE_ROUTES: AuthenticatedRoute[] = [
   { method: "DELETE", path: "/api/databases/:databaseId", resource: databaseOf },
   { method: "POST", path: "/api/databases/:databaseId/rotate-password", body: { password: "matrix-password-1" }, resource: databaseOf },
   { method: "GET", path: "/api/databases/:databaseId/operations", resource: databaseOf },
+  { method: "POST", path: "/api/databases/:databaseId/backups", resource: databaseOf },
+  { method: "GET", path: "/api/databases/:databaseId/backups", resource: databaseOf },
+  { method: "GET", path: "/api/databases/:databaseId/backups/:backupId", resource: backupOf },
+  { method: "GET", path: "/api/databases/:databaseId/backups/:backupId/download", resource: backupOf },
 ];

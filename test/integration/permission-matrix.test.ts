@@ -74,6 +74,10 @@ const EXPECTED: Record<string, Role[]> = {
   "DELETE /api/databases/:databaseId": MANAGERS,
   "POST /api/databases/:databaseId/rotate-password": OPERATORS,
   "GET /api/databases/:databaseId/operations": EVERYONE,
+  "POST /api/databases/:databaseId/backups": OPERATORS,
+  "GET /api/databases/:databaseId/backups": EVERYONE,
+  "GET /api/databases/:databaseId/backups/:backupId": EVERYONE,
+  "GET /api/databases/:databaseId/backups/:backupId/download": OPERATORS,
 };
 
 /** Routes added after this table was written are held to their entry in the server's table. */

@@ -6,7 +6,8 @@ import { mysql } from "./mysql";
 import { mongodb } from "./mongodb";
 import { redis } from "./redis";
 
-export type { Credentials, Engine, EngineCommand, EngineDefinition, Probe, RestorePlan, VolumeMount } from "./types";
+export type { Credentials, DumpFormat, DumpSample, Engine, EngineCommand, EngineDefinition, Probe, RestorePlan, VolumeMount } from "./types";
+export { DUMP_SAMPLE_BYTES } from "./types";
 
 export const ENGINES: Record<Engine, EngineDefinition> = { postgresql, mysql, mongodb, redis };
 export const ENGINE_NAMES = Object.keys(ENGINES) as Engine[];

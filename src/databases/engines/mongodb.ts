@@ -6,6 +6,9 @@
 import type { Credentials, EngineCommand, EngineDefinition, Probe } from "./types";
 import { userInfo, yamlString } from "./text";
 
+/** The first bytes of a mongodump archive (its magic number 0x8199e26d, little-endian). */
+const ARCHIVE_MAGIC = [0x6d, 0xe2, 0x99, 0x81];
+
 const PORT = 27017;
 /** Written just before a dump or restore and removed after it. */
 export const MONGO_TOOLS_CONFIG = "/tmp/platform-mongo-tools.yaml";
@@ -90,6 +93,11 @@ export const mongodb: EngineDefinition = {
 
   dump(credentials) {
     return { argv: ["mongodump", ...toolOptions(credentials), `--db=${credentials.databaseName}`], files: toolFiles(credentials) };
+  },
+
+  dumpFormat: "archive",
+  dumpProblem({ head }) {
+    return ARCHIVE_MAGIC.every((byte, index) => head[index] === byte) ? null : "the output is not a mongodump archive";
   },
 
   restore({ credentials }) {

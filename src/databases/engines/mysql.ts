@@ -3,7 +3,7 @@
 // (the instance is the user's own), so a rotation changes every account that holds it: the user
 // and root, at '%' and 'localhost' where they exist. Clients get the password from MYSQL_PWD.
 import type { Credentials, EngineCommand, EngineDefinition, Probe } from "./types";
-import { mysqlString, userInfo } from "./text";
+import { asciiOf, mysqlString, userInfo } from "./text";
 
 const PORT = 3306;
 const ROOT = "root";
@@ -87,6 +87,15 @@ export const mysql: EngineDefinition = {
       ],
       env: { MYSQL_PWD: credentials.password },
     };
+  },
+
+  dumpFormat: "sql",
+  // mysqldump and mariadb-dump open with their banner (recent mariadb-dump puts a sandbox-mode
+  // comment line before it) and close with "Dump completed".
+  dumpProblem({ head, tail }) {
+    if (!/^-- (MySQL|MariaDB) dump/m.test(asciiOf(head))) return "the output is not a mysqldump SQL dump";
+    if (!asciiOf(tail).includes("-- Dump completed")) return "the dump ended before mysqldump's completion line";
+    return null;
   },
 
   restore({ credentials }) {

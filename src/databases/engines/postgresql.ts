@@ -2,7 +2,7 @@
 // POSTGRES_DB set up an empty data dir on first start; clients authenticate with the password
 // over TCP. Commands run psql/pg_dump inside the container with PGPASSWORD in their environment.
 import type { Credentials, EngineCommand, EngineDefinition, Probe } from "./types";
-import { majorVersion, sqlString, userInfo } from "./text";
+import { asciiOf, majorVersion, sqlString, userInfo } from "./text";
 
 const PORT = 5432;
 const RESERVED_DATABASES = new Set(["template0", "template1"]);
@@ -84,6 +84,14 @@ export const postgresql: EngineDefinition = {
       ],
       env: clientEnv(credentials),
     };
+  },
+
+  dumpFormat: "sql",
+  // pg_dump's plain format opens with its banner and closes with "dump complete".
+  dumpProblem({ head, tail }) {
+    if (!asciiOf(head).startsWith("--\n-- PostgreSQL database dump")) return "the output is not a pg_dump SQL dump";
+    if (!asciiOf(tail).includes("-- PostgreSQL database dump complete")) return "the dump ended before pg_dump's completion line";
+    return null;
   },
 
   restore({ credentials }) {

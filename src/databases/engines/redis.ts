@@ -4,7 +4,7 @@
 // the `default` user switched off, AOF persistence, and maxmemory under the container's limit.
 // Needs Redis 6 or newer (ACL users).
 import type { Credentials, EngineCommand, EngineDefinition, Probe } from "./types";
-import { userInfo } from "./text";
+import { asciiOf, userInfo } from "./text";
 import { sha256Hex } from "../../crypto/tokens";
 
 const PORT = 6379;
@@ -24,6 +24,8 @@ function maxmemoryMB(memoryMB: number): number {
  * images, busybox in the Alpine ones) and end by themselves.
  */
 export const REDIS_CLI_TIMEOUT_SECONDS = 10;
+/** Where a backup's snapshot is written in the container before it is read out (the container's own /tmp, not the data volume). */
+const DUMP_FILE = "/tmp/platform-backup.rdb";
 
 /** redis-cli over TCP as the database's user; the password comes from REDISCLI_AUTH. */
 function unboundedCli(credentials: Credentials, ...command: string[]): Pick<EngineCommand, "argv" | "env"> {
@@ -99,9 +101,20 @@ export const redis: EngineDefinition = {
     return { ...cli(credentials, "CONFIG", "SET", "maxmemory", `${maxmemoryMB(memoryMB)}mb`), expectOutput: "OK" };
   },
 
-  // A snapshot of a large instance takes as long as it takes: no time limit here.
+  // A snapshot of a large instance takes as long as it takes: no time limit here. Into a file:
+  // redis-cli 7.0 writing to stdout (`--rdb -`) leaves the 40-byte EOF marker of the transfer
+  // after the RDB, which is then not a valid snapshot.
   dump(credentials) {
-    return unboundedCli(credentials, "--rdb", "-");
+    return { ...unboundedCli(credentials, "--rdb", DUMP_FILE), outputFile: DUMP_FILE };
+  },
+
+  dumpFormat: "rdb",
+  // An RDB file opens with "REDIS" and its version, and ends with the EOF opcode (0xFF) and an
+  // 8-byte checksum.
+  dumpProblem({ bytes, head, tail }) {
+    if (bytes < 18 || !asciiOf(head.subarray(0, 5)).startsWith("REDIS")) return "the output is not a Redis RDB snapshot";
+    if (tail[tail.byteLength - 9] !== 0xff) return "the snapshot ended before its EOF marker";
+    return null;
   },
 
   // An RDB snapshot can only be loaded at start: write it while stopped, start once without AOF

@@ -26,3 +26,8 @@ export function majorVersion(version: string): number | null {
   const match = /^(\d+)/.exec(version);
   return match ? Number(match[1]) : null;
 }
+
+/** The bytes as latin1 text (dump headers and markers are ASCII). */
+export function asciiOf(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1");
+}

@@ -23,6 +23,8 @@ export interface EngineCommand {
   files?: Record<string, string>;
   /** When set, the command only succeeded if its trimmed stdout is exactly this (redis-cli exits 0 on errors). */
   expectOutput?: string;
+  /** A dump written to this file in the container rather than to stdout; it is read from there, then removed. */
+  outputFile?: string;
 }
 
 /** A query that needs the credentials and answers `expectOutput` only when they are accepted. */
@@ -44,6 +46,17 @@ export interface VolumeMount {
 export type RestorePlan =
   | { mode: "stream"; command: EngineCommand }
   | { mode: "data-file"; path: string; bootFiles: Record<string, string>; afterStart: EngineCommand[] };
+
+export type DumpFormat = "sql" | "rdb" | "archive";
+
+/** The size of a dump's output and its first and last bytes (up to DUMP_SAMPLE_BYTES each). */
+export interface DumpSample {
+  bytes: number;
+  head: Uint8Array;
+  tail: Uint8Array;
+}
+
+export const DUMP_SAMPLE_BYTES = 256;
 
 export interface ContainerSettings {
   credentials: Credentials;
@@ -80,5 +93,13 @@ export interface EngineDefinition {
   applyMemory(credentials: Credentials, memoryMB: number): EngineCommand | null;
   /** Writes the whole `databaseName` (or the whole instance for Redis) to stdout, uncompressed. */
   dump(credentials: Credentials): EngineCommand;
+  /** What `dump` writes: plain SQL, a Redis RDB snapshot, a mongodump archive. */
+  dumpFormat: DumpFormat;
+  /**
+   * Why a dump's output is not a whole dump of this engine, or null when it is: judged from its
+   * size and its first and last bytes (the tools' own headers and end markers), so a dump cut
+   * short or of something else is never taken for a backup.
+   */
+  dumpProblem(sample: DumpSample): string | null;
   restore(settings: ContainerSettings): RestorePlan;
 }
