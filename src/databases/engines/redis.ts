@@ -56,6 +56,8 @@ export function redisConfig(credentials: Credentials, memoryMB: number, options:
     "appendfsync everysec",
     `maxmemory ${maxmemoryMB(memoryMB)}mb`,
     "maxmemory-policy noeviction",
+    // A backup's snapshot (redis-cli --rdb) is a diskless sync: start it at once, not after the default 5 s wait for more replicas.
+    "repl-diskless-sync-delay 0",
   ];
   if (credentials.username !== "default") lines.push("user default off");
   lines.push(`user ${credentials.username} on #${sha256Hex(credentials.password)} ~* &* +@all`);

@@ -270,6 +270,7 @@ describe("Redis", () => {
     expect(config).toContain(`user app_user on #${sha256Hex(PASSWORD)} ~* &* +@all`);
     expect(config).toContain("user default off");
     expect(config).toContain("appendonly yes");
+    expect(config).toContain("repl-diskless-sync-delay 0");
     expect(config).toContain("maxmemory 384mb");
   });
 
