@@ -6,6 +6,7 @@ import type { Engine } from "./engine";
 /** Environment variable marking an exec's processes, so a timed-out one can be found and killed. */
 const EXEC_MARKER = "PLATFORM_EXEC_ID";
 const KILL_EXEC_TIMEOUT_MS = 10_000;
+const STDOUT_BUFFER_BYTES = 1024 * 1024;
 
 export interface ExecOptions {
   command: string[];
@@ -49,15 +50,22 @@ export async function streamExec(engine: Engine, id: string, options: ExecOption
   const demuxer = new FrameDemuxer();
   const stderrChunks: Uint8Array[] = [];
   let stdoutController!: ReadableStreamDefaultController<Uint8Array>;
-  const stdout = new ReadableStream<Uint8Array>({
-    start: (controller) => void (stdoutController = controller),
-    cancel: () => void duplex.destroy(),
-  });
+  // Backpressure: a command writing faster than its reader reads (a dump into gzip) is paused
+  // past STDOUT_BUFFER_BYTES, instead of its output piling up in memory.
+  const stdout = new ReadableStream<Uint8Array>(
+    {
+      start: (controller) => void (stdoutController = controller),
+      pull: () => void (duplex.isPaused() && duplex.resume()),
+      cancel: () => void duplex.destroy(),
+    },
+    { highWaterMark: STDOUT_BUFFER_BYTES, size: (chunk) => chunk?.byteLength ?? 0 },
+  );
   duplex.on("data", (chunk: Buffer) => {
     for (const frame of demuxer.push(new Uint8Array(chunk))) {
       if (frame.stream === "stdout") stdoutController.enqueue(frame.payload.slice());
       else stderrChunks.push(frame.payload.slice());
     }
+    if ((stdoutController.desiredSize ?? 1) <= 0) duplex.pause();
   });
   const ended = new Promise<void>((resolve, reject) => {
     duplex.on("end", resolve);

@@ -137,6 +137,23 @@ describe("docker driver on the real engine", () => {
     expect(env.stdout).toBe("hello there\n");
   });
 
+  test("a command writing faster than its stdout is read is held back, not buffered: 200 MB with flat memory", async () => {
+    const id = await run();
+    const size = 200 * 1024 * 1024;
+    const flood = await driver.execStream(id, { command: ["head", "-c", String(size), "/dev/zero"] });
+    const reader = flood.stdout.getReader();
+    Bun.gc(true);
+    const before = process.memoryUsage.rss();
+    // Nothing is read for a while: without backpressure the whole output would pile up here.
+    await Bun.sleep(1500);
+    const held = process.memoryUsage.rss() - before;
+    let received = 0;
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) received += chunk.value.byteLength;
+    expect((await flood.done).exitCode).toBe(0);
+    expect(received).toBe(size);
+    expect(held).toBeLessThan(50 * 1024 * 1024);
+  });
+
   test("an exec past its timeout is ended: the call rejects and its processes are gone from the container", async () => {
     const id = await run();
     const started = performance.now();
