@@ -118,8 +118,9 @@ export class DatabaseBackups {
       createdAt: this.service.now(),
       finishedAt: null,
     };
-    this.service.db.insert(databaseBackups).values(row).run();
+    // The operation first: while another one holds the database (409 BUSY), no backup row is made.
     const operation = this.service.operations.begin(database, "backup", actor, { exclusive: false });
+    this.service.db.insert(databaseBackups).values(row).run();
     this.service.track(
       operation
         .run(() => this.dump(database, row))
