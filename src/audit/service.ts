@@ -35,6 +35,7 @@ export const AUDIT_ACTIONS = [
   "database.settings_changed",
   "database.password_rotated",
   "database.backup_started",
+  "database.restored",
   "build.canceled",
 ] as const;
 

@@ -8,7 +8,8 @@ import { join } from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createWriteStream } from "node:fs";
-import { createGzip } from "node:zlib";
+import { createGunzip, createGzip } from "node:zlib";
+import { Writable } from "node:stream";
 import { DUMP_SAMPLE_BYTES, type DumpFormat, type DumpSample } from "./engines";
 
 const PARTIAL = ".partial";
@@ -89,6 +90,34 @@ export class BackupStorage {
       throw error;
     }
     return { sizeBytes: hashed.bytes, sha256: hashed.hash.digest("hex"), dump: sample.sample() };
+  }
+
+  /**
+   * Why the file of `key` is not the backup recorded (missing, another checksum, not a whole gzip
+   * stream), or null when it is: read once, hashed and decompressed to nowhere.
+   */
+  async problemWith(key: string, sha256: string | null): Promise<string | null> {
+    const file = Bun.file(this.pathOf(key));
+    if (!(await file.exists())) return "its file is missing";
+    const hash = createHash("sha256");
+    const hashed = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        hash.update(chunk);
+        done(null, chunk);
+      },
+    });
+    try {
+      await pipeline(Readable.fromWeb(file.stream() as unknown as import("node:stream/web").ReadableStream), hashed, createGunzip(), new Writable({ write: (_chunk, _encoding, done) => done() }));
+    } catch (error) {
+      return `its file is not a whole gzip stream (${(error as Error).message})`;
+    }
+    return hash.digest("hex") === sha256 ? null : "its file's SHA-256 differs from the one recorded when it was made";
+  }
+
+  /** The backup's dump, decompressed as it is read. */
+  dumpOf(key: string): ReadableStream<Uint8Array> {
+    const source = Readable.fromWeb(Bun.file(this.pathOf(key)).stream() as unknown as import("node:stream/web").ReadableStream);
+    return Readable.toWeb(source.pipe(createGunzip())) as unknown as ReadableStream<Uint8Array>;
   }
 
   async remove(key: string) {

@@ -98,16 +98,30 @@ export class DatabaseBackups {
       .where(and(eq(databaseBackups.databaseId, databaseId), inArray(databaseBackups.status, ["running"])))
       .get();
     if (running) throw new ApiError("BACKUP_IN_PROGRESS", `A backup of this database is already running (${running.id}); try again when it has finished`);
+    // The operation first: while another one holds the database (409 BUSY), no backup row is made.
+    const operation = this.service.operations.begin(database, "backup", actor, { exclusive: false });
+    const row = this.newRow(database, type);
+    this.service.track(
+      operation
+        .run(() => this.dump(database, row))
+        .catch(() => {
+          // Recorded on the backup and its operation.
+        }),
+    );
+    return backupView(row);
+  }
 
+  /** A new backup of the database, `running`, written to the table. */
+  private newRow(database: DatabaseRow, type: BackupType): BackupRow {
     const definition = this.service.definitionOf(database);
     const id = newId("bk");
     const row: BackupRow = {
       id,
-      databaseId,
-      workspaceId,
+      databaseId: database.id,
+      workspaceId: database.workspaceId,
       type,
       status: "running",
-      storageKey: this.storage.keyOf(databaseId, id, definition.dumpFormat),
+      storageKey: this.storage.keyOf(database.id, id, definition.dumpFormat),
       sizeBytes: 0,
       sha256: null,
       engine: database.engine,
@@ -118,17 +132,75 @@ export class DatabaseBackups {
       createdAt: this.service.now(),
       finishedAt: null,
     };
-    // The operation first: while another one holds the database (409 BUSY), no backup row is made.
-    const operation = this.service.operations.begin(database, "backup", actor, { exclusive: false });
     this.service.db.insert(databaseBackups).values(row).run();
+    return row;
+  }
+
+  /**
+   * Puts a completed backup of this database back. Checked first, before anything is touched: its
+   * file must be whole and its checksum the one recorded (422 BACKUP_CORRUPT otherwise). Then, in
+   * the background as a `restore` operation: a `pre-restore` backup, and the dump fed to the
+   * engine's own client. When loading fails, the pre-restore backup is loaded back, so the
+   * database is never left half restored; the operation says what happened.
+   */
+  async restore(workspaceId: string, databaseId: string, backupId: string, actor: OperationActor) {
+    const database = this.service.find(workspaceId, databaseId);
+    const backup = this.row(workspaceId, databaseId, backupId);
+    if (backup.status !== "completed") throw new ApiError("BACKUP_NOT_READY", `The backup is ${backup.status}; only a completed backup can be restored`);
+    if (database.status !== "running") throw new ApiError("NOT_RUNNING", `The database is ${database.status}; a restore is loaded by the running engine, so start it first`);
+    const definition = this.service.definitionOf(database);
+    const plan = definition.restore({ credentials: this.service.credentialsOf(database), version: database.version, memoryMB: database.memoryMB });
+    if (plan.mode !== "stream") {
+      throw new ApiError("RESTORE_UNSUPPORTED", `${definition.title} backups cannot be restored through the API yet: download the file and load it with the engine's own tools`);
+    }
+    if (backup.engine !== database.engine || backup.format !== definition.dumpFormat) {
+      throw new ApiError("BACKUP_CORRUPT", `The backup is a ${backup.engine} ${backup.format} dump; this database is ${database.engine}`);
+    }
+    const problem = await this.storage.problemWith(backup.storageKey, backup.sha256);
+    if (problem) throw new ApiError("BACKUP_CORRUPT", `The backup cannot be restored: ${problem}. Nothing was changed`);
+    const operation = this.service.operations.begin(database, "restore", actor);
     this.service.track(
       operation
-        .run(() => this.dump(database, row))
+        .run(async () => {
+          const before = this.newRow(database, "pre-restore");
+          await this.dump(database, before);
+          try {
+            await this.load(database, backup);
+          } catch (error) {
+            const reason = (error as Error).message;
+            try {
+              await this.load(database, before);
+            } catch (rollback) {
+              throw new Error(`${reason}; loading the pre-restore backup ${before.id} back failed too: ${(rollback as Error).message}`);
+            }
+            throw new Error(`${reason}; the database was put back as it was, from the pre-restore backup ${before.id}`);
+          }
+        })
         .catch(() => {
-          // Recorded on the backup and its operation.
+          // Recorded on the operation.
         }),
     );
-    return backupView(row);
+    return { database: this.service.view(database, { masked: false }), operationId: operation.id };
+  }
+
+  /** Feeds the backup's dump to the engine's restore client; throws with the client's reason when it fails. */
+  private async load(database: DatabaseRow, backup: BackupRow) {
+    const target = this.service.targetOf(database);
+    const plan = target.definition.restore({ credentials: target.credentials, version: database.version, memoryMB: database.memoryMB });
+    if (plan.mode !== "stream") throw new Error(`${target.definition.title} cannot be restored from a stream`);
+    const command = plan.command;
+    const containerId = containerNameOf(database.id);
+    const files = Object.keys(command.files ?? {});
+    try {
+      if (command.files) await writeConfigFiles(target, containerId, command.files);
+      const exec = await target.driver.execStream(containerId, { command: command.argv, env: command.env, stdin: this.storage.dumpOf(backup.storageKey) });
+      const [, result] = await Promise.all([new Response(exec.stdout).arrayBuffer(), exec.done]);
+      if (result.exitCode !== 0) {
+        throw new Error(redact(`${command.argv[0]} exited with ${result.exitCode}: ${lastLine(result.stderr) || "no message"}`, [target.credentials.password]));
+      }
+    } finally {
+      if (files.length) await target.driver.exec(containerId, { command: ["rm", "-f", ...files] }).catch(() => undefined);
+    }
   }
 
   private async dump(database: DatabaseRow, row: BackupRow) {

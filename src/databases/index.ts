@@ -16,6 +16,7 @@ import {
   BackupSchema,
   backupIdParams,
   OperationSchema,
+  restoreBody,
   rotatePasswordBody,
   settingsBody,
   workspaceQuery,
@@ -328,7 +329,7 @@ export function databasesRoutes(ctx: ServerContext) {
           summary: "Operations history",
           description:
             "Answers `operations`, newest first: id, databaseId, type (`create`, `start`, `stop`, `settings`, `rotate-password`, " +
-            "`delete`; later `backup`, `restore`), status (`pending`, `running`, `succeeded`, `failed`), error, actor {type, id}, startedAt, finishedAt.",
+            "`delete`, `backup`, `restore`), status (`pending`, `running`, `succeeded`, `failed`), error, actor {type, id}, startedAt, finishedAt.",
         },
       },
     )
@@ -412,6 +413,36 @@ export function databasesRoutes(ctx: ServerContext) {
             "with constant memory whatever its size. One `Range: bytes=a-b` (or `a-`, `-n`) is answered 206 with " +
             "`Content-Range`, to resume a download; a range outside the file is 416 `RANGE_NOT_SATISFIABLE` with " +
             "`Content-Range: bytes */size`. 409 `BACKUP_NOT_READY` unless the backup is `completed`.",
+        },
+      },
+    )
+    .post(
+      "/:databaseId/restore",
+      async ({ principal, params, body, set }) => {
+        const restoring = await backups.restore(principal.workspaceId, params.databaseId, body.backupId, actorOf(principal));
+        set.status = 202;
+        return ok(withOperation(restoring));
+      },
+      {
+        auth: true,
+        params: databaseIdParams,
+        body: restoreBody,
+        query: workspaceQuery,
+        detail: {
+          operationId: "restoreDatabase",
+          responses: responses(
+            { 202: json("Accepted: the backup checked out, and is being restored in the background", WITH_OPERATION) },
+            "NOT_FOUND", "NOT_RUNNING", "BUSY", "BACKUP_NOT_READY", "BACKUP_CORRUPT", "RESTORE_UNSUPPORTED",
+          ),
+          summary: "Restore a backup",
+          description:
+            "Puts a completed backup of this database back, keeping its connection strings. The backup's file is checked " +
+            "first, before anything is touched: whole gzip and the SHA-256 recorded when it was made, else 422 " +
+            "`BACKUP_CORRUPT` (a backup of another database is 404 `NOT_FOUND`). Then it answers 202 with `database` and " +
+            OPERATION + " In the background: a `pre-restore` backup is made, then the dump is fed to the engine's own client " +
+            "(psql in one transaction, mysql, mongorestore --drop). When loading fails, the pre-restore backup is loaded back, " +
+            "so the database is never left half restored, and the operation fails saying so. Redis: 409 `RESTORE_UNSUPPORTED` " +
+            "for now (download the RDB instead). 409 `NOT_RUNNING` unless the database runs, `BUSY` while another operation runs.",
         },
       },
     );

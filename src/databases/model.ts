@@ -18,8 +18,8 @@ export type DatabaseStatus = (typeof DATABASE_STATUSES)[number];
 /** Operation rows move pending -> running -> succeeded | failed. */
 export const OPERATION_STATUSES = ["pending", "running", "succeeded", "failed"] as const;
 export type OperationStatus = (typeof OPERATION_STATUSES)[number];
-export const OPERATION_TYPES = ["create", "start", "stop", "settings", "rotate-password", "delete", "backup"] as const;
-export type OperationType = (typeof OPERATION_TYPES)[number] | "restore";
+export const OPERATION_TYPES = ["create", "start", "stop", "settings", "rotate-password", "delete", "backup", "restore"] as const;
+export type OperationType = (typeof OPERATION_TYPES)[number];
 
 export const LIMITS = {
   memoryMB: { default: 512, min: 256, max: 262_144 },
@@ -97,6 +97,7 @@ const workspaceFields = { workspaceId: t.Optional(t.String()), organizationId: t
 export const workspaceQuery = t.Object(workspaceFields);
 
 export const databaseIdParams = t.Object({ databaseId: t.String({ minLength: 1, maxLength: 64 }) });
+export const restoreBody = t.Object({ backupId: t.String({ minLength: 1, maxLength: 64, description: "A completed backup of this database" }) });
 export const backupIdParams = t.Object({ databaseId: t.String({ minLength: 1, maxLength: 64 }), backupId: t.String({ minLength: 1, maxLength: 64 }) });
 
 export const logsQuery = t.Object({

@@ -89,6 +89,8 @@ export const PERMISSIONS: Record<string, RoutePermission> = {
   "GET /api/databases/:databaseId/backups/:backupId": { roles: EVERYONE },
   // A backup holds the data and every secret in it: viewers, who do not read connection strings, do not download it.
   "GET /api/databases/:databaseId/backups/:backupId/download": { roles: OPERATORS },
+  // A restore replaces all the data: as for deleting the database, owners and admins.
+  "POST /api/databases/:databaseId/restore": { roles: MANAGERS, audit: "database.restored" },
 };
 
 /** Env var values and connection strings: every role but viewer reads them. */

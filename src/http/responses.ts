@@ -94,6 +94,8 @@ const STATUS_MEANING: Record<number, string> = {
   411: "Content-Length required",
   413: "Too large",
   415: "Unsupported media type",
+  416: "Range not satisfiable",
+  422: "Cannot be processed",
   429: "Too many requests",
   500: "Internal error",
   503: "Unavailable for now",

@@ -16,8 +16,8 @@ export interface AuthenticatedRoute {
   method: string;
   /** Path with `:name` placeholders for resource ids, as declared in src/<domain>/index.ts. */
   path: string;
-  /** A valid body, so that only authentication can refuse the request. */
-  body?: unknown;
+  /** A valid body, so that only authentication can refuse the request; a function of the resource's ids when it names one. */
+  body?: unknown | ((params: Record<string, string>) => unknown);
   /** Creates a resource owned by `owner` and returns the path parameters naming it (routes with ids). */
   resource?: (server: TestServer, owner: Tenant) => Promise<Record<string, string>>;
   /** Instead of `resource`, for ids of platform-wide things that belong to no workspace (machines). */
@@ -88,6 +88,11 @@ export const AUTHENTICATED_ROUTES: AuthenticatedRoute[] = [
   ...DATABASE_ROUTES,
   ...APP_ROUTES,
 ];
+
+/** The route's body for a request on the resource `params` names. */
+export function bodyOf(route: AuthenticatedRoute, params: Record<string, string> = {}): unknown {
+  return typeof route.body === "function" ? route.body(params) : route.body;
+}
 
 /** `/api/api-keys/:keyId` -> `/api/api-keys/{keyId}`, the OpenAPI spelling. */
 export const openApiPath = (path: string) => path.replace(/:([A-Za-z]+)/g, "{$1}");
@@ -201,23 +206,24 @@ export function describeAuthMatrix(getServer: () => TestServer, routes: Authenti
 
       test("workspaceId of a workspace the caller is not a member of -> 404", async () => {
         const path = withQuery(fillPath(route.path), `workspaceId=${tenants.other.workspaceId}`);
-        const response = await getServer().request(route.method, path, { key: tenants.caller.key, body: route.body });
+        const response = await getServer().request(route.method, path, { key: tenants.caller.key, body: bodyOf(route) });
         expectErrorEnvelope(response, 404);
       });
 
       test("the caller's own key is let in", async () => {
         const params = route.resource ? await route.resource(getServer(), tenants.caller) : route.params;
         const key = route.freshWorkspace ? (await freshWorkspaceOwner(getServer())).key : tenants.caller.key;
-        const response = await getServer().request(route.method, fillPath(route.path, params), { key, body: route.body });
+        const response = await getServer().request(route.method, fillPath(route.path, params), { key, body: bodyOf(route, params) });
         expect([401, 403, 404]).not.toContain(response.status);
         expect(response.status).toBeLessThan(500);
       }, RESOURCE_TIMEOUT_MS);
 
       if (route.resource) {
         test("another workspace's resource -> 404, and its owner can reach it", async () => {
-          const path = fillPath(route.path, await route.resource!(getServer(), tenants.other));
-          expectErrorEnvelope(await getServer().request(route.method, path, { key: tenants.caller.key, body: route.body }), 404);
-          const byOwner = await getServer().request(route.method, path, { key: tenants.other.key, body: route.body });
+          const params = await route.resource!(getServer(), tenants.other);
+          const path = fillPath(route.path, params);
+          expectErrorEnvelope(await getServer().request(route.method, path, { key: tenants.caller.key, body: bodyOf(route, params) }), 404);
+          const byOwner = await getServer().request(route.method, path, { key: tenants.other.key, body: bodyOf(route, params) });
           expect(byOwner.status).toBeLessThan(300);
         }, RESOURCE_TIMEOUT_MS);
       }

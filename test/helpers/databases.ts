@@ -132,18 +132,18 @@ export function removeMatrixDatabases() {
   matrixWorkspaces.clear();
 }
 
-/** A running Redis database of `owner` (the smallest engine to start), for routes with a database id. */
-const databaseOf = async (server: TestServer, owner: Tenant) => {
-  const { database } = await createDatabase(server, owner.key, { name: `matrix-${++matrixCount}`, engine: "redis", memoryMB: 256 });
+/** A running Redis database of `owner` (the smallest engine to start, unless said), for routes with a database id. */
+const databaseOf = async (server: TestServer, owner: Tenant, engine = "redis") => {
+  const { database } = await createDatabase(server, owner.key, { name: `matrix-${++matrixCount}`, engine, memoryMB: 256 });
   matrixDatabases.push(database.id);
   matrixWorkspaces.add(owner.workspaceId);
   await waitForStatus(server, owner.key, database.id, ["running"]);
   return { databaseId: database.id as string };
 };
 
-/** A completed backup of a running Redis database of `owner`, for routes with a backup id. */
-const backupOf = async (server: TestServer, owner: Tenant) => {
-  const { databaseId } = await databaseOf(server, owner);
+/** A completed backup of a running database of `owner` (Redis unless said), for routes with a backup id. */
+const backupOf = async (server: TestServer, owner: Tenant, engine = "redis") => {
+  const { databaseId } = await databaseOf(server, owner, engine);
   const made = await server.request("POST", `/api/databases/${databaseId}/backups`, { key: owner.key });
   if (made.status !== 202) throw new Error(`could not back up a database for the auth matrix: ${JSON.stringify(made.body)}`);
   const backupId = made.body.backup.id as string;
@@ -172,4 +172,11 @@ export const DATABASE_ROUTES: AuthenticatedRoute[] = [
   { method: "GET", path: "/api/databases/:databaseId/backups", resource: databaseOf },
   { method: "GET", path: "/api/databases/:databaseId/backups/:backupId", resource: backupOf },
   { method: "GET", path: "/api/databases/:databaseId/backups/:backupId/download", resource: backupOf },
+  // A PostgreSQL backup: Redis ones are not restored through the API yet.
+  {
+    method: "POST",
+    path: "/api/databases/:databaseId/restore",
+    body: (params: Record<string, string>) => ({ backupId: params.backupId }),
+    resource: (server: TestServer, owner: Tenant) => backupOf(server, owner, "postgresql"),
+  },
 ];

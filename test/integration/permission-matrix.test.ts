@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { TestServer } from "../helpers/server";
 import { deleteAllApps } from "../helpers/apps";
 import {
+  bodyOf,
   AUTH_MATRIX_ENV,
   AUTHENTICATED_ROUTES,
   expectErrorEnvelope,
@@ -78,6 +79,7 @@ const EXPECTED: Record<string, Role[]> = {
   "GET /api/databases/:databaseId/backups": EVERYONE,
   "GET /api/databases/:databaseId/backups/:backupId": EVERYONE,
   "GET /api/databases/:databaseId/backups/:backupId/download": OPERATORS,
+  "POST /api/databases/:databaseId/restore": MANAGERS,
 };
 
 /** Routes added after this table was written are held to their entry in the server's table. */
@@ -174,7 +176,7 @@ for (const route of ordered) {
         expect(PERMISSIONS[key]?.roles.toSorted()).toEqual(roles.toSorted());
         const params = await paramsFor(route, role, allowed);
         const callerKey = route.freshWorkspace && allowed ? (await freshWorkspaceOwner(server)).key : tenants[role].key;
-        const response = await server.request(route.method, fillPath(route.path, params), { key: callerKey, body: route.body });
+        const response = await server.request(route.method, fillPath(route.path, params), { key: callerKey, body: bodyOf(route, params) });
         if (allowed) {
           expect([401, 403, 404]).not.toContain(response.status);
           expect(response.status).toBeLessThan(500);
