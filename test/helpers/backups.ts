@@ -5,6 +5,7 @@ import { RedisClient, SQL } from "bun";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { TestServer } from "./server";
+import { poll } from "./databases";
 
 export type BackupEngine = "postgresql" | "mysql" | "redis";
 
@@ -45,16 +46,6 @@ export async function writeProbeData(engine: BackupEngine, connectionString: str
     await sql.close();
   }
   return probe;
-}
-
-async function poll<T>(what: string, timeoutMs: number, read: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const value = await read();
-    if (value !== undefined) return value;
-    await Bun.sleep(250);
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }
 
 /** GETs the backup until it is no longer `running`, and answers it (completed or failed). */

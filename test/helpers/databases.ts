@@ -11,7 +11,8 @@ export async function createDatabase(server: TestServer, key: string, body: Reco
   return response.body as { database: any; operationId: string; operation: any };
 }
 
-async function poll<T>(what: string, timeoutMs: number, read: () => Promise<T | undefined>): Promise<T> {
+/** Calls `read` every 250 ms until it answers something, or fails after `timeoutMs`. */
+export async function poll<T>(what: string, timeoutMs: number, read: () => Promise<T | undefined>): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const value = await read();
