@@ -7,32 +7,29 @@
 //
 // A backup does not claim the database the way start or stop do: the database stays usable, and a
 // stop while a dump runs makes that backup fail, not the stop wait.
-import { and, desc, eq, inArray, sql } from "drizzle-orm";
+import { and, desc, eq, sql } from "drizzle-orm";
 import type { Static } from "@sinclair/typebox";
 import { databaseBackups } from "../db/schema";
 import { newId } from "../crypto/tokens";
 import { redact } from "../crypto/redact";
 import { ApiError, notFound } from "../http/errors";
 import { resolveImage } from "./engines";
-import type { BackupSchema } from "./model";
+import type { BackupSchema, BackupStatus, BackupType } from "./model";
 import type { OperationActor } from "./operations";
 import { containerNameOf, writeConfigFiles, type DatabaseRow } from "./runtime";
 import type { BackupStorage } from "./backup-storage";
 import type { DatabaseService } from "./service";
 
-export const BACKUP_TYPES = ["manual", "scheduled", "pre-restore", "uploaded"] as const;
-export type BackupType = (typeof BACKUP_TYPES)[number];
-export const BACKUP_STATUSES = ["running", "completed", "failed"] as const;
 
 type BackupRow = typeof databaseBackups.$inferSelect;
-export const INTERRUPTED_BACKUP = "interrupted: the platform stopped while this backup ran";
+const INTERRUPTED_BACKUP = "interrupted: the platform stopped while this backup ran";
 
 function backupView(row: BackupRow): Static<typeof BackupSchema> {
   return {
     id: row.id,
     databaseId: row.databaseId,
     type: row.type as BackupType,
-    status: row.status as (typeof BACKUP_STATUSES)[number],
+    status: row.status as BackupStatus,
     storageKey: row.storageKey,
     sizeBytes: row.sizeBytes,
     sha256: row.sha256,
@@ -95,7 +92,7 @@ export class DatabaseBackups {
     const running = this.service.db
       .select({ id: databaseBackups.id })
       .from(databaseBackups)
-      .where(and(eq(databaseBackups.databaseId, databaseId), inArray(databaseBackups.status, ["running"])))
+      .where(and(eq(databaseBackups.databaseId, databaseId), eq(databaseBackups.status, "running")))
       .get();
     if (running) throw new ApiError("BACKUP_IN_PROGRESS", `A backup of this database is already running (${running.id}); try again when it has finished`);
     // The operation first: while another one holds the database (409 BUSY), no backup row is made.

@@ -208,14 +208,20 @@ export const OperationSchema = resource(
   "One operation on a database, in its history. One database runs one operation at a time; a `backup` runs beside the others.",
 );
 
+/** manual: asked for through the API; pre-restore: made by a restore first; scheduled and uploaded are to come. */
+export const BACKUP_TYPES = ["manual", "scheduled", "pre-restore", "uploaded"] as const;
+export type BackupType = (typeof BACKUP_TYPES)[number];
 /** running -> completed | failed; see src/databases/backups.ts. */
+export const BACKUP_STATUSES = ["running", "completed", "failed"] as const;
+export type BackupStatus = (typeof BACKUP_STATUSES)[number];
+
 export const BackupSchema = resource(
   "Backup",
   {
     id: t.String(),
     databaseId: t.String(),
-    type: oneOf(["manual", "scheduled", "pre-restore", "uploaded"] as const, "`manual`: asked for through the API"),
-    status: oneOf(["running", "completed", "failed"] as const, "`running` -> `completed` | `failed`: completed only when the dump tool exited 0 and its output is a whole dump"),
+    type: oneOf(BACKUP_TYPES, "`manual`: asked for through the API; `pre-restore`: made by a restore before it loads anything"),
+    status: oneOf(BACKUP_STATUSES, "`running` -> `completed` | `failed`: completed only when the dump tool exited 0 and its output is a whole dump"),
     storageKey: t.String({ description: "Where the file is kept, under the platform's backups folder" }),
     sizeBytes: t.Integer({ minimum: 0, description: "Size of the gzip file; 0 until completed" }),
     sha256: t.Nullable(t.String({ pattern: "^[0-9a-f]{64}$", description: "SHA-256 of the gzip file, hex; null until completed" })),

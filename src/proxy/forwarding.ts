@@ -9,7 +9,7 @@ import { clientBehindProxies, inAnyRange, lastHeaderValue } from "../http/truste
 import type { MessageHead, RequestHead, ResponseHead } from "./http1";
 
 /** Dropped from every message passed on; `upgrade` is kept on a WebSocket handshake only. */
-export const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "upgrade", "te", "trailer", "proxy-authenticate", "proxy-authorization"]);
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "upgrade", "te", "trailer", "proxy-authenticate", "proxy-authorization"]);
 /** A message's framing and target: kept whatever its Connection field names. */
 const NEVER_NAMED = new Set(["content-length", "transfer-encoding", "host"]);
 const CLIENT_IDENTITY = new Set(["x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-forwarded-port", "x-real-ip", "forwarded", "x-request-id"]);
