@@ -36,6 +36,11 @@ export const AUDIT_ACTIONS = [
   "database.password_rotated",
   "database.backup_started",
   "database.restored",
+  "database.backup_schedule_set",
+  "database.backup_schedule_cleared",
+  "database.backup_uploaded",
+  "database.backup_deleted",
+  "database.backup_verified",
   "build.canceled",
 ] as const;
 

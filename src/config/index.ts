@@ -20,6 +20,24 @@ export interface RateLimit {
   refillPerSecond: number;
 }
 
+/** An S3-compatible bucket that receives a copy of every backup. */
+export interface BackupBucket {
+  endpoint: string;
+  region: string;
+  bucket: string;
+  /** Put before every object key ("" or ending in "/"). */
+  prefix: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+
+export interface BackupSettings {
+  /** The largest dump `POST .../backups/upload` accepts, as sent (gzip or not). */
+  uploadMaxBytes: number;
+  /** Null unless PLATFORM_BACKUP_S3_BUCKET is set. */
+  s3: BackupBucket | null;
+}
+
 export interface Config {
   dataDir: string;
   databaseFile: string;
@@ -66,6 +84,7 @@ export interface Config {
   reconcileSchedule: string;
   /** Builds kept per app (besides its current build and unfinished ones) when housekeeping runs. */
   buildRetention: number;
+  backups: BackupSettings;
   /** Croner schedule of housekeeping: pruning expired sessions and old builds. */
   housekeepingSchedule: string;
   /** A stall of the event loop this long or longer is logged; 0 turns the watch off. */
@@ -163,6 +182,26 @@ function hostListSetting(env: Record<string, string | undefined>, name: string, 
   return names;
 }
 
+/** The PLATFORM_BACKUP_S3_* settings; all of bucket, access key and secret, or none. */
+function backupBucketSetting(env: Record<string, string | undefined>): BackupBucket | null {
+  const bucket = env.PLATFORM_BACKUP_S3_BUCKET;
+  if (!bucket) return null;
+  const accessKeyId = env.PLATFORM_BACKUP_S3_ACCESS_KEY_ID;
+  const secretAccessKey = env.PLATFORM_BACKUP_S3_SECRET_ACCESS_KEY;
+  if (!accessKeyId || !secretAccessKey) {
+    throw new Error("PLATFORM_BACKUP_S3_BUCKET needs PLATFORM_BACKUP_S3_ACCESS_KEY_ID and PLATFORM_BACKUP_S3_SECRET_ACCESS_KEY");
+  }
+  const prefix = textSetting(env, "PLATFORM_BACKUP_S3_PREFIX", "");
+  return {
+    endpoint: textSetting(env, "PLATFORM_BACKUP_S3_ENDPOINT", "https://s3.amazonaws.com"),
+    region: textSetting(env, "PLATFORM_BACKUP_S3_REGION", "us-east-1"),
+    bucket,
+    prefix: prefix === "" || prefix.endsWith("/") ? prefix : `${prefix}/`,
+    accessKeyId,
+    secretAccessKey,
+  };
+}
+
 function textSetting(env: Record<string, string | undefined>, name: string, fallback: string): string {
   const raw = env[name];
   return raw === undefined || raw === "" ? fallback : raw;
@@ -258,6 +297,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     sessionTtlSeconds: integerSetting(env, "PLATFORM_SESSION_TTL_HOURS", 168, 1) * 3600,
     reconcileSchedule: textSetting(env, "PLATFORM_RECONCILE_SCHEDULE", "*/30 * * * * *"),
     buildRetention: integerSetting(env, "PLATFORM_BUILD_RETENTION", 50, 1),
+    backups: {
+      uploadMaxBytes: integerSetting(env, "PLATFORM_BACKUP_UPLOAD_MAX_MB", 10_240, 1) * 1024 * 1024,
+      s3: backupBucketSetting(env),
+    },
     housekeepingSchedule: textSetting(env, "PLATFORM_HOUSEKEEPING_SCHEDULE", "0 */15 * * * *"),
     eventLoopWarnMs: integerSetting(env, "PLATFORM_EVENT_LOOP_WARN_MS", 200),
     quotas: {

@@ -18,7 +18,7 @@ export type DatabaseStatus = (typeof DATABASE_STATUSES)[number];
 /** Operation rows move pending -> running -> succeeded | failed. */
 export const OPERATION_STATUSES = ["pending", "running", "succeeded", "failed"] as const;
 export type OperationStatus = (typeof OPERATION_STATUSES)[number];
-export const OPERATION_TYPES = ["create", "start", "stop", "settings", "rotate-password", "delete", "backup", "restore"] as const;
+export const OPERATION_TYPES = ["create", "start", "stop", "settings", "rotate-password", "delete", "backup", "restore", "verify", "upload"] as const;
 export type OperationType = (typeof OPERATION_TYPES)[number];
 
 export const LIMITS = {
@@ -187,8 +187,8 @@ export const DatabaseStatsSchema = resource(
 export const OperationActorSchema = resource(
   "OperationActor",
   {
-    type: oneOf(["user", "api_key"] as const),
-    id: t.Nullable(t.String({ description: "The user's or the API key's id" })),
+    type: oneOf(["user", "api_key", "system"] as const, "`system`: the platform itself (a backup schedule's run, a restore finished after a restart)"),
+    id: t.Nullable(t.String({ description: "The user's or the API key's id; null for `system`" })),
   },
   "Who asked for an operation.",
 );
@@ -202,18 +202,55 @@ export const OperationSchema = resource(
     status: oneOf(OPERATION_STATUSES, "`pending` -> `running` -> `succeeded` | `failed`"),
     error: t.Nullable(t.String({ description: "Why it failed" })),
     actor: ref(OperationActorSchema),
+    backupId: t.Nullable(t.String({ description: "The backup it made (backup, upload), restored (restore) or verified (verify)" })),
     startedAt: timestamp(),
     finishedAt: t.Nullable(timestamp()),
   },
   "One operation on a database, in its history. One database runs one operation at a time; a `backup` runs beside the others.",
 );
 
-/** manual: asked for through the API; pre-restore: made by a restore first; scheduled and uploaded are to come. */
+/** manual: asked for through the API; scheduled: by the database's schedule; pre-restore: made by a restore first; uploaded: sent in. */
 export const BACKUP_TYPES = ["manual", "scheduled", "pre-restore", "uploaded"] as const;
 export type BackupType = (typeof BACKUP_TYPES)[number];
 /** running -> completed | failed; see src/databases/backups.ts. */
 export const BACKUP_STATUSES = ["running", "completed", "failed"] as const;
 export type BackupStatus = (typeof BACKUP_STATUSES)[number];
+
+export const VERIFY_STATUSES = ["running", "passed", "failed"] as const;
+export type VerifyStatus = (typeof VERIFY_STATUSES)[number];
+
+export const BackupVerificationSchema = resource(
+  "BackupVerification",
+  {
+    status: oneOf(VERIFY_STATUSES, "`running` -> `passed` | `failed`"),
+    checks: t.Array(
+      t.Object({
+        name: t.String({ description: "A table (`schema.table` for PostgreSQL), a collection, or `keys` for Redis" }),
+        count: t.Integer({ minimum: 0, description: "Its rows, documents or keys after the restore" }),
+      }),
+      { description: "What the restored copy held" },
+    ),
+    error: t.Nullable(t.String({ description: "Why it failed" })),
+    startedAt: timestamp(),
+    finishedAt: t.Nullable(timestamp()),
+  },
+  "The last verify of a backup: restored into a throwaway container of the same image, then counted.",
+);
+
+export const COPY_STATUSES = ["uploading", "completed", "failed"] as const;
+export type CopyStatus = (typeof COPY_STATUSES)[number];
+
+export const BackupCopySchema = resource(
+  "BackupCopy",
+  {
+    destination: oneOf(["s3"] as const, "Where the copy is: `s3`, the PLATFORM_BACKUP_S3_* bucket"),
+    location: t.String({ description: "`s3://bucket/key`" }),
+    status: oneOf(COPY_STATUSES, "`uploading` -> `completed` (read back, checksum confirmed) | `failed`"),
+    error: t.Nullable(t.String({ description: "Why the copy failed; never holds credentials" })),
+    confirmedAt: t.Nullable(timestamp()),
+  },
+  "A copy of a backup's file at a remote destination.",
+);
 
 export const BackupSchema = resource(
   "Backup",
@@ -229,11 +266,70 @@ export const BackupSchema = resource(
     engine: oneOf(ENGINE_NAMES),
     engineVersion: t.String({ description: "The image the dump was made with" }),
     error: t.Nullable(t.String({ description: "Why it failed" })),
-    verifiedAt: t.Nullable(timestamp()),
+    verifiedAt: t.Nullable(timestamp("When a verify of it last passed")),
+    verification: t.Nullable(ref(BackupVerificationSchema)),
+    copies: t.Array(ref(BackupCopySchema), { description: "Its copies at remote destinations; empty when none is configured" }),
     createdAt: timestamp(),
     finishedAt: t.Nullable(timestamp()),
   },
   "A backup of a database: the engine's own dump, gzipped, with its checksum.",
 );
 
-export const DATABASE_RESOURCES = [DatabaseSchema, DatabaseStorageSchema, DatabaseStatsSchema, OperationSchema, OperationActorSchema, BackupSchema];
+// Backup schedules (src/databases/backup-schedules.ts).
+
+export const SCHEDULE_LIMITS = {
+  keepLast: { default: 7, min: 1, max: 1000 },
+  keepDailyDays: { default: 0, min: 0, max: 3650 },
+  keepWeeklyWeeks: { default: 0, min: 0, max: 520 },
+};
+
+const CRON_TEXT =
+  "croner expression in UTC: 5 fields (minute hour day-of-month month day-of-week, e.g. `0 3 * * *`) or 6 with seconds first " +
+  "(e.g. `*/30 * * * * *`), or a nickname (`@hourly`, `@daily`, `@weekly`, `@monthly`, `@yearly`)";
+const keepLast = t.Integer({ minimum: SCHEDULE_LIMITS.keepLast.min, maximum: SCHEDULE_LIMITS.keepLast.max, description: "The newest completed scheduled backups always kept (1-1000, default 7); also how many failed scheduled ones are kept" });
+const keepDailyDays = t.Integer({ minimum: SCHEDULE_LIMITS.keepDailyDays.min, maximum: SCHEDULE_LIMITS.keepDailyDays.max, description: "Also keep the newest completed scheduled backup of each UTC calendar day of the last D days, today included (0-3650, default 0)" });
+const keepWeeklyWeeks = t.Integer({ minimum: SCHEDULE_LIMITS.keepWeeklyWeeks.min, maximum: SCHEDULE_LIMITS.keepWeeklyWeeks.max, description: "Also keep the newest completed scheduled backup of each ISO week (Monday to Sunday, UTC) of the last W weeks, this one included (0-520, default 0)" });
+const verify = t.Boolean({ description: "Verify each new scheduled backup once it has completed (default false)" });
+
+export const backupScheduleBody = t.Object({
+  cron: t.String({ minLength: 1, maxLength: 120, description: CRON_TEXT }),
+  keepLast: t.Optional(keepLast),
+  keepDailyDays: t.Optional(keepDailyDays),
+  keepWeeklyWeeks: t.Optional(keepWeeklyWeeks),
+  verify: t.Optional(verify),
+});
+export type BackupScheduleInput = typeof backupScheduleBody.static;
+
+export const BackupScheduleSchema = resource(
+  "BackupSchedule",
+  {
+    databaseId: t.String(),
+    cron: t.String({ description: CRON_TEXT }),
+    keepLast,
+    keepDailyDays,
+    keepWeeklyWeeks,
+    verify,
+    nextRunAt: t.Nullable(timestamp("When it runs next")),
+    lastRunAt: t.Nullable(timestamp("When a run last started (null until the first one)")),
+    createdAt: timestamp("When the database first got a schedule"),
+    updatedAt: timestamp("When the schedule was last set"),
+  },
+  "When a database is backed up on its own, and which of those `scheduled` backups are kept.",
+);
+
+export const DatabaseBackupSummarySchema = resource(
+  "DatabaseBackupSummary",
+  {
+    lastCompletedAt: t.Nullable(timestamp("createdAt of the newest completed backup of any type; null when none")),
+    schedule: t.Nullable(ref(BackupScheduleSchema)),
+    warning: t.Nullable(
+      t.String({ description: "Set when the database has a schedule and its newest completed backup (or, with none, the schedule itself) is older than twice the schedule's interval" }),
+    ),
+  },
+  "How current the database's backups are, in GET one database.",
+);
+
+export const DATABASE_RESOURCES = [
+  DatabaseSchema, DatabaseStorageSchema, DatabaseStatsSchema, OperationSchema, OperationActorSchema, BackupSchema, BackupVerificationSchema, BackupCopySchema,
+  BackupScheduleSchema, DatabaseBackupSummarySchema,
+];

@@ -3,7 +3,7 @@
 // with the error text, the actor and its times); while it runs, the database is held in memory
 // and a second operation gets 409 BUSY. The platform is one process, so an in-memory hold is the
 // whole truth; rows left pending or running by a crash are closed as failed at the next start.
-import { desc, eq, inArray, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, sql } from "drizzle-orm";
 import type { PlatformDb } from "../db";
 import { databaseOperations } from "../db/schema";
 import { newId } from "../crypto/tokens";
@@ -20,11 +20,11 @@ function operationView(row: typeof databaseOperations.$inferSelect): Static<type
   return {
     id: row.id,
     databaseId: row.databaseId,
-    // Only these are ever written today; `backup` and `restore` join the document when they exist.
     type: row.type as Static<typeof OperationSchema>["type"],
     status: row.status as OperationStatus,
     error: row.error,
     actor: { type: row.actorType as Static<typeof OperationActorSchema>["type"], id: row.actorId },
+    backupId: row.backupId,
     startedAt: new Date(row.startedAt).toISOString(),
     finishedAt: row.finishedAt === null ? null : new Date(row.finishedAt).toISOString(),
   };
@@ -57,6 +57,11 @@ export class Operation {
     }
   }
 
+  /** Records the backup this operation is about, once it exists. */
+  concerns(backupId: string) {
+    this.operations.setBackup(this.id, backupId);
+  }
+
   /** Frees the database without running (the work could not even start). */
   release() {
     if (this.finished) return;
@@ -76,15 +81,20 @@ export class Operations {
   /**
    * Claims the database for one operation (409 BUSY while another one runs) and records it as
    * pending. `exclusive: false` (a backup) records it without claiming the database, though not
-   * while another operation holds it.
+   * while another operation holds it. `backupId`: the backup it is about, when known up front.
    */
-  begin(database: { id: string; workspaceId: string }, type: OperationType, actor: OperationActor, options: { exclusive: boolean } = { exclusive: true }): Operation {
+  begin(
+    database: { id: string; workspaceId: string },
+    type: OperationType,
+    actor: OperationActor,
+    options: { exclusive?: boolean; backupId?: string } = {},
+  ): Operation {
     const current = this.held.get(database.id);
     if (current) {
       throw new ApiError("BUSY", `The database is busy with a '${current.type}' operation (${current.operationId}); try again when it has finished`);
     }
     const id = newId("op");
-    if (options.exclusive) this.held.set(database.id, { operationId: id, type });
+    if (options.exclusive !== false) this.held.set(database.id, { operationId: id, type });
     try {
       this.db
         .insert(databaseOperations)
@@ -96,6 +106,7 @@ export class Operations {
           status: "pending",
           actorType: actor.type,
           actorId: actor.id,
+          backupId: options.backupId ?? null,
           startedAt: this.now(),
         })
         .run();
@@ -118,6 +129,24 @@ export class Operations {
       .set({ status, error, ...(done ? { finishedAt: this.now() } : {}) })
       .where(eq(databaseOperations.id, operationId))
       .run();
+  }
+
+  setBackup(operationId: string, backupId: string) {
+    this.db.update(databaseOperations).set({ backupId }).where(eq(databaseOperations.id, operationId)).run();
+  }
+
+  /** Operations of `type` that a stop or crash cut off and that nobody has dealt with since. */
+  interrupted(type: OperationType) {
+    return this.db
+      .select()
+      .from(databaseOperations)
+      .where(and(eq(databaseOperations.type, type), eq(databaseOperations.status, "failed"), eq(databaseOperations.error, INTERRUPTED)))
+      .all();
+  }
+
+  /** Replaces the reason an operation failed (once what it left behind was dealt with). */
+  explain(operationId: string, error: string) {
+    this.db.update(databaseOperations).set({ error }).where(eq(databaseOperations.id, operationId)).run();
   }
 
   release(databaseId: string, operationId: string) {

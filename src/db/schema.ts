@@ -210,13 +210,15 @@ export const databaseOperations = sqliteTable(
     id: text("id").primaryKey(),
     databaseId: text("database_id").notNull().references(() => databases.id, { onDelete: "cascade" }),
     workspaceId: text("workspace_id").notNull(),
-    /** create, start, stop, settings, rotate-password, delete, and later backup, restore. */
+    /** create, start, stop, settings, rotate-password, delete, backup, restore, verify, upload. */
     type: text("type").notNull(),
     /** pending, running, succeeded, failed. */
     status: text("status").notNull(),
     error: text("error"),
     actorType: text("actor_type").notNull(),
     actorId: text("actor_id"),
+    /** The backup the operation made, restored, verified or received. */
+    backupId: text("backup_id"),
     startedAt: integer("started_at").notNull(),
     finishedAt: integer("finished_at"),
   },
@@ -245,9 +247,34 @@ export const databaseBackups = sqliteTable(
     /** sql, rdb or archive: what the gzip holds. */
     format: text("format").notNull(),
     error: text("error"),
+    /** When a verify last passed. */
     verifiedAt: integer("verified_at"),
+    /** JSON of the last verify: status, counts, error, timestamps (src/databases/backup-verify.ts). */
+    verification: text("verification"),
+    /** JSON list of the copies at remote destinations (src/databases/backup-copies.ts). */
+    copies: text("copies"),
+    /** The operation that made it (a pre-restore backup: its restore). */
+    operationId: text("operation_id"),
     createdAt: integer("created_at").notNull(),
     finishedAt: integer("finished_at"),
   },
   (table) => [index("database_backups_database_time").on(table.databaseId, table.createdAt)],
 );
+
+/** At most one schedule per database (src/databases/backup-schedules.ts). */
+export const databaseBackupSchedules = sqliteTable("database_backup_schedules", {
+  databaseId: text("database_id")
+    .primaryKey()
+    .references(() => databases.id, { onDelete: "cascade" }),
+  workspaceId: text("workspace_id").notNull(),
+  /** croner expression, 5 or 6 fields. */
+  cron: text("cron").notNull(),
+  keepLast: integer("keep_last").notNull(),
+  keepDailyDays: integer("keep_daily_days").notNull(),
+  keepWeeklyWeeks: integer("keep_weekly_weeks").notNull(),
+  verify: integer("verify", { mode: "boolean" }).notNull(),
+  /** When the schedule last started a backup (a missed run is caught up at start from it). */
+  lastRunAt: integer("last_run_at"),
+  createdAt: integer("created_at").notNull(),
+  updatedAt: integer("updated_at").notNull(),
+});

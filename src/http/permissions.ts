@@ -87,10 +87,19 @@ export const PERMISSIONS: Record<string, RoutePermission> = {
   "POST /api/databases/:databaseId/backups": { roles: OPERATORS, audit: "database.backup_started" },
   "GET /api/databases/:databaseId/backups": { roles: EVERYONE },
   "GET /api/databases/:databaseId/backups/:backupId": { roles: EVERYONE },
+  "POST /api/databases/:databaseId/backups/upload": { roles: OPERATORS, audit: "database.backup_uploaded" },
+  // Deleting a backup can lose the only copy of some data: as for deleting the database, owners and admins.
+  "DELETE /api/databases/:databaseId/backups/:backupId": { roles: MANAGERS, audit: "database.backup_deleted" },
   // A backup holds the data and every secret in it: viewers, who do not read connection strings, do not download it.
   "GET /api/databases/:databaseId/backups/:backupId/download": { roles: OPERATORS },
   // A restore replaces all the data: as for deleting the database, owners and admins.
   "POST /api/databases/:databaseId/restore": { roles: MANAGERS, audit: "database.restored" },
+  // A verify changes nothing (a throwaway copy is restored and counted): whoever may back up may verify.
+  "POST /api/databases/:databaseId/backups/:backupId/verify": { roles: OPERATORS, audit: "database.backup_verified" },
+  "GET /api/databases/:databaseId/backup-schedule": { roles: EVERYONE },
+  // A schedule's retention deletes older scheduled backups: as for deleting a backup, owners and admins.
+  "PUT /api/databases/:databaseId/backup-schedule": { roles: MANAGERS, audit: "database.backup_schedule_set" },
+  "DELETE /api/databases/:databaseId/backup-schedule": { roles: MANAGERS, audit: "database.backup_schedule_cleared" },
 };
 
 /** Env var values and connection strings: every role but viewer reads them. */
