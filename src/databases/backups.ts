@@ -14,17 +14,32 @@ import { newId } from "../crypto/tokens";
 import { redact } from "../crypto/redact";
 import { ApiError, notFound } from "../http/errors";
 import { resolveImage } from "./engines";
-import type { BackupSchema, BackupStatus, BackupType } from "./model";
+import type { BackupCopySchema, BackupSchema, BackupStatus, BackupType, BackupVerificationSchema } from "./model";
 import type { OperationActor } from "./operations";
 import { containerNameOf, writeConfigFiles, type DatabaseRow } from "./runtime";
 import type { BackupStorage } from "./backup-storage";
 import type { DatabaseService } from "./service";
 
-
-type BackupRow = typeof databaseBackups.$inferSelect;
+export type BackupRow = typeof databaseBackups.$inferSelect;
+export type BackupView = Static<typeof BackupSchema>;
+export type BackupCopy = Static<typeof BackupCopySchema>;
+export type BackupVerification = Static<typeof BackupVerificationSchema>;
 const INTERRUPTED_BACKUP = "interrupted: the platform stopped while this backup ran";
 
-function backupView(row: BackupRow): Static<typeof BackupSchema> {
+/**
+ * Remote destinations that keep a copy of every backup's file (./backup-copies.ts). A backup is
+ * `completed` only once every destination has its copy with the checksum confirmed.
+ */
+export interface BackupDestinations {
+  /** Copies the local file of `key` to every destination and reads each copy back to confirm `sha256`. */
+  copy(key: string, sha256: string): Promise<BackupCopy[]>;
+  /** Brings the file of `key` back from a completed copy when it is missing locally; false when no copy could. */
+  fetchMissing(key: string, sha256: string, copies: BackupCopy[]): Promise<boolean>;
+  /** Removes the copies (a backup deleted, or failed after some copies were made). */
+  remove(copies: BackupCopy[]): Promise<void>;
+}
+
+export function backupView(row: BackupRow): BackupView {
   return {
     id: row.id,
     databaseId: row.databaseId,
@@ -38,6 +53,8 @@ function backupView(row: BackupRow): Static<typeof BackupSchema> {
     engineVersion: row.engineVersion,
     error: row.error,
     verifiedAt: row.verifiedAt === null ? null : new Date(row.verifiedAt).toISOString(),
+    verification: row.verification === null ? null : (JSON.parse(row.verification) as BackupVerification),
+    copies: row.copies === null ? [] : (JSON.parse(row.copies) as BackupCopy[]),
     createdAt: new Date(row.createdAt).toISOString(),
     finishedAt: row.finishedAt === null ? null : new Date(row.finishedAt).toISOString(),
   };
@@ -45,18 +62,19 @@ function backupView(row: BackupRow): Static<typeof BackupSchema> {
 
 export class DatabaseBackups {
   constructor(
-    private readonly service: DatabaseService,
-    private readonly storage: BackupStorage,
+    readonly service: DatabaseService,
+    readonly storage: BackupStorage,
+    readonly destinations: BackupDestinations | null = null,
   ) {}
 
-  /** At start: backups cut off by a stop or crash are failed, and their partial files removed. */
-  async closeInterrupted() {
+  /** At start, before anything is served: backups cut off by a stop or crash are failed, and their partial files removed. */
+  closeInterrupted() {
     this.service.db
       .update(databaseBackups)
       .set({ status: "failed", error: INTERRUPTED_BACKUP, finishedAt: this.service.now() })
       .where(eq(databaseBackups.status, "running"))
       .run();
-    await this.storage.removePartials();
+    this.storage.removePartials();
   }
 
   list(workspaceId: string, databaseId: string) {
@@ -70,7 +88,7 @@ export class DatabaseBackups {
       .map(backupView);
   }
 
-  private row(workspaceId: string, databaseId: string, backupId: string): BackupRow {
+  row(workspaceId: string, databaseId: string, backupId: string): BackupRow {
     this.service.find(workspaceId, databaseId);
     const row = this.service.db
       .select()
@@ -86,30 +104,49 @@ export class DatabaseBackups {
   }
 
   /** Starts a backup of a running database; it is `running` until its file is whole and checked. */
-  start(workspaceId: string, databaseId: string, type: BackupType, actor: OperationActor) {
-    const database = this.service.find(workspaceId, databaseId);
+  start(workspaceId: string, databaseId: string, type: BackupType, actor: OperationActor): BackupView {
+    return this.begin(this.service.find(workspaceId, databaseId), type, actor).backup;
+  }
+
+  /** As start, with `done`: the backup as it ended (completed or failed; it never rejects). */
+  begin(database: DatabaseRow, type: BackupType, actor: OperationActor): { backup: BackupView; done: Promise<BackupView> } {
     if (database.status !== "running") throw new ApiError("NOT_RUNNING", `The database is ${database.status}; a backup is made by the running engine, so start it first`);
     const running = this.service.db
       .select({ id: databaseBackups.id })
       .from(databaseBackups)
-      .where(and(eq(databaseBackups.databaseId, databaseId), eq(databaseBackups.status, "running")))
+      .where(and(eq(databaseBackups.databaseId, database.id), eq(databaseBackups.status, "running")))
       .get();
     if (running) throw new ApiError("BACKUP_IN_PROGRESS", `A backup of this database is already running (${running.id}); try again when it has finished`);
     // The operation first: while another one holds the database (409 BUSY), no backup row is made.
     const operation = this.service.operations.begin(database, "backup", actor, { exclusive: false });
-    const row = this.newRow(database, type);
-    this.service.track(
-      operation
-        .run(() => this.dump(database, row))
-        .catch(() => {
-          // Recorded on the backup and its operation.
-        }),
-    );
+    const row = this.newRow(database, type, operation.id);
+    operation.concerns(row.id);
+    const done = operation
+      .run(() => this.dump(database, row))
+      .catch(() => {
+        // Recorded on the backup and its operation.
+      })
+      .then(() => this.viewOf(row.id));
+    this.service.track(done);
+    return { backup: backupView(row), done };
+  }
+
+  /** A backup that could not even begin (a schedule's run while the database was stopped), listed as `failed` with the reason. */
+  recordFailure(database: DatabaseRow, type: BackupType, reason: string): BackupView {
+    const row = this.newRow(database, type, null);
+    this.finish(row.id, { status: "failed", error: reason });
+    return this.viewOf(row.id);
+  }
+
+  /** The backup as it is now (as it was, for one deleted meanwhile). */
+  viewOf(backupId: string): BackupView {
+    const row = this.service.db.select().from(databaseBackups).where(eq(databaseBackups.id, backupId)).get();
+    if (!row) throw notFound("Backup");
     return backupView(row);
   }
 
   /** A new backup of the database, `running`, written to the table. */
-  private newRow(database: DatabaseRow, type: BackupType): BackupRow {
+  newRow(database: DatabaseRow, type: BackupType, operationId: string | null): BackupRow {
     const definition = this.service.definitionOf(database);
     const id = newId("bk");
     const row: BackupRow = {
@@ -126,6 +163,9 @@ export class DatabaseBackups {
       format: definition.dumpFormat,
       error: null,
       verifiedAt: null,
+      verification: null,
+      copies: null,
+      operationId,
       createdAt: this.service.now(),
       finishedAt: null,
     };
@@ -133,74 +173,8 @@ export class DatabaseBackups {
     return row;
   }
 
-  /**
-   * Puts a completed backup of this database back. Checked first, before anything is touched: its
-   * file must be whole and its checksum the one recorded (422 BACKUP_CORRUPT otherwise). Then, in
-   * the background as a `restore` operation: a `pre-restore` backup, and the dump fed to the
-   * engine's own client. When loading fails, the pre-restore backup is loaded back, so the
-   * database is never left half restored; the operation says what happened.
-   */
-  async restore(workspaceId: string, databaseId: string, backupId: string, actor: OperationActor) {
-    const database = this.service.find(workspaceId, databaseId);
-    const backup = this.row(workspaceId, databaseId, backupId);
-    if (backup.status !== "completed") throw new ApiError("BACKUP_NOT_READY", `The backup is ${backup.status}; only a completed backup can be restored`);
-    if (database.status !== "running") throw new ApiError("NOT_RUNNING", `The database is ${database.status}; a restore is loaded by the running engine, so start it first`);
-    const definition = this.service.definitionOf(database);
-    const plan = definition.restore({ credentials: this.service.credentialsOf(database), version: database.version, memoryMB: database.memoryMB });
-    if (plan.mode !== "stream") {
-      throw new ApiError("RESTORE_UNSUPPORTED", `${definition.title} backups cannot be restored through the API yet: download the file and load it with the engine's own tools`);
-    }
-    if (backup.engine !== database.engine || backup.format !== definition.dumpFormat) {
-      throw new ApiError("BACKUP_CORRUPT", `The backup is a ${backup.engine} ${backup.format} dump; this database is ${database.engine}`);
-    }
-    const problem = await this.storage.problemWith(backup.storageKey, backup.sha256);
-    if (problem) throw new ApiError("BACKUP_CORRUPT", `The backup cannot be restored: ${problem}. Nothing was changed`);
-    const operation = this.service.operations.begin(database, "restore", actor);
-    this.service.track(
-      operation
-        .run(async () => {
-          const before = this.newRow(database, "pre-restore");
-          await this.dump(database, before);
-          try {
-            await this.load(database, backup);
-          } catch (error) {
-            const reason = (error as Error).message;
-            try {
-              await this.load(database, before);
-            } catch (rollback) {
-              throw new Error(`${reason}; loading the pre-restore backup ${before.id} back failed too: ${(rollback as Error).message}`);
-            }
-            throw new Error(`${reason}; the database was put back as it was, from the pre-restore backup ${before.id}`);
-          }
-        })
-        .catch(() => {
-          // Recorded on the operation.
-        }),
-    );
-    return { database: this.service.view(database, { masked: false }), operationId: operation.id };
-  }
-
-  /** Feeds the backup's dump to the engine's restore client; throws with the client's reason when it fails. */
-  private async load(database: DatabaseRow, backup: BackupRow) {
-    const target = this.service.targetOf(database);
-    const plan = target.definition.restore({ credentials: target.credentials, version: database.version, memoryMB: database.memoryMB });
-    if (plan.mode !== "stream") throw new Error(`${target.definition.title} cannot be restored from a stream`);
-    const command = plan.command;
-    const containerId = containerNameOf(database.id);
-    const files = Object.keys(command.files ?? {});
-    try {
-      if (command.files) await writeConfigFiles(target, containerId, command.files);
-      const exec = await target.driver.execStream(containerId, { command: command.argv, env: command.env, stdin: this.storage.dumpOf(backup.storageKey) });
-      const [, result] = await Promise.all([new Response(exec.stdout).arrayBuffer(), exec.done]);
-      if (result.exitCode !== 0) {
-        throw new Error(redact(`${command.argv[0]} exited with ${result.exitCode}: ${lastLine(result.stderr) || "no message"}`, [target.credentials.password]));
-      }
-    } finally {
-      if (files.length) await target.driver.exec(containerId, { command: ["rm", "-f", ...files] }).catch(() => undefined);
-    }
-  }
-
-  private async dump(database: DatabaseRow, row: BackupRow) {
+  /** Makes the dump of a `running` backup row; throws (after recording it) when it fails. */
+  async dump(database: DatabaseRow, row: BackupRow) {
     const target = this.service.targetOf(database);
     const secrets = [target.credentials.password];
     const command = target.definition.dump(target.credentials);
@@ -213,6 +187,10 @@ export class DatabaseBackups {
         // The tool writes a file in the container: once it is done, the file is what is read out.
         const [, made] = await Promise.all([new Response(exec.stdout).arrayBuffer(), exec.done]);
         if (made.exitCode !== 0) throw new Error(`${command.argv[0]} exited with ${made.exitCode}: ${lastLine(made.stderr) || "no message"}`);
+        if (command.outputCheck) {
+          const checked = await target.driver.exec(containerId, { command: command.outputCheck });
+          if (checked.exitCode !== 0) throw new Error(`${command.outputCheck[0]} rejected the snapshot: ${lastLine(checked.stdout) || lastLine(checked.stderr) || `exit code ${checked.exitCode}`}`);
+        }
         exec = await target.driver.execStream(containerId, { command: ["cat", command.outputFile] });
       }
       const [stored, result] = await Promise.all([this.storage.write(row.storageKey, exec.stdout), exec.done]);
@@ -224,7 +202,7 @@ export class DatabaseBackups {
         await this.storage.remove(row.storageKey);
         throw new Error(problem);
       }
-      this.finish(row.id, { status: "completed", sizeBytes: stored.sizeBytes, sha256: stored.sha256 });
+      await this.completeStored(row, stored.sizeBytes, stored.sha256);
     } catch (error) {
       const reason = redact((error as Error).message || String(error), secrets);
       this.finish(row.id, { status: "failed", error: reason });
@@ -234,18 +212,53 @@ export class DatabaseBackups {
     }
   }
 
-  private finish(backupId: string, changes: Partial<BackupRow>) {
+  /**
+   * The file of a backup is whole and checked locally: copied to every remote destination, then
+   * `completed` (or `failed`, with what each destination answered, when one copy failed).
+   */
+  async completeStored(row: BackupRow, sizeBytes: number, sha256: string) {
+    this.finish(row.id, { status: "running", sizeBytes, sha256 }, { finished: false });
+    if (this.destinations) {
+      const copies = await this.destinations.copy(row.storageKey, sha256);
+      const failed = copies.filter((copy) => copy.status !== "completed");
+      if (failed.length) {
+        // A failed backup keeps no file anywhere; its copies list still says which destination failed.
+        this.finish(row.id, { copies: JSON.stringify(copies) }, { finished: false });
+        await this.storage.remove(row.storageKey);
+        await this.destinations.remove(copies.filter((copy) => copy.status === "completed"));
+        throw new Error(`the copy to ${failed.map((copy) => `${copy.location} failed: ${copy.error}`).join("; ")}`);
+      }
+      this.finish(row.id, { status: "completed", copies: JSON.stringify(copies) });
+      return;
+    }
+    this.finish(row.id, { status: "completed" });
+  }
+
+  /** Updates a backup; `finishedAt` is set unless it goes on. */
+  finish(backupId: string, changes: Partial<BackupRow>, options: { finished: boolean } = { finished: true }) {
     this.service.db
       .update(databaseBackups)
-      .set({ ...changes, finishedAt: this.service.now() })
+      .set({ ...changes, ...(options.finished ? { finishedAt: this.service.now() } : {}) })
       .where(eq(databaseBackups.id, backupId))
       .run();
   }
 
+  /**
+   * The local file of a completed backup, brought back from a remote copy when it is gone from
+   * the data dir; 409 BACKUP_NOT_READY unless completed, 410 BACKUP_FILE_MISSING when no copy has it.
+   */
+  async ensureLocalFile(row: BackupRow) {
+    if (row.status !== "completed") throw new ApiError("BACKUP_NOT_READY", `The backup is ${row.status}; only a completed backup can be used`);
+    if (await this.storage.exists(row.storageKey)) return;
+    const copies = row.copies === null ? [] : (JSON.parse(row.copies) as BackupCopy[]);
+    if (this.destinations && row.sha256 && (await this.destinations.fetchMissing(row.storageKey, row.sha256, copies))) return;
+    throw new ApiError("BACKUP_FILE_MISSING", "The backup's file is gone from the data dir and no remote copy could bring it back");
+  }
+
   /** The file of a completed backup, whole or one byte range; 409 while it is not. */
-  download(workspaceId: string, databaseId: string, backupId: string, range: string | null): Response {
+  async download(workspaceId: string, databaseId: string, backupId: string, range: string | null): Promise<Response> {
     const row = this.row(workspaceId, databaseId, backupId);
-    if (row.status !== "completed") throw new ApiError("BACKUP_NOT_READY", `The backup is ${row.status}; only a completed backup can be downloaded`);
+    await this.ensureLocalFile(row);
     const database = this.service.find(workspaceId, databaseId);
     const stamp = new Date(row.createdAt).toISOString().replace(/[:.]/g, "-");
     const filename = `${database.name}-${stamp}.${row.format}.gz`;
@@ -254,13 +267,37 @@ export class DatabaseBackups {
     return response;
   }
 
-  /** A deleted database's backups go with it, unless kept (their files then stay under the data dir). */
-  async forgetDatabase(databaseId: string, keepFiles: boolean) {
+  /** Deletes a backup that is not running: its row, its file and its remote copies. */
+  async delete(workspaceId: string, databaseId: string, backupId: string): Promise<BackupView> {
+    const row = this.row(workspaceId, databaseId, backupId);
+    if (row.status === "running") throw new ApiError("BACKUP_NOT_READY", "The backup is running; delete it once it has finished");
+    await this.remove(row);
+    return backupView(row);
+  }
+
+  /** Removes a backup's row, file and remote copies (retention, delete). */
+  async remove(row: BackupRow) {
+    this.service.db.delete(databaseBackups).where(eq(databaseBackups.id, row.id)).run();
+    await this.storage.remove(row.storageKey);
+    if (this.destinations && row.copies) await this.destinations.remove(JSON.parse(row.copies) as BackupCopy[]);
+  }
+
+  rowsOf(databaseId: string): BackupRow[] {
+    return this.service.db.select().from(databaseBackups).where(eq(databaseBackups.databaseId, databaseId)).all();
+  }
+
+  /**
+   * A deleted database's backups (`rows`, read before it went) go with it, unless kept: their files
+   * then stay under the data dir and in the bucket.
+   */
+  async forgetDatabase(databaseId: string, rows: BackupRow[], keepFiles: boolean) {
     this.service.db.delete(databaseBackups).where(eq(databaseBackups.databaseId, databaseId)).run();
-    if (!keepFiles) await this.storage.removeDatabase(databaseId);
+    if (keepFiles) return;
+    await this.storage.removeDatabase(databaseId);
+    for (const row of rows) if (this.destinations && row.copies) await this.destinations.remove(JSON.parse(row.copies) as BackupCopy[]);
   }
 }
 
-function lastLine(text: string): string {
+export function lastLine(text: string): string {
   return text.trim().split("\n").at(-1)?.slice(0, 300) ?? "";
 }

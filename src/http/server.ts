@@ -33,8 +33,8 @@ function validationMessage(error: any): string {
 
 /** Every body but an upload's is a small JSON document. */
 const MAX_JSON_BODY_BYTES = 1024 * 1024;
-/** The uploads stream through src/http/multipart.ts, which enforces the upload limit itself. */
-const STREAMED_UPLOADS = new Set(["POST /api/apps/deploy", "POST /api/apps/inspect-env"]);
+/** The uploads stream (through src/http/multipart.ts or straight to disk), and their routes enforce their own limits. */
+const STREAMED_UPLOADS = [/^POST \/api\/apps\/deploy$/, /^POST \/api\/apps\/inspect-env$/, /^POST \/api\/databases\/[^/]+\/backups\/upload$/];
 
 /**
  * Elysia parses a body before the routes' authentication runs, and the server's own limit is the
@@ -46,7 +46,8 @@ function refuseOversizedBody(request: Request): Response | undefined {
   const chunked = length === null && request.headers.has("transfer-encoding");
   if (!chunked && (length === null || Number(length) <= MAX_JSON_BODY_BYTES)) return undefined;
   const path = new URL(request.url).pathname.replace(/\/+$/, "");
-  if (STREAMED_UPLOADS.has(`${request.method} ${path}`)) return undefined;
+  const route = `${request.method} ${path}`;
+  if (STREAMED_UPLOADS.some((upload) => upload.test(route))) return undefined;
   if (chunked) {
     return errorResponse("LENGTH_REQUIRED", "Send a Content-Length: request bodies without one (chunked) are refused, except for uploads");
   }

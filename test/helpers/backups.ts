@@ -5,7 +5,8 @@ import { RedisClient, SQL } from "bun";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { TestServer } from "./server";
-import { poll } from "./databases";
+import { expect } from "bun:test";
+import { createDatabase, poll, waitForStatus } from "./databases";
 
 export type BackupEngine = "postgresql" | "mysql" | "redis";
 
@@ -46,6 +47,21 @@ export async function writeProbeData(engine: BackupEngine, connectionString: str
     await sql.close();
   }
   return probe;
+}
+
+/** A new database of `engine`, once running (small: 256 MB, 1 GB). */
+export async function runningDatabase(server: TestServer, key: string, name: string, engine: string): Promise<any> {
+  const { database } = await createDatabase(server, key, { name, engine, memoryMB: 256, storageGB: 1 });
+  return waitForStatus(server, key, database.id, ["running"]);
+}
+
+/** POSTs a backup of the database and answers it once completed (the test fails when it is not). */
+export async function completedBackup(server: TestServer, key: string, databaseId: string): Promise<any> {
+  const started = await server.request("POST", `/api/databases/${databaseId}/backups`, { key });
+  expect(started.status).toBe(202);
+  const backup = await waitForBackup(server, key, databaseId, started.body.backup.id);
+  expect(backup.status).toBe("completed");
+  return backup;
 }
 
 /** GETs the backup until it is no longer `running`, and answers it (completed or failed). */
@@ -97,4 +113,15 @@ export function filesOfStorageKey(dir: string, storageKey: string): string[] {
     .filter((entry) => entry.isFile())
     .map((entry) => join(entry.parentPath, entry.name))
     .filter((path) => path.endsWith(suffix));
+}
+
+/** POST .../backups/upload with `body` as it is (bytes, a stream sent chunked, or a multipart form), checked against the OpenAPI document. */
+export async function uploadDump(server: TestServer, key: string, databaseId: string, body: Uint8Array | ReadableStream<Uint8Array> | FormData, contentType?: string): Promise<{ status: number; body: any }> {
+  const path = `/api/databases/${databaseId}/backups/upload`;
+  const headers: Record<string, string> = { authorization: `Bearer ${key}` };
+  if (contentType) headers["content-type"] = contentType;
+  const response = await fetch(server.baseUrl + path, { method: "POST", headers, body: body as BodyInit });
+  const answer = { status: response.status, headers: response.headers, body: await response.json() };
+  await server.assertDocumented("POST", path, answer);
+  return answer;
 }

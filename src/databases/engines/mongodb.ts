@@ -3,7 +3,7 @@
 // mongosh scripts are fixed text that read the credentials from process.env; mongodump and
 // mongorestore read the password from a --config YAML file written just for the command.
 // No MongoDB can run on the platform's own test machines: this file is covered by unit tests.
-import type { Credentials, EngineCommand, EngineDefinition, Probe } from "./types";
+import { parseCountLines, type Credentials, type EngineCommand, type EngineDefinition, type Probe } from "./types";
 import { userInfo, yamlString } from "./text";
 
 /** The first bytes of a mongodump archive (its magic number 0x8199e26d, little-endian). */
@@ -15,14 +15,24 @@ export const MONGO_TOOLS_CONFIG = "/tmp/platform-mongo-tools.yaml";
 const RESERVED_DATABASES = new Set(["admin", "local", "config"]);
 
 /** The driver's own limits, so a script ends by itself when the server hangs before or after connecting. */
-export const CLIENT_TIMEOUTS = "serverSelectionTimeoutMS=5000&connectTimeoutMS=5000&socketTimeoutMS=10000";
+const CONNECT_TIMEOUTS = "serverSelectionTimeoutMS=5000&connectTimeoutMS=5000";
+export const CLIENT_TIMEOUTS = `${CONNECT_TIMEOUTS}&socketTimeoutMS=10000`;
 
-const CONNECT =
-  "const env = process.env;" +
-  " const uri = 'mongodb://' + encodeURIComponent(env.MONGO_USER) + ':' + encodeURIComponent(env.MONGO_PASSWORD)" +
-  ` + '@127.0.0.1:${PORT}/?authSource=admin&${CLIENT_TIMEOUTS}';` +
-  " const client = new Mongo(uri);";
+function connectScript(timeouts: string): string {
+  return (
+    "const env = process.env;" +
+    " const uri = 'mongodb://' + encodeURIComponent(env.MONGO_USER) + ':' + encodeURIComponent(env.MONGO_PASSWORD)" +
+    ` + '@127.0.0.1:${PORT}/?authSource=admin&${timeouts}';` +
+    " const client = new Mongo(uri);"
+  );
+}
+const CONNECT = connectScript(CLIENT_TIMEOUTS);
 const PROBE_SCRIPT = `${CONNECT} print(client.getDB(env.MONGO_DATABASE).runCommand({ listCollections: 1, nameOnly: true }).ok);`;
+/** `collection<TAB>count` per collection; counting a large one takes longer than a probe may, so no socket timeout. */
+const INVENTORY_SCRIPT =
+  `${connectScript(CONNECT_TIMEOUTS)} const database = client.getDB(env.MONGO_DATABASE);` +
+  " const names = database.getCollectionInfos({ type: 'collection' }).map((info) => info.name).filter((name) => !name.startsWith('system.')).sort();" +
+  " for (const name of names) print(name + '\\t' + database.getCollection(name).countDocuments({}));";
 const ROTATE_SCRIPT = `${CONNECT} client.getDB('admin').changeUserPassword(env.MONGO_USER, env.MONGO_NEW_PASSWORD); print('OK');`;
 
 function mongosh(script: string, env: Record<string, string>): Pick<EngineCommand, "argv" | "env"> {
@@ -90,6 +100,9 @@ export const mongodb: EngineDefinition = {
   },
 
   applyMemory: () => null,
+
+  inventory: (credentials) => mongosh(INVENTORY_SCRIPT, clientEnv(credentials)),
+  parseInventory: parseCountLines,
 
   dump(credentials) {
     return { argv: ["mongodump", ...toolOptions(credentials), `--db=${credentials.databaseName}`], files: toolFiles(credentials) };

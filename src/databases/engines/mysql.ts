@@ -2,7 +2,7 @@
 // MYSQL_PASSWORD set up an empty data dir on first start. The database's password is also root's
 // (the instance is the user's own), so a rotation changes every account that holds it: the user
 // and root, at '%' and 'localhost' where they exist. Clients get the password from MYSQL_PWD.
-import type { Credentials, EngineCommand, EngineDefinition, Probe } from "./types";
+import { parseCountLines, type Credentials, type EngineCommand, type EngineDefinition, type Probe } from "./types";
 import { asciiOf, mysqlString, userInfo } from "./text";
 
 const PORT = 3306;
@@ -18,6 +18,20 @@ function client(user: string, password: string, ...extra: string[]): Pick<Engine
     env: { MYSQL_PWD: password },
   };
 }
+
+/**
+ * Exact row counts (COUNT(*), not the estimates of information_schema) of every table of the
+ * database, `table<TAB>count` per line: one UNION ALL statement built from the table list, then run.
+ */
+const INVENTORY_SQL = [
+  "SET SESSION group_concat_max_len = 4294967295;",
+  "SELECT CONCAT(GROUP_CONCAT(CONCAT('SELECT ', QUOTE(TABLE_NAME), ', COUNT(*) FROM `', REPLACE(TABLE_NAME, '`', '``'), '`') SEPARATOR ' UNION ALL '), ' ORDER BY 1')",
+  "INTO @platform_counts FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_TYPE = 'BASE TABLE';",
+  "SET @platform_counts = IFNULL(@platform_counts, 'SELECT NULL, NULL FROM DUAL WHERE FALSE');",
+  "PREPARE platform_counts FROM @platform_counts;",
+  "EXECUTE platform_counts;",
+  "DEALLOCATE PREPARE platform_counts;",
+].join("\n");
 
 function probeAs(user: string, credentials: Credentials): Probe {
   return { ...client(user, credentials.password, "-D", credentials.databaseName, "-N", "-B", "-e", "SELECT 1"), expectOutput: "1" };
@@ -78,6 +92,11 @@ export const mysql: EngineDefinition = {
   },
 
   applyMemory: () => null,
+
+  inventory(credentials) {
+    return client(credentials.username, credentials.password, "-D", credentials.databaseName, "-N", "-B", "-e", INVENTORY_SQL);
+  },
+  parseInventory: parseCountLines,
 
   dump(credentials) {
     return {

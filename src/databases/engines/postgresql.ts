@@ -1,7 +1,7 @@
 // PostgreSQL on the official `postgres` image: POSTGRES_USER (a superuser), POSTGRES_PASSWORD and
 // POSTGRES_DB set up an empty data dir on first start; clients authenticate with the password
 // over TCP. Commands run psql/pg_dump inside the container with PGPASSWORD in their environment.
-import type { Credentials, EngineCommand, EngineDefinition, Probe } from "./types";
+import { parseCountLines, type Credentials, type EngineCommand, type EngineDefinition, type Probe } from "./types";
 import { asciiOf, majorVersion, sqlString, userInfo } from "./text";
 
 const PORT = 5432;
@@ -16,6 +16,18 @@ function clientEnv(credentials: Credentials): Record<string, string> {
 function psql(credentials: Credentials, ...extra: string[]): string[] {
   return ["psql", "-X", "-h", "127.0.0.1", "-p", String(PORT), "-U", credentials.username, "-d", credentials.databaseName, ...extra];
 }
+
+/**
+ * Exact row counts of every table outside the system schemas, `schema.table<TAB>count` per line:
+ * query_to_xml runs one `count(*)` per table from within a single query.
+ */
+const INVENTORY_SQL = [
+  "SELECT format('%s.%s', table_schema, table_name),",
+  "(xpath('/row/c/text()', query_to_xml(format('SELECT count(*) AS c FROM %I.%I', table_schema, table_name), false, true, '')))[1]::text",
+  "FROM information_schema.tables",
+  "WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')",
+  "ORDER BY table_schema, table_name",
+].join(" ");
 
 function probe(credentials: Credentials): Probe {
   return { argv: psql(credentials, "-tA", "-c", "SELECT 1"), env: clientEnv(credentials), expectOutput: "1" };
@@ -76,6 +88,11 @@ export const postgresql: EngineDefinition = {
 
   applyMemory: () => null,
 
+  inventory(credentials) {
+    return { argv: psql(credentials, "-tA", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-c", INVENTORY_SQL), env: clientEnv(credentials) };
+  },
+  parseInventory: parseCountLines,
+
   dump(credentials) {
     return {
       argv: [
@@ -89,12 +106,20 @@ export const postgresql: EngineDefinition = {
   dumpFormat: "sql",
   // pg_dump's plain format opens with its banner and closes with "dump complete".
   dumpProblem({ head, tail }) {
+    if (asciiOf(head).startsWith("PGDMP")) return "it is a pg_dump custom-format archive, which psql cannot load: make a plain SQL dump (pg_dump -Fp)";
     if (!asciiOf(head).startsWith("--\n-- PostgreSQL database dump")) return "the output is not a pg_dump SQL dump";
     if (!asciiOf(tail).includes("-- PostgreSQL database dump complete")) return "the dump ended before pg_dump's completion line";
     return null;
   },
 
+  // One transaction that only the last bytes commit: a load cut off anywhere (even by a kill of the
+  // platform, which ends psql's input) rolls back, where `psql -1` would commit what it had read.
   restore({ credentials }) {
-    return { mode: "stream", command: { argv: psql(credentials, "-q", "-1", "-v", "ON_ERROR_STOP=1"), env: clientEnv(credentials) } };
+    return {
+      mode: "stream",
+      command: { argv: psql(credentials, "-q", "-v", "ON_ERROR_STOP=1"), env: clientEnv(credentials) },
+      opening: "BEGIN;\n",
+      closing: "\nCOMMIT;\n",
+    };
   },
 };

@@ -3,7 +3,7 @@
 // the SHA-256 of the password (the plaintext is never in the container, nor on a command line),
 // the `default` user switched off, AOF persistence, and maxmemory under the container's limit.
 // Needs Redis 6 or newer (ACL users).
-import type { Credentials, EngineCommand, EngineDefinition, Probe } from "./types";
+import type { Credentials, EngineCommand, EngineDefinition, InventoryCount, Probe } from "./types";
 import { asciiOf, userInfo } from "./text";
 import { sha256Hex } from "../../crypto/tokens";
 
@@ -26,6 +26,8 @@ function maxmemoryMB(memoryMB: number): number {
 export const REDIS_CLI_TIMEOUT_SECONDS = 10;
 /** Where a backup's snapshot is written in the container before it is read out (the container's own /tmp, not the data volume). */
 const DUMP_FILE = "/tmp/platform-backup.rdb";
+/** The snapshot Redis loads at start when AOF is off (its default `dbfilename`). */
+const SNAPSHOT_FILE = "dump.rdb";
 
 /** redis-cli over TCP as the database's user; the password comes from REDISCLI_AUTH. */
 function unboundedCli(credentials: Credentials, ...command: string[]): Pick<EngineCommand, "argv" | "env"> {
@@ -43,6 +45,19 @@ function cli(credentials: Credentials, ...command: string[]): Pick<EngineCommand
 
 function probe(credentials: Credentials): Probe {
   return { ...cli(credentials, "PING"), expectOutput: "PONG" };
+}
+
+/** INFO persistence says AOF is on and its rewrite from memory has finished. */
+export function aofRewritten(info: string): boolean {
+  const field = (name: string) => new RegExp(`^${name}:(\\S+)`, "m").exec(info)?.[1];
+  return field("aof_enabled") === "1" && field("aof_rewrite_in_progress") === "0" && field("aof_rewrite_scheduled") === "0" && field("aof_last_bgrewrite_status") === "ok";
+}
+
+/** The keys of every database that INFO keyspace lists (`db0:keys=3,expires=0,...`), as one `keys` count. */
+export function keysOfKeyspace(info: string): InventoryCount[] {
+  if (!/^# Keyspace\r?$/m.test(info)) throw new Error(`INFO keyspace answered ${JSON.stringify(info.trim().slice(0, 200))}`);
+  const keys = [...info.matchAll(/^db\d+:keys=(\d+)/gm)].reduce((total, match) => total + Number(match[1]), 0);
+  return [{ name: "keys", count: keys }];
 }
 
 export function redisConfig(credentials: Credentials, memoryMB: number, options: { appendonly?: boolean } = {}): string {
@@ -103,11 +118,17 @@ export const redis: EngineDefinition = {
     return { ...cli(credentials, "CONFIG", "SET", "maxmemory", `${maxmemoryMB(memoryMB)}mb`), expectOutput: "OK" };
   },
 
+  // Every numbered database, not only db 0 (which is all DBSIZE would count).
+  inventory(credentials) {
+    return cli(credentials, "INFO", "keyspace");
+  },
+  parseInventory: keysOfKeyspace,
+
   // A snapshot of a large instance takes as long as it takes: no time limit here. Into a file:
   // redis-cli 7.0 writing to stdout (`--rdb -`) leaves the 40-byte EOF marker of the transfer
   // after the RDB, which is then not a valid snapshot.
   dump(credentials) {
-    return { ...unboundedCli(credentials, "--rdb", DUMP_FILE), outputFile: DUMP_FILE };
+    return { ...unboundedCli(credentials, "--rdb", DUMP_FILE), outputFile: DUMP_FILE, outputCheck: ["redis-check-rdb", DUMP_FILE] };
   },
 
   dumpFormat: "rdb",
@@ -119,14 +140,18 @@ export const redis: EngineDefinition = {
     return null;
   },
 
-  // An RDB snapshot can only be loaded at start: write it while stopped, start once without AOF
-  // (so Redis reads the snapshot), then turn AOF back on, which rewrites it from memory.
+  // An RDB snapshot is only read at start, and only without AOF (which would be loaded instead):
+  // written as dump.rdb while stopped, booted from once with AOF off, then AOF turned on, which
+  // rewrites it from memory; the restore is done once that rewrite has finished. Until then a
+  // start with the usual config loads the old AOF, so a cut-off restore leaves the data as it was.
   restore({ credentials, memoryMB }) {
     return {
       mode: "data-file",
-      path: `${DATA_PATH}/dump.rdb`,
+      directory: DATA_PATH,
+      fileName: SNAPSHOT_FILE,
       bootFiles: { [REDIS_CONFIG_PATH]: redisConfig(credentials, memoryMB, { appendonly: false }) },
       afterStart: [{ ...cli(credentials, "CONFIG", "SET", "appendonly", "yes"), expectOutput: "OK" }],
+      settled: { command: cli(credentials, "INFO", "persistence"), isDone: aofRewritten },
     };
   },
 };

@@ -25,6 +25,8 @@ export interface EngineCommand {
   expectOutput?: string;
   /** A dump written to this file in the container rather than to stdout; it is read from there, then removed. */
   outputFile?: string;
+  /** argv of the engine's own checker, run on `outputFile` before it is read out: it must exit 0 (redis-check-rdb). */
+  outputCheck?: string[];
 }
 
 /** A query that needs the credentials and answers `expectOutput` only when they are accepted. */
@@ -39,13 +41,23 @@ export interface VolumeMount {
 }
 
 /**
- * How a dump goes back in. `stream`: the dump is fed to `command` on stdin while the engine runs.
- * `data-file`: the engine must be stopped, the dump written to `path`, the engine started once with
- * `bootFiles` (e.g. persistence off so it loads the file), then `afterStart` run.
+ * How a dump goes back in.
+ * `stream`: the dump is fed to `command` on stdin while the engine runs, after `opening` and, only
+ * once the whole dump went in, `closing` (a transaction the last bytes commit).
+ * `data-file`: the engine is stopped, the dump written as `fileName` in `directory`, the engine
+ * started once with `bootFiles` (so it loads that file), `afterStart` run, `settled` polled until
+ * `isDone` says so, then the engine's own config files written back.
  */
 export type RestorePlan =
-  | { mode: "stream"; command: EngineCommand }
-  | { mode: "data-file"; path: string; bootFiles: Record<string, string>; afterStart: EngineCommand[] };
+  | { mode: "stream"; command: EngineCommand; opening?: string; closing?: string }
+  | {
+      mode: "data-file";
+      directory: string;
+      fileName: string;
+      bootFiles: Record<string, string>;
+      afterStart: EngineCommand[];
+      settled: { command: EngineCommand; isDone(stdout: string): boolean };
+    };
 
 export type DumpFormat = "sql" | "rdb" | "archive";
 
@@ -102,4 +114,31 @@ export interface EngineDefinition {
    */
   dumpProblem(sample: DumpSample): string | null;
   restore(settings: ContainerSettings): RestorePlan;
+  /**
+   * Counts exactly what the database holds, for a verify of a backup restored into a throwaway
+   * copy: rows per table, documents per collection, keys for Redis.
+   */
+  inventory(credentials: Credentials): EngineCommand;
+  /** The `inventory` command's output as counts; throws when it is not what that command prints. */
+  parseInventory(stdout: string): InventoryCount[];
+}
+
+export interface InventoryCount {
+  /** A table (`schema.table` for PostgreSQL), a collection, or `keys` for Redis. */
+  name: string;
+  count: number;
+}
+
+/** `name<TAB>count` lines (what the SQL and MongoDB inventories print) as counts. */
+export function parseCountLines(stdout: string): InventoryCount[] {
+  return stdout
+    .split("\n")
+    .map((line) => line.replace(/\r$/, ""))
+    .filter((line) => line !== "")
+    .map((line) => {
+      const tab = line.lastIndexOf("\t");
+      const count = line.slice(tab + 1);
+      if (tab <= 0 || !/^\d+$/.test(count)) throw new Error(`the count's output has a line that is not name<TAB>count: ${JSON.stringify(line.slice(0, 200))}`);
+      return { name: line.slice(0, tab), count: Number(count) };
+    });
 }

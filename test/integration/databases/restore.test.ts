@@ -1,13 +1,14 @@
 // Restores on real PostgreSQL and MariaDB: data written, backed up, changed, then restored, reads
 // as it was, with the same connection string, a `pre-restore` backup made first and a `restore`
 // operation in the history. A corrupt or truncated backup is refused with 422 before anything is
-// touched; a Redis backup is not restored through the API yet (409).
+// touched. Redis: the snapshot is booted from, and its keys survive a restart.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { TestServer } from "../../helpers/server";
-import { createDatabase, deleteAllDatabases, removeWorkspaceNetworks, sqlClient, waitForStatus } from "../../helpers/databases";
-import { waitForBackup, waitForOperationOfType } from "../../helpers/backups";
+import { deleteAllDatabases, removeWorkspaceNetworks, sqlClient, waitForStatus } from "../../helpers/databases";
+import { RedisClient } from "bun";
+import { completedBackup, runningDatabase, waitForOperationOfType, writeProbeData } from "../../helpers/backups";
 
 let server: TestServer;
 let key: string;
@@ -25,28 +26,15 @@ afterAll(async () => {
   removeWorkspaceNetworks(workspaceId);
 });
 
-async function runningDatabase(name: string, engine: string) {
-  const { database } = await createDatabase(server, key, { name, engine, memoryMB: 256, storageGB: 1 });
-  return waitForStatus(server, key, database.id, ["running"]);
-}
-
-async function completedBackup(databaseId: string) {
-  const started = await server.request("POST", `/api/databases/${databaseId}/backups`, { key });
-  expect(started.status).toBe(202);
-  const backup = await waitForBackup(server, key, databaseId, started.body.backup.id);
-  expect(backup.status).toBe("completed");
-  return backup;
-}
-
 const fileOf = (backup: { storageKey: string }) => join(server.dataDir, "backups", backup.storageKey);
 
 for (const engine of ["postgresql", "mysql"]) {
   describe(`${engine} restore`, () => {
     test("data changed after a backup reads as it was once restored; a pre-restore backup is made first", async () => {
-      const database = await runningDatabase(`restore-${engine}`, engine);
+      const database = await runningDatabase(server, key, `restore-${engine}`, engine);
       await sqlClient.write(database.connectionString, "before-1");
       await sqlClient.write(database.connectionString, "before-2");
-      const backup = await completedBackup(database.id);
+      const backup = await completedBackup(server, key, database.id);
       await sqlClient.write(database.connectionString, "after-backup");
 
       const restored = await server.request("POST", `/api/databases/${database.id}/restore`, { key, body: { backupId: backup.id } });
@@ -75,9 +63,9 @@ describe("refused before anything is touched", () => {
   let backup: any;
 
   beforeAll(async () => {
-    database = await runningDatabase("restore-refusals", "postgresql");
+    database = await runningDatabase(server, key, "restore-refusals", "postgresql");
     await sqlClient.write(database.connectionString, "kept");
-    backup = await completedBackup(database.id);
+    backup = await completedBackup(server, key, database.id);
     await sqlClient.write(database.connectionString, "still-here");
   }, 120_000);
 
@@ -117,12 +105,46 @@ describe("refused before anything is touched", () => {
     expect(await sqlClient.read(database.connectionString)).toEqual(["kept", "still-here"]);
   });
 
-  test("an unknown backup, or another database's, -> 404; a Redis backup -> 409 RESTORE_UNSUPPORTED", async () => {
+  test("an unknown backup, or another database's, -> 404", async () => {
     expect(await refusal("bk_unknown")).toEqual({ status: 404, code: "NOT_FOUND" });
-    const redis = await runningDatabase("restore-redis", "redis");
-    const redisBackup = await completedBackup(redis.id);
-    expect(await refusal(redisBackup.id)).toEqual({ status: 404, code: "NOT_FOUND" });
-    const answer = await server.request("POST", `/api/databases/${redis.id}/restore`, { key, body: { backupId: redisBackup.id } });
-    expect({ status: answer.status, code: answer.body.code }).toEqual({ status: 409, code: "RESTORE_UNSUPPORTED" });
+    const other = await runningDatabase(server, key, "restore-other", "postgresql");
+    const otherBackup = await completedBackup(server, key, other.id);
+    expect(await refusal(otherBackup.id)).toEqual({ status: 404, code: "NOT_FOUND" });
+    expect(await sqlClient.read(database.connectionString)).toEqual(["kept", "still-here"]);
   }, 120_000);
+});
+
+describe("redis restore", () => {
+  const read = async (connectionString: string, names: string[]) => {
+    const redis = new RedisClient(connectionString, { autoReconnect: false, connectionTimeout: 5000, enableOfflineQueue: false });
+    try {
+      await redis.connect();
+      return await Promise.all(names.map((name) => redis.get(name)));
+    } finally {
+      redis.close();
+    }
+  };
+
+  test("keys changed after a backup read as they were once restored, and still after a restart (the AOF was rewritten)", async () => {
+    const database = await runningDatabase(server, key, "restore-redis", "redis");
+    const probe = await writeProbeData("redis", database.connectionString, "kept");
+    const backup = await completedBackup(server, key, database.id);
+    const later = await writeProbeData("redis", database.connectionString, "later");
+
+    const restored = await server.request("POST", `/api/databases/${database.id}/restore`, { key, body: { backupId: backup.id } });
+    expect(restored.status).toBe(202);
+    const operation = await waitForOperationOfType(server, key, database.id, "restore", 120_000);
+    expect({ status: operation.status, error: operation.error }).toEqual({ status: "succeeded", error: null });
+    expect(await read(database.connectionString, probe.names)).toEqual(probe.values);
+    expect(await read(database.connectionString, later.names)).toEqual([null, null, null]);
+
+    // A restart loads the AOF: it must hold the restored keys, not the ones from before the restore.
+    expect((await server.request("POST", `/api/databases/${database.id}/stop`, { key })).status).toBe(202);
+    await waitForStatus(server, key, database.id, ["stopped"]);
+    expect((await server.request("POST", `/api/databases/${database.id}/start`, { key })).status).toBe(202);
+    const running = await waitForStatus(server, key, database.id, ["running"]);
+    expect(running.connectionString).toBe(database.connectionString);
+    expect(await read(database.connectionString, probe.names)).toEqual(probe.values);
+    expect(await read(database.connectionString, later.names)).toEqual([null, null, null]);
+  }, 240_000);
 });

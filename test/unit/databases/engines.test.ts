@@ -9,34 +9,11 @@ import { CLIENT_TIMEOUTS, MONGO_TOOLS_CONFIG } from "../../../src/databases/engi
 import { REDIS_CLI_TIMEOUT_SECONDS, REDIS_CONFIG_PATH } from "../../../src/databases/engines/redis";
 import { containerSpecOf, problemOf, type DatabaseRow } from "../../../src/databases/runtime";
 import { sha256Hex } from "../../../src/crypto/tokens";
+import { credentials, databaseRowOf, PASSWORD } from "../../helpers/database-rows";
 
-const PASSWORD = `p@ss:w/rd'"\\x`;
-const credentials = { username: "app_user", password: PASSWORD, databaseName: "app_db" };
+const rowOf = (engine: DatabaseRow["engine"], version = ENGINES[engine].defaultVersion) => databaseRowOf(engine, { version });
+
 const config = loadConfig({});
-
-function rowOf(engine: DatabaseRow["engine"], version = ENGINES[engine].defaultVersion): DatabaseRow {
-  return {
-    id: "db_TEST",
-    workspaceId: "ws_Test",
-    name: "orders",
-    engine,
-    version,
-    status: "provisioning",
-    statusReason: null,
-    cpus: null,
-    memoryMB: 512,
-    storageGB: 5,
-    username: credentials.username,
-    passwordCiphertext: "",
-    databaseName: credentials.databaseName,
-    machineId: "local",
-    containerId: null,
-    volumeName: "platform-db-db_TEST-data",
-    hostPort: null,
-    createdAt: 0,
-    updatedAt: 0,
-  };
-}
 
 function commandsOf(engine: keyof typeof ENGINES): EngineCommand[] {
   const definition = ENGINES[engine];
@@ -121,6 +98,9 @@ describe("probes end by themselves when the engine hangs (the platform's own tim
     }
     expect(REDIS_CLI_TIMEOUT_SECONDS).toBeLessThan(60); // under runCommand's own limit
     expect(redis.dump(credentials).argv[0]).toBe("redis-cli");
+    // The snapshot is checked by Redis' own checker before it is read out of the container.
+    const dump = redis.dump(credentials);
+    expect(dump.outputCheck).toEqual(["redis-check-rdb", dump.outputFile!]);
   });
 
   test("a command ended by `timeout` reads as a time-out, not a bare exit code", () => {
@@ -230,10 +210,14 @@ describe("PostgreSQL", () => {
     expect(rotation.stdin).toContain("SET standard_conforming_strings = on;");
   });
 
-  test("dump with pg_dump, restore in one transaction with psql", () => {
+  test("dump with pg_dump; restore in one transaction that only the end of the dump commits", () => {
     expect(postgresql.dump(credentials).argv[0]).toBe("pg_dump");
     const restore = postgresql.restore({ credentials, version: "17", memoryMB: 512 });
-    expect(restore.mode === "stream" && restore.command.argv).toContain("-1");
+    expect(restore.mode).toBe("stream");
+    if (restore.mode !== "stream") return;
+    expect(restore.command.argv).not.toContain("-1");
+    expect(restore.opening).toBe("BEGIN;\n");
+    expect(restore.closing).toContain("COMMIT;");
   });
 });
 
@@ -281,12 +265,18 @@ describe("Redis", () => {
     expect(rotation.expectOutput).toBe("OK");
   });
 
-  test("restore loads an RDB file at start with AOF off, then turns AOF on", () => {
+  test("restore boots once from dump.rdb with AOF off, turns AOF on, and is done once the rewrite has finished", () => {
     const restore = redis.restore({ credentials, version: "7", memoryMB: 512 });
     expect(restore.mode).toBe("data-file");
     if (restore.mode !== "data-file") return;
-    expect(restore.path).toBe("/data/dump.rdb");
+    expect(`${restore.directory}/${restore.fileName}`).toBe("/data/dump.rdb");
     expect(restore.bootFiles[REDIS_CONFIG_PATH]).toContain("appendonly no");
     expect(restore.afterStart[0]!.argv.slice(-4)).toEqual(["CONFIG", "SET", "appendonly", "yes"]);
+    const info = (inProgress: string, status: string) =>
+      `# Persistence\r\naof_enabled:1\r\naof_rewrite_in_progress:${inProgress}\r\naof_rewrite_scheduled:0\r\naof_last_bgrewrite_status:${status}\r\n`;
+    expect(restore.settled.isDone(info("1", "ok"))).toBe(false);
+    expect(restore.settled.isDone(info("0", "err"))).toBe(false);
+    expect(restore.settled.isDone(info("0", "ok"))).toBe(true);
   });
+
 });
