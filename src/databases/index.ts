@@ -2,28 +2,34 @@
 import { join } from "node:path";
 import { Elysia, t } from "elysia";
 import type { ServerContext } from "../http/context";
-import { auditActor, authPlugin, type Principal } from "../http/auth";
+import { authPlugin } from "../http/auth";
 import { ok } from "../http/envelope";
-import { json, media, ref, responses, LIST_META } from "../http/responses";
+import { json, ref, responses, LIST_META } from "../http/responses";
 import {
   createDatabaseBody,
+  DatabaseBackupSummarySchema,
   DatabaseSchema,
   DatabaseStatsSchema,
   databaseIdParams,
   deleteQuery,
   LIMITS,
   logsQuery,
-  BackupSchema,
-  backupIdParams,
   OperationSchema,
-  restoreBody,
   rotatePasswordBody,
   settingsBody,
   workspaceQuery,
 } from "./model";
 import { DatabaseService } from "./service";
 import { DatabaseBackups } from "./backups";
+import { backupRoutes } from "./backup-routes";
+import { DatabaseRestores } from "./backup-restore";
+import { BackupVerifier } from "./backup-verify";
+import { BackupUploads } from "./backup-upload";
+import { BackupSchedules } from "./backup-schedules";
+import { backupScheduleRoutes } from "./backup-schedule-routes";
+import { actorOf, OPERATION, WITH_OPERATION } from "./route-parts";
 import { BackupStorage } from "./backup-storage";
+import { S3BackupCopies } from "./backup-copies";
 import { deleteDatabase, startDatabase, stopDatabase, updateSettings } from "./lifecycle";
 import { rotatePassword } from "./rotation";
 import { MASKED_PASSWORD } from "./engines";
@@ -39,14 +45,6 @@ const DATABASE_FIELDS =
   "(the name is the database's alias on the workspace network its apps share), connectionString and " +
   "internalConnectionString (`postgresql://`, `mysql://`, `mongodb://...?authSource=admin`, `redis://`), createdAt, updatedAt. " +
   "The host port is chosen once at creation and kept across restarts and renames.";
-const OPERATION =
-  "`operationId` and `operation` (id, type, status `pending` -> `running` -> `succeeded` | `failed`, error, actor, startedAt, finishedAt).";
-/** What the routes that begin an operation answer. */
-const WITH_OPERATION = {
-  database: ref(DatabaseSchema),
-  operationId: t.String({ description: "The operation begun, in the history (GET operations)" }),
-  operation: ref(OperationSchema),
-};
 const STORAGE =
   "`storageGB` is an allowance: Docker local volumes cannot enforce a size, so the volume's real use is measured " +
   "(`storage.usedBytes`, measured again once the last measure is 2 seconds old) and `storage.warning` is set once it is over the allowance.";
@@ -65,19 +63,24 @@ function withPasswordMasked<Database extends { connectionString: string | null; 
   };
 }
 
-function actorOf(principal: Principal) {
-  const actor = auditActor(principal);
-  return { type: actor.type, id: actor.id };
-}
-
 export function databasesRoutes(ctx: ServerContext) {
   const service = new DatabaseService({ db: ctx.db, machines: ctx.machines, secrets: ctx.secrets, config: ctx.config });
   ctx.reconciler.register(service.containerOwner());
-  const backups = new DatabaseBackups(service, new BackupStorage(join(ctx.config.dataDir, "backups")));
-  service.track(backups.closeInterrupted());
+  const backupStorage = new BackupStorage(join(ctx.config.dataDir, "backups"));
+  const backupBucket = ctx.config.backups.s3;
+  const backups = new DatabaseBackups(service, backupStorage, backupBucket ? new S3BackupCopies(backupBucket, backupStorage) : null);
+  const restores = new DatabaseRestores(backups);
+  const verifier = new BackupVerifier(backups, restores);
+  ctx.reconciler.register(verifier.containerOwner());
+  service.track(verifier.recoverInterrupted());
+  const uploads = new BackupUploads(backups, ctx.config.backups.uploadMaxBytes);
+  const schedules = new BackupSchedules(backups, (database, backup) => verifier.verify(database, backup));
+  // Schedules start once interrupted backups are closed and interrupted restores finished: a run begun earlier would race them.
+  backups.closeInterrupted();
+  service.track(restores.recoverInterrupted().finally(() => schedules.start()));
   const withOperation = <T extends { operationId: string }>(result: T) => ({ ...result, operation: service.operations.get(result.operationId) });
 
-  return new Elysia({ prefix: "/api/databases", tags: ["Databases"] })
+  const routes = new Elysia({ prefix: "/api/databases", tags: ["Databases"] })
     .use(authPlugin(ctx))
     .post(
       "/",
@@ -143,18 +146,24 @@ export function databasesRoutes(ctx: ServerContext) {
     )
     .get("/:databaseId", async ({ principal, params }) => {
       const database = await service.get(principal.workspaceId, params.databaseId);
-      return ok({ database: mayReadSecrets(principal.role) ? database : withPasswordMasked(database) });
+      return ok({ database: mayReadSecrets(principal.role) ? database : withPasswordMasked(database), backups: schedules.summaryOf(database.id) });
     }, {
       auth: true,
       params: databaseIdParams,
       query: workspaceQuery,
       detail: {
         operationId: "getDatabase",
-        responses: responses({ 200: json("The database, with `storage`", { database: ref(DatabaseSchema) }) }, "NOT_FOUND", "DOCKER_UNAVAILABLE", "DOCKER_TIMEOUT"),
+        responses: responses(
+          { 200: json("The database, with `storage`, and how current its backups are", { database: ref(DatabaseSchema), backups: ref(DatabaseBackupSummarySchema) }) },
+          "NOT_FOUND", "DOCKER_UNAVAILABLE", "DOCKER_TIMEOUT",
+        ),
         summary: "Get a database",
         description:
           `Reads the container first, so the status is live. ${DATABASE_FIELDS} The \`viewer\` role gets the connection strings masked. Plus \`storage\`: allowanceBytes, usedBytes, ` +
-          `overAllowance, warning. ${STORAGE} ${STATUSES}`,
+          `overAllowance, warning. ${STORAGE} ${STATUSES} Beside \`database\`, \`backups\`: lastCompletedAt (when the newest completed ` +
+          "backup of any type was taken), `schedule` (as GET backup-schedule, or null) and `warning`, set when the database has a " +
+          "schedule and its newest completed backup (with none: the schedule's creation) is older than twice the schedule's " +
+          "interval (the gap between its next two runs).",
       },
     })
     .patch(
@@ -266,8 +275,11 @@ export function databasesRoutes(ctx: ServerContext) {
     .delete(
       "/:databaseId",
       async ({ principal, params, query }) => {
+        // Read before the database goes: its backups' rows go with it.
+        const backupRows = backups.rowsOf(params.databaseId);
         const { database } = await deleteDatabase(service, principal.workspaceId, params.databaseId, actorOf(principal));
-        await backups.forgetDatabase(params.databaseId, query.keepBackups === true);
+        schedules.forget(params.databaseId);
+        await backups.forgetDatabase(params.databaseId, backupRows, query.keepBackups === true);
         return ok({ deleted: true, database });
       },
       {
@@ -284,7 +296,7 @@ export function databasesRoutes(ctx: ServerContext) {
           description:
             "Removes the container and its volumes permanently, then the database and its operations history. Answers " +
             "`deleted: true` and `database` as it was (masked). Its backups go too; `keepBackups=true` keeps their files " +
-            "under the data dir (`backups/<databaseId>/`), no longer listed.",
+            "under the data dir (`backups/<databaseId>/`), no longer listed. Its backup schedule stops and goes.",
         },
       },
     )
@@ -329,121 +341,15 @@ export function databasesRoutes(ctx: ServerContext) {
           summary: "Operations history",
           description:
             "Answers `operations`, newest first: id, databaseId, type (`create`, `start`, `stop`, `settings`, `rotate-password`, " +
-            "`delete`, `backup`, `restore`), status (`pending`, `running`, `succeeded`, `failed`), error, actor {type, id}, startedAt, finishedAt.",
-        },
-      },
-    )
-    .post(
-      "/:databaseId/backups",
-      ({ principal, params, set }) => {
-        set.status = 202;
-        return ok({ backup: backups.start(principal.workspaceId, params.databaseId, "manual", actorOf(principal)) });
-      },
-      {
-        auth: true,
-        params: databaseIdParams,
-        query: workspaceQuery,
-        detail: {
-          operationId: "createDatabaseBackup",
-          responses: responses({ 202: json("Accepted: the dump runs in the background", { backup: ref(BackupSchema) }) }, "NOT_FOUND", "NOT_RUNNING", "BUSY", "BACKUP_IN_PROGRESS"),
-          summary: "Back up a database",
-          description:
-            "Answers 202 at once with `backup` in `running`, like the other long operations; GET the backup until it is " +
-            "`completed` or `failed`. The engine's own tool makes the dump inside the database's container (pg_dump, " +
-            "mysqldump / mariadb-dump, mongodump --archive, a Redis RDB snapshot), streamed through gzip to a file whose " +
-            "SHA-256 is computed as it is written. The backup is `completed` only when the tool exited 0 and its output is a " +
-            "whole dump of that engine (its header and its end marker); otherwise `failed` with the reason, and no file is " +
-            "kept. A `backup` operation is added to the history; the database stays usable meanwhile. 409 `NOT_RUNNING` unless " +
-            "the database runs, `BACKUP_IN_PROGRESS` while a backup of it runs, `BUSY` while another operation holds it.",
-        },
-      },
-    )
-    .get(
-      "/:databaseId/backups",
-      ({ principal, params }) => {
-        const list = backups.list(principal.workspaceId, params.databaseId);
-        return ok({ backups: list, meta: { total: list.length } });
-      },
-      {
-        auth: true,
-        params: databaseIdParams,
-        query: workspaceQuery,
-        detail: {
-          operationId: "listDatabaseBackups",
-          responses: responses({ 200: json("The database's backups, newest first", { backups: t.Array(ref(BackupSchema)), meta: ref(LIST_META) }) }, "NOT_FOUND"),
-          summary: "List backups",
-          description: "Answers `backups`, newest first: id, type, status, sizeBytes, sha256, format, engine, verifiedAt, createdAt...",
-        },
-      },
-    )
-    .get(
-      "/:databaseId/backups/:backupId",
-      ({ principal, params }) => ok({ backup: backups.get(principal.workspaceId, params.databaseId, params.backupId) }),
-      {
-        auth: true,
-        params: backupIdParams,
-        query: workspaceQuery,
-        detail: {
-          operationId: "getDatabaseBackup",
-          responses: responses({ 200: json("The backup", { backup: ref(BackupSchema) }) }, "NOT_FOUND"),
-          summary: "Get a backup",
-          description: "Answers `backup`: poll it after POST until its status is `completed` or `failed`.",
-        },
-      },
-    )
-    .get(
-      "/:databaseId/backups/:backupId/download",
-      ({ principal, params, request }) => backups.download(principal.workspaceId, params.databaseId, params.backupId, request.headers.get("range")),
-      {
-        auth: true,
-        params: backupIdParams,
-        query: workspaceQuery,
-        detail: {
-          operationId: "downloadDatabaseBackup",
-          responses: responses(
-            {
-              200: media("The gzip file, as an attachment", "application/gzip", t.String({ format: "binary" })),
-              206: media("The byte range asked for with `Range`", "application/gzip", t.String({ format: "binary" })),
-            },
-            "NOT_FOUND", "BACKUP_NOT_READY", "RANGE_NOT_SATISFIABLE",
-          ),
-          summary: "Download a backup",
-          description:
-            "Streams the gzip file (`Content-Disposition: attachment`, `Content-Length`, `Accept-Ranges: bytes`) from disk, " +
-            "with constant memory whatever its size. One `Range: bytes=a-b` (or `a-`, `-n`) is answered 206 with " +
-            "`Content-Range`, to resume a download; a range outside the file is 416 `RANGE_NOT_SATISFIABLE` with " +
-            "`Content-Range: bytes */size`. 409 `BACKUP_NOT_READY` unless the backup is `completed`.",
-        },
-      },
-    )
-    .post(
-      "/:databaseId/restore",
-      async ({ principal, params, body, set }) => {
-        const restoring = await backups.restore(principal.workspaceId, params.databaseId, body.backupId, actorOf(principal));
-        set.status = 202;
-        return ok(withOperation(restoring));
-      },
-      {
-        auth: true,
-        params: databaseIdParams,
-        body: restoreBody,
-        query: workspaceQuery,
-        detail: {
-          operationId: "restoreDatabase",
-          responses: responses(
-            { 202: json("Accepted: the backup checked out, and is being restored in the background", WITH_OPERATION) },
-            "NOT_FOUND", "NOT_RUNNING", "BUSY", "BACKUP_NOT_READY", "BACKUP_CORRUPT", "RESTORE_UNSUPPORTED",
-          ),
-          summary: "Restore a backup",
-          description:
-            "Puts a completed backup of this database back, keeping its connection strings. The backup's file is checked " +
-            "first, before anything is touched: whole gzip and the SHA-256 recorded when it was made, else 422 " +
-            "`BACKUP_CORRUPT` (a backup of another database is 404 `NOT_FOUND`). Then it answers 202 with `database` and " +
-            OPERATION + " In the background: a `pre-restore` backup is made, then the dump is fed to the engine's own client " +
-            "(psql in one transaction, mysql, mongorestore --drop). When loading fails, the pre-restore backup is loaded back, " +
-            "so the database is never left half restored, and the operation fails saying so. Redis: 409 `RESTORE_UNSUPPORTED` " +
-            "for now (download the RDB instead). 409 `NOT_RUNNING` unless the database runs, `BUSY` while another operation runs.",
+            "`delete`, `backup`, `restore`, `verify`, `upload`), status (`pending`, `running`, `succeeded`, `failed`), error, actor {type, id}, " +
+            "backupId (the backup it made, restored, verified or received), startedAt, finishedAt. A restore cut off by a crash is failed " +
+            "after the restart, and the database put back from its pre-restore backup by a `restore` operation of the `system` actor.",
         },
       },
     );
+
+  return new Elysia()
+    .use(routes)
+    .use(backupRoutes(ctx, { backups, restores, uploads, verifier }, withOperation))
+    .use(backupScheduleRoutes(ctx, schedules));
 }

@@ -2,6 +2,7 @@
 // operation, real clients (Bun's own PostgreSQL, MySQL and Redis clients) for the connection
 // strings the API hands out, and the database routes of the shared authentication matrix.
 import { RedisClient, SQL } from "bun";
+import { join } from "node:path";
 import type { TestServer } from "./server";
 import type { AuthenticatedRoute, Tenant } from "./auth-matrix";
 
@@ -73,7 +74,7 @@ export interface EngineClient {
   read(url: string): Promise<string[]>;
 }
 
-async function withSql<T>(url: string, use: (sql: SQL) => Promise<T>): Promise<T> {
+export async function withSql<T>(url: string, use: (sql: SQL) => Promise<T>): Promise<T> {
   const sql = new SQL(url, { max: 1, connectionTimeout: 5, idleTimeout: 1 });
   try {
     return await use(sql);
@@ -156,6 +157,24 @@ const backupOf = async (server: TestServer, owner: Tenant, engine = "redis") => 
   return { databaseId, backupId };
 };
 
+/**
+ * A backup whose file was changed since: a verify of it is let in (202) and fails at once on the
+ * checksum, before any throwaway container is made that could outlive the matrix's server.
+ */
+const changedBackupOf = async (server: TestServer, owner: Tenant) => {
+  const { databaseId, backupId } = await backupOf(server, owner);
+  const { body } = await server.request("GET", `/api/databases/${databaseId}/backups/${backupId}`, { key: owner.key });
+  await Bun.write(join(server.dataDir, "backups", body.backup.storageKey), "not the file that was backed up");
+  return { databaseId, backupId };
+};
+
+/** The smallest whole RDB snapshot (no keys: header, EOF opcode, a zero checksum), as a form's `file`. */
+function emptyRdbForm(): FormData {
+  const form = new FormData();
+  form.append("file", new Blob([new TextEncoder().encode("REDIS0010"), new Uint8Array([0xff, 0, 0, 0, 0, 0, 0, 0, 0])]), "empty.rdb");
+  return form;
+}
+
 export const DATABASE_ROUTES: AuthenticatedRoute[] = [
   { method: "GET", path: "/api/databases/" },
   // An invalid engine: authentication is what is checked, and nothing gets created.
@@ -172,12 +191,19 @@ export const DATABASE_ROUTES: AuthenticatedRoute[] = [
   { method: "POST", path: "/api/databases/:databaseId/backups", resource: databaseOf },
   { method: "GET", path: "/api/databases/:databaseId/backups", resource: databaseOf },
   { method: "GET", path: "/api/databases/:databaseId/backups/:backupId", resource: backupOf },
+  { method: "POST", path: "/api/databases/:databaseId/backups/upload", body: () => emptyRdbForm(), resource: databaseOf },
+  { method: "DELETE", path: "/api/databases/:databaseId/backups/:backupId", resource: backupOf },
   { method: "GET", path: "/api/databases/:databaseId/backups/:backupId/download", resource: backupOf },
-  // A PostgreSQL backup: Redis ones are not restored through the API yet.
+  { method: "POST", path: "/api/databases/:databaseId/backups/:backupId/verify", resource: changedBackupOf },
+  // A PostgreSQL backup: a restore of it is quick.
   {
     method: "POST",
     path: "/api/databases/:databaseId/restore",
     body: (params: Record<string, string>) => ({ backupId: params.backupId }),
     resource: (server: TestServer, owner: Tenant) => backupOf(server, owner, "postgresql"),
   },
+  { method: "GET", path: "/api/databases/:databaseId/backup-schedule", resource: databaseOf },
+  // Nightly: nothing runs while the matrix does.
+  { method: "PUT", path: "/api/databases/:databaseId/backup-schedule", body: { cron: "0 3 * * *" }, resource: databaseOf },
+  { method: "DELETE", path: "/api/databases/:databaseId/backup-schedule", resource: databaseOf },
 ];

@@ -78,8 +78,11 @@ const EXPECTED: Record<string, Role[]> = {
   "POST /api/databases/:databaseId/backups": OPERATORS,
   "GET /api/databases/:databaseId/backups": EVERYONE,
   "GET /api/databases/:databaseId/backups/:backupId": EVERYONE,
+  "POST /api/databases/:databaseId/backups/upload": OPERATORS,
+  "DELETE /api/databases/:databaseId/backups/:backupId": MANAGERS,
   "GET /api/databases/:databaseId/backups/:backupId/download": OPERATORS,
   "POST /api/databases/:databaseId/restore": MANAGERS,
+  "POST /api/databases/:databaseId/backups/:backupId/verify": OPERATORS,
 };
 
 /** Routes added after this table was written are held to their entry in the server's table. */
