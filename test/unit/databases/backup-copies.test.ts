@@ -155,6 +155,7 @@ describe("remove", () => {
   test("deletes the objects of completed copies; one already gone is no error", async () => {
     const { key, sha256 } = await localBackup(2_000);
     const made = await copies.copy(key, sha256);
+    expect(made).toMatchObject([{ status: "completed", error: null }]);
     expect(await s3.objectExists(PREFIX + key)).toBe(true);
     await copies.remove(made);
     expect(await s3.objectExists(PREFIX + key)).toBe(false);
