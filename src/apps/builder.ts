@@ -229,6 +229,8 @@ export class Builder {
     const { log } = logs;
     const driver = this.ctx.machines.get(app.machineId);
     const sourceDir = this.ctx.storage.sourceDir(app.id);
+    // This build reads the tree as it is now: edits from here on are the next build's.
+    this.ctx.db.update(apps).set({ filesChangedAt: null }).where(eq(apps.id, app.id)).run();
     const plan = planWithCommand(await sourceFiles(sourceDir), app.runtime, app.startupCommand);
     log(`==> Runtime ${app.runtime}, detected: ${plan.kind}`);
     for (const line of plan.explanation) log(`    ${line}`);

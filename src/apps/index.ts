@@ -7,6 +7,7 @@ import { ok } from "../http/envelope";
 import { withHeartbeat } from "../http/streams";
 import { alsoAs, json, media, multipartBody, ref, responses, LIST_META } from "../http/responses";
 import { AppSchema, AppTrafficSchema, BuildSchema, EnvVariableSchema, APP_STATUSES, PROXY_RATE_LIMIT, RESTARTING_FIELDS, appIdParams, deployForm, inspectForm, buildLogQuery, buildParams, envBody, logsQuery, settingsBody } from "./model";
+import { appLogs, followAppLogs } from "./logs";
 
 const STATUS_TEXT = Object.entries(APP_STATUSES)
   .map(([status, meaning]) => `\`${status}\`: ${meaning}`)
@@ -171,6 +172,27 @@ export function appsRoutes(ctx: ServerContext) {
         },
       },
     )
+    .post(
+      "/:appId/redeploy",
+      ({ principal, params, set }) => {
+        set.status = 202;
+        return ok(service.redeploy(principal.workspaceId, params.appId));
+      },
+      {
+        auth: true,
+        params: appIdParams,
+        detail: {
+          operationId: "redeployApp",
+          responses: responses({ 202: json("Accepted: the build runs in the background", { app: ref(AppSchema), buildId: t.String() }) }, "NOT_FOUND"),
+          summary: "Redeploy from the current files",
+          description:
+            "Builds the app's kept source tree as it is now (with the edits made through /fs), then releases it with the same " +
+            "zero-downtime rules as a deploy: the serving container keeps serving until the new one listens, and keeps serving " +
+            "when the build or start fails. Answers 202 with `app` and `buildId` (trigger `redeploy`); `filesChangedSinceBuild` " +
+            "turns false once the build reads the tree.",
+        },
+      },
+    )
     .delete(
       "/:appId",
       ({ principal, params, set }) => {
@@ -197,11 +219,12 @@ export function appsRoutes(ctx: ServerContext) {
       async ({ principal, params, query, request }) => {
         const options = { tail: query.tail ?? 100, timestamps: query.timestamps ?? false };
         if (query.follow) {
-          return new Response(withHeartbeat(service.followLogs(principal.workspaceId, params.appId, options, request.signal)), {
+          const followed = followAppLogs(ctx, service.get(principal.workspaceId, params.appId), options, request.signal);
+          return new Response(withHeartbeat(followed), {
             headers: { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store", "x-content-type-options": "nosniff" },
           });
         }
-        return ok({ lines: await service.logs(principal.workspaceId, params.appId, options) });
+        return ok({ lines: await appLogs(ctx, service.get(principal.workspaceId, params.appId), options) });
       },
       {
         auth: true,

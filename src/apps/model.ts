@@ -172,6 +172,9 @@ export const AppSchema = resource(
     effectiveRateLimits: ref(AppRateLimitsSchema),
     machineId: t.String(),
     currentBuildId: t.Nullable(t.String({ description: "The build the serving container runs" })),
+    filesChangedSinceBuild: t.Boolean({
+      description: "True once the source tree was edited through the file system API, until a build reads it (POST redeploy builds from it)",
+    }),
     workspaceId: t.String(),
     createdAt: timestamp(),
     updatedAt: timestamp(),
@@ -185,7 +188,7 @@ export const BuildSchema = resource(
     id: t.String(),
     status: oneOf(BUILD_STATUSES),
     queuePosition: t.Nullable(t.Integer({ minimum: 1, description: "While `queued` for a build slot: 1 is next" })),
-    trigger: t.String({ description: "What started it: `upload`, `redeploy`, `settings`" }),
+    trigger: t.String({ description: "What started it: `upload`, `redeploy` (a new upload of the app, or POST redeploy), `settings`" }),
     image: t.Nullable(t.String({ description: "The image built, once built" })),
     error: t.Nullable(t.String({ description: "Why it failed or was canceled, e.g. `timed out after 900 s`, `canceled by a user`" })),
     startedAt: timestamp(),

@@ -10,7 +10,6 @@ import { newId, randomBase62 } from "../crypto/tokens";
 import { ApiError } from "../http/errors";
 import { readMultipart } from "../http/multipart";
 import { LABEL_APP } from "../docker/container-spec";
-import { DockerNotFound } from "../docker/driver";
 import type { Principal } from "../http/auth";
 import type { Runtime } from "../config";
 import { extractZip } from "./archive";
@@ -416,6 +415,36 @@ export class AppsService {
     this.sourceBytes.delete(app.id);
   }
 
+  /**
+   * POST redeploy: a build of the kept source tree as it is now (edited through the file system
+   * API), released with the same zero-downtime rules as a deploy.
+   */
+  redeploy(workspaceId: string, appId: string) {
+    const app = this.get(workspaceId, appId);
+    if (app.status === "deleting") throw new ApiError("NOT_FOUND", "App not found");
+    const buildId = this.newBuild(app.id, "redeploy");
+    this.ctx.buildLogs.append(app.id, buildId, "==> Redeploy of the kept source tree");
+    this.deployer.schedule(app.id, (signal) => this.deployer.buildAndRelease(app.id, buildId, undefined, signal));
+    return { app: this.publicApp(this.get(workspaceId, appId)), buildId };
+  }
+
+  /**
+   * The source tree was edited: the app says so until a build reads it. Its recorded size moves by
+   * `deltaBytes` when the edit knows it, else it is measured again when next needed.
+   */
+  sourceChanged(appId: string, deltaBytes?: number) {
+    this.ctx.db.update(apps).set({ filesChangedAt: Date.now() }).where(eq(apps.id, appId)).run();
+    const known = this.sourceBytes.get(appId);
+    if (known && deltaBytes !== undefined) this.sourceBytes.set(appId, known.then((bytes) => bytes + deltaBytes));
+    else this.sourceBytes.delete(appId);
+  }
+
+  /** 409 QUOTA_EXCEEDED when `newBytes` more would take the workspace past PLATFORM_QUOTA_DISK_MB. */
+  async assertDiskRoom(workspaceId: string, newBytes: number) {
+    if (newBytes <= 0) return;
+    (await this.reserveDiskRoom(workspaceId, undefined, newBytes))();
+  }
+
   private sourceBytesOf(appId: string): Promise<number> {
     let known = this.sourceBytes.get(appId);
     if (!known) {
@@ -423,34 +452,5 @@ export class AppsService {
       this.sourceBytes.set(appId, known);
     }
     return known;
-  }
-
-  async logs(workspaceId: string, appId: string, options: { tail: number; timestamps: boolean }) {
-    const app = this.get(workspaceId, appId);
-    if (!app.containerId) return [];
-    try {
-      const lines = await this.ctx.machines.get(app.machineId).logs(app.containerId, options);
-      return lines.map((line) => (line.timestamp ? `${line.timestamp} ${line.text}` : line.text));
-    } catch (error) {
-      if (error instanceof DockerNotFound) return []; // removed behind the platform's back
-      throw error;
-    }
-  }
-
-  /** The app's output as it is written, one line per chunk, until the client goes away. */
-  followLogs(workspaceId: string, appId: string, options: { tail: number; timestamps: boolean }, signal: AbortSignal) {
-    const app = this.get(workspaceId, appId);
-    if (!app.containerId) throw new ApiError("NOT_DEPLOYED", "The app has no container yet");
-    const lines = this.ctx.machines.get(app.machineId).followLogs(app.containerId, { ...options, signal });
-    const encoder = new TextEncoder();
-    return new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        const next = await lines.next().catch(() => ({ done: true as const, value: undefined }));
-        if (next.done) return controller.close();
-        const line = next.value;
-        controller.enqueue(encoder.encode(`${line.timestamp ? `${line.timestamp} ` : ""}${line.text}\n`));
-      },
-      cancel: () => void lines.return(undefined),
-    });
   }
 }

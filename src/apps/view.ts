@@ -26,6 +26,7 @@ export function appView(app: AppRow, config: Pick<Config, "defaultCpus" | "domai
     effectiveRateLimits: rateLimitsView(effectiveRateLimits(app, config.proxyRateLimits)),
     machineId: app.machineId,
     currentBuildId: app.currentBuildId,
+    filesChangedSinceBuild: app.filesChangedAt !== null,
     workspaceId: app.workspaceId,
     createdAt: new Date(app.createdAt).toISOString(),
     updatedAt: new Date(app.updatedAt).toISOString(),

@@ -28,6 +28,8 @@ export const AUDIT_ACTIONS = [
   "app.deleted",
   "app.env_changed",
   "app.settings_changed",
+  "app.redeployed",
+  "app.files_changed",
   "database.created",
   "database.started",
   "database.stopped",

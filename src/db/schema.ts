@@ -140,6 +140,8 @@ export const apps = sqliteTable(
     proxyClientRps: integer("proxy_client_rps"),
     proxyHostBurst: integer("proxy_host_burst"),
     proxyHostRps: integer("proxy_host_rps"),
+    /** When the kept source tree was last edited through the file system API (src/apps/files). */
+    filesChangedAt: integer("files_changed_at"),
     createdAt: integer("created_at").notNull(),
     updatedAt: integer("updated_at").notNull(),
   },
@@ -171,6 +173,25 @@ export const builds = sqliteTable(
     finishedAt: integer("finished_at"),
   },
   (table) => [index("builds_app_time").on(table.appId, table.startedAt)],
+);
+
+/** Edits of an app's source tree through the file system API: who, when, which paths. */
+export const appFileChanges = sqliteTable(
+  "app_file_changes",
+  {
+    id: text("id").primaryKey(),
+    appId: text("app_id").notNull().references(() => apps.id, { onDelete: "cascade" }),
+    /** create, write, mkdir, move, delete, bulk-rename: see src/apps/files/history.ts. */
+    action: text("action").notNull(),
+    /** JSON list of the paths changed (the first ones, when a bulk rename changed many). */
+    paths: text("paths").notNull(),
+    /** How many paths changed in all. */
+    pathCount: integer("path_count").notNull(),
+    actorType: text("actor_type").notNull(),
+    actorId: text("actor_id"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (table) => [index("app_file_changes_app_time").on(table.appId, table.createdAt)],
 );
 
 // ---- databases ----------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 // Every named schema of the OpenAPI document (components.schemas), from the domains that answer them.
 import { LIST_META } from "../http/responses";
 import { APP_RESOURCES } from "../apps/model";
+import { FILE_RESOURCES } from "../apps/files/model";
 import { API_KEY_RESOURCES } from "../api-keys/model";
 import { DATABASE_RESOURCES } from "../databases/model";
 import { MACHINE_RESOURCES } from "../machines/model";
@@ -11,6 +12,7 @@ import { SESSION_RESOURCES } from "../auth/model";
 export const RESOURCES = [
   LIST_META,
   ...APP_RESOURCES,
+  ...FILE_RESOURCES,
   ...API_KEY_RESOURCES,
   ...DATABASE_RESOURCES,
   ...MACHINE_RESOURCES,

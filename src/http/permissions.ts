@@ -71,6 +71,19 @@ export const PERMISSIONS: Record<string, RoutePermission> = {
   "GET /api/apps/:appId/builds/:buildId": { roles: EVERYONE },
   "GET /api/apps/:appId/builds/:buildId/log": { roles: EVERYONE },
   "POST /api/apps/:appId/builds/:buildId/cancel": { roles: OPERATORS, audit: "build.canceled" },
+  "POST /api/apps/:appId/redeploy": { roles: OPERATORS, audit: "app.redeployed" },
+  // App files. A source tree may hold secrets (an .env file): as for env values, viewers list names only.
+  "GET /api/apps/:appId/fs/list": { roles: EVERYONE },
+  "GET /api/apps/:appId/fs/history": { roles: EVERYONE },
+  "GET /api/apps/:appId/fs/file": { roles: OPERATORS },
+  "GET /api/apps/:appId/fs/archive": { roles: OPERATORS },
+  "POST /api/apps/:appId/fs/file": { roles: OPERATORS, audit: "app.files_changed" },
+  "PUT /api/apps/:appId/fs/file": { roles: OPERATORS, audit: "app.files_changed" },
+  "POST /api/apps/:appId/fs/folder": { roles: OPERATORS, audit: "app.files_changed" },
+  "POST /api/apps/:appId/fs/move": { roles: OPERATORS, audit: "app.files_changed" },
+  "POST /api/apps/:appId/fs/delete": { roles: OPERATORS, audit: "app.files_changed" },
+  "POST /api/apps/:appId/fs/bulk-rename/preview": { roles: OPERATORS },
+  "POST /api/apps/:appId/fs/bulk-rename/apply": { roles: OPERATORS, audit: "app.files_changed" },
 
   // Databases. Viewers get connection strings masked.
   "GET /api/databases/": { roles: EVERYONE },

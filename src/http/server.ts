@@ -13,6 +13,7 @@ import { organizationRoutes } from "../organization";
 import { machinesRoutes } from "../machines";
 import { databasesRoutes } from "../databases";
 import { appsRoutes } from "../apps";
+import { appFilesRoutes } from "../apps/files/routes";
 
 function errorResponse(code: ErrorCode, message: string, headers: Record<string, string> = {}) {
   return new Response(JSON.stringify(errorBody(message, code)), {
@@ -92,7 +93,8 @@ export function createServer(ctx: ServerContext) {
     .use(organizationRoutes(ctx))
     .use(machinesRoutes(ctx))
     .use(databasesRoutes(ctx))
-    .use(appsRoutes(ctx));
+    .use(appsRoutes(ctx))
+    .use(appFilesRoutes(ctx));
 }
 
 export type PlatformServer = ReturnType<typeof createServer>;

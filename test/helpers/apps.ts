@@ -87,6 +87,18 @@ const unfinishedBuildOf = async (server: TestServer, owner: Tenant) => {
   return { appId: response.body.app.id as string, buildId: response.body.buildId as string };
 };
 
+let matrixFileCount = 0;
+const uniqueName = (prefix: string) => `${prefix}-${++matrixFileCount}`;
+
+/** A file of its own in the running matrix app of `owner`, for the routes that move or delete one. */
+const appFileOf = async (server: TestServer, owner: Tenant) => {
+  const { appId } = await appOf(server, owner);
+  const path = `${uniqueName("matrix-file")}.txt`;
+  const made = await server.request("POST", `/api/apps/${appId}/fs/file`, { key: owner.key, body: { path, content: "matrix" } });
+  if (made.status !== 201) throw new Error(`could not make a matrix file: ${JSON.stringify(made.body)}`);
+  return { appId, path };
+};
+
 export const APP_ROUTES: AuthenticatedRoute[] = [
   { method: "GET", path: "/api/apps/" },
   // A JSON body where multipart is expected: authentication is what is checked, nothing is deployed.
@@ -105,5 +117,19 @@ export const APP_ROUTES: AuthenticatedRoute[] = [
   { method: "GET", path: "/api/apps/:appId/builds/:buildId", resource: appOf },
   { method: "GET", path: "/api/apps/:appId/builds/:buildId/log", resource: appOf },
   { method: "POST", path: "/api/apps/:appId/builds/:buildId/cancel", resource: unfinishedBuildOf },
+  { method: "POST", path: "/api/apps/:appId/redeploy", resource: appOf },
+  { method: "GET", path: "/api/apps/:appId/fs/list", resource: appOf },
+  { method: "GET", path: "/api/apps/:appId/fs/history", resource: appOf },
+  { method: "GET", path: "/api/apps/:appId/fs/file", query: "path=index.html", resource: appOf },
+  { method: "GET", path: "/api/apps/:appId/fs/archive", resource: appOf },
+  { method: "POST", path: "/api/apps/:appId/fs/file", body: () => ({ path: `${uniqueName("matrix-new")}.txt` }), resource: appOf },
+  { method: "PUT", path: "/api/apps/:appId/fs/file", body: { path: "index.html", content: "matrix" }, resource: appOf },
+  { method: "POST", path: "/api/apps/:appId/fs/folder", body: () => ({ path: uniqueName("matrix-folder") }), resource: appOf },
+  { method: "POST", path: "/api/apps/:appId/fs/move", body: (params: Record<string, string>) => ({ from: params.path, to: `${params.path}.moved` }), resource: appFileOf, consumesResource: true },
+  { method: "POST", path: "/api/apps/:appId/fs/delete", body: (params: Record<string, string>) => ({ path: params.path }), resource: appFileOf, consumesResource: true },
+  // Nothing matches: the plan is empty and nothing is renamed.
+  { method: "POST", path: "/api/apps/:appId/fs/bulk-rename/preview", body: { find: "no-such-name" }, resource: appOf },
+  { method: "POST", path: "/api/apps/:appId/fs/bulk-rename/apply", body: { find: "no-such-name" }, resource: appOf },
+  // Last: it takes the shared app away, and the auth matrix leaves nothing behind only because of it.
   { method: "DELETE", path: "/api/apps/:appId", resource: appOf },
 ];

@@ -16,6 +16,10 @@ export interface AuthenticatedRoute {
   method: string;
   /** Path with `:name` placeholders for resource ids, as declared in src/<domain>/index.ts. */
   path: string;
+  /** The call uses its resource up (deletes or moves it): every allowed call gets a fresh one. */
+  consumesResource?: boolean;
+  /** A query string the request needs to succeed (`path=index.html`), added to the path. */
+  query?: string;
   /** A valid body, so that only authentication can refuse the request; a function of the resource's ids when it names one. */
   body?: unknown | ((params: Record<string, string>) => unknown);
   /** Creates a resource owned by `owner` and returns the path parameters naming it (routes with ids). */
@@ -99,6 +103,12 @@ export const openApiPath = (path: string) => path.replace(/:([A-Za-z]+)/g, "{$1}
 
 function fillPath(path: string, params: Record<string, string> = {}): string {
   return path.replace(/:([A-Za-z]+)/g, (_, name: string) => encodeURIComponent(params[name] ?? "placeholder_0000"));
+}
+
+/** The route's path with its ids filled in, and its query when it has one. */
+export function requestPathOf(route: AuthenticatedRoute, params: Record<string, string> = {}): string {
+  const path = fillPath(route.path, params);
+  return route.query ? withQuery(path, route.query) : path;
 }
 
 function withQuery(path: string, query: string): string {
@@ -205,7 +215,7 @@ export function describeAuthMatrix(getServer: () => TestServer, routes: Authenti
       }
 
       test("workspaceId of a workspace the caller is not a member of -> 404", async () => {
-        const path = withQuery(fillPath(route.path), `workspaceId=${tenants.other.workspaceId}`);
+        const path = withQuery(requestPathOf(route), `workspaceId=${tenants.other.workspaceId}`);
         const response = await getServer().request(route.method, path, { key: tenants.caller.key, body: bodyOf(route) });
         expectErrorEnvelope(response, 404);
       });
@@ -213,7 +223,7 @@ export function describeAuthMatrix(getServer: () => TestServer, routes: Authenti
       test("the caller's own key is let in", async () => {
         const params = route.resource ? await route.resource(getServer(), tenants.caller) : route.params;
         const key = route.freshWorkspace ? (await freshWorkspaceOwner(getServer())).key : tenants.caller.key;
-        const response = await getServer().request(route.method, fillPath(route.path, params), { key, body: bodyOf(route, params) });
+        const response = await getServer().request(route.method, requestPathOf(route, params), { key, body: bodyOf(route, params) });
         expect([401, 403, 404]).not.toContain(response.status);
         expect(response.status).toBeLessThan(500);
       }, RESOURCE_TIMEOUT_MS);
@@ -221,7 +231,7 @@ export function describeAuthMatrix(getServer: () => TestServer, routes: Authenti
       if (route.resource) {
         test("another workspace's resource -> 404, and its owner can reach it", async () => {
           const params = await route.resource!(getServer(), tenants.other);
-          const path = fillPath(route.path, params);
+          const path = requestPathOf(route, params);
           expectErrorEnvelope(await getServer().request(route.method, path, { key: tenants.caller.key, body: bodyOf(route, params) }), 404);
           const byOwner = await getServer().request(route.method, path, { key: tenants.other.key, body: bodyOf(route, params) });
           expect(byOwner.status).toBeLessThan(300);

@@ -13,6 +13,7 @@ import {
   AUTHENTICATED_ROUTES,
   expectErrorEnvelope,
   freshWorkspaceOwner,
+  requestPathOf,
   sessionCookieOf,
   type AuthenticatedRoute,
   type Tenant,
@@ -64,6 +65,18 @@ const EXPECTED: Record<string, Role[]> = {
   "GET /api/apps/:appId/builds": EVERYONE,
   "GET /api/apps/:appId/builds/:buildId": EVERYONE,
   "GET /api/apps/:appId/builds/:buildId/log": EVERYONE,
+  "POST /api/apps/:appId/redeploy": OPERATORS,
+  "GET /api/apps/:appId/fs/list": EVERYONE,
+  "GET /api/apps/:appId/fs/history": EVERYONE,
+  "GET /api/apps/:appId/fs/file": OPERATORS,
+  "GET /api/apps/:appId/fs/archive": OPERATORS,
+  "POST /api/apps/:appId/fs/file": OPERATORS,
+  "PUT /api/apps/:appId/fs/file": OPERATORS,
+  "POST /api/apps/:appId/fs/folder": OPERATORS,
+  "POST /api/apps/:appId/fs/move": OPERATORS,
+  "POST /api/apps/:appId/fs/delete": OPERATORS,
+  "POST /api/apps/:appId/fs/bulk-rename/preview": OPERATORS,
+  "POST /api/apps/:appId/fs/bulk-rename/apply": OPERATORS,
   "GET /api/databases/": EVERYONE,
   "POST /api/databases/": OPERATORS,
   "GET /api/databases/:databaseId": EVERYONE,
@@ -118,16 +131,14 @@ afterAll(async () => {
   removeMatrixDatabases();
 }, 120_000);
 
-const fillPath = (path: string, params: Record<string, string> = {}) =>
-  path.replace(/:([A-Za-z]+)/g, (_, name: string) => encodeURIComponent(params[name] ?? "placeholder_0000"));
-
 // Workspace resources are made by the owner and shared between calls, except for the calls that
-// delete them; an API key route works on a key of the caller itself (any other is 404 to it).
+// use them up (DELETE, and routes marked `consumesResource`); an API key route works on a key of
+// the caller itself (any other is 404 to it).
 const shared = new Map<AuthenticatedRoute["resource"], Record<string, string>>();
 async function paramsFor(route: AuthenticatedRoute, role: Role, allowed: boolean): Promise<Record<string, string> | undefined> {
   if (!route.resource) return route.params;
   if (route.path.startsWith("/api/api-keys/")) return route.resource(server, tenants[role]);
-  if (route.method === "DELETE" && allowed) return route.resource(server, tenants.owner);
+  if ((route.method === "DELETE" || route.consumesResource) && allowed) return route.resource(server, tenants.owner);
   if (!shared.has(route.resource)) shared.set(route.resource, await route.resource(server, tenants.owner));
   return shared.get(route.resource);
 }
@@ -179,7 +190,7 @@ for (const route of ordered) {
         expect(PERMISSIONS[key]?.roles.toSorted()).toEqual(roles.toSorted());
         const params = await paramsFor(route, role, allowed);
         const callerKey = route.freshWorkspace && allowed ? (await freshWorkspaceOwner(server)).key : tenants[role].key;
-        const response = await server.request(route.method, fillPath(route.path, params), { key: callerKey, body: bodyOf(route, params) });
+        const response = await server.request(route.method, requestPathOf(route, params), { key: callerKey, body: bodyOf(route, params) });
         if (allowed) {
           expect([401, 403, 404]).not.toContain(response.status);
           expect(response.status).toBeLessThan(500);
