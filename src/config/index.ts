@@ -29,6 +29,8 @@ export interface BackupBucket {
   prefix: string;
   accessKeyId: string;
   secretAccessKey: string;
+  /** Most seconds one request to the bucket may go without progress before the copy fails. */
+  stallSeconds: number;
 }
 
 export interface BackupSettings {
@@ -199,6 +201,7 @@ function backupBucketSetting(env: Record<string, string | undefined>): BackupBuc
     prefix: prefix === "" || prefix.endsWith("/") ? prefix : `${prefix}/`,
     accessKeyId,
     secretAccessKey,
+    stallSeconds: integerSetting(env, "PLATFORM_BACKUP_S3_STALL_SECONDS", 120, 1),
   };
 }
 

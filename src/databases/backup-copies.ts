@@ -3,7 +3,8 @@
 // back, streamed, to compare its SHA-256 with the backup's: only then is the copy `completed`. A
 // remote failure is never thrown: the copy is `failed` with the reason, the keys masked out of it.
 // A copy that failed leaves no object behind (Bun aborts a failed multipart upload; an object read
-// back with another checksum is deleted).
+// back with another checksum is deleted). A bucket that takes a request and then goes silent fails
+// the copy after PLATFORM_BACKUP_S3_STALL_SECONDS without progress, rather than hold it forever.
 import { S3Client, type S3File } from "bun";
 import { createWriteStream } from "node:fs";
 import { mkdir, open, rename, rm } from "node:fs/promises";
@@ -64,7 +65,7 @@ export class S3BackupCopies implements BackupDestinations {
     }
     let remoteSha256: string;
     try {
-      remoteSha256 = await sha256Of(object);
+      remoteSha256 = await this.sha256Of(object);
     } catch (error) {
       return [failedCopy(location, `reading the copy back failed: ${this.reasonOf(error)}`)];
     }
@@ -97,11 +98,35 @@ export class S3BackupCopies implements BackupDestinations {
       writer.write(chunk);
       unflushed += chunk.byteLength;
       if (unflushed >= partSize) {
-        await writer.flush();
+        await this.progress(writer.flush());
         unflushed = 0;
       }
     }
-    await writer.end();
+    await this.progress(writer.end());
+  }
+
+  /** `step`, or an error once it has made no progress for the bucket's stall time. */
+  private progress<T>(step: T | Promise<T>): Promise<T> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const stalled = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no progress from ${this.bucket.endpoint} for ${this.bucket.stallSeconds} s`)), this.bucket.stallSeconds * 1000);
+    });
+    return Promise.race([Promise.resolve(step), stalled]).finally(() => clearTimeout(timer));
+  }
+
+  /** The object's SHA-256, read back as a stream. */
+  private async sha256Of(object: S3File): Promise<string> {
+    const hash = new Bun.CryptoHasher("sha256");
+    const reader = object.stream().getReader();
+    try {
+      for (;;) {
+        const { value, done } = await this.progress(reader.read());
+        if (done) return hash.digest("hex");
+        hash.update(value);
+      }
+    } finally {
+      reader.cancel().catch(() => undefined);
+    }
   }
 
   /** The first completed copy that comes back whole with the right checksum is put in place. */
@@ -124,7 +149,7 @@ export class S3BackupCopies implements BackupDestinations {
     if (!object) return;
     try {
       // S3 answers a delete of a key that is not there with success.
-      await object.delete();
+      await this.progress(object.delete());
     } catch (error) {
       console.warn(`[backups] could not delete ${location}: ${this.reasonOf(error)}`);
     }
@@ -147,12 +172,6 @@ export class S3BackupCopies implements BackupDestinations {
 
 function failedCopy(location: string, error: string): BackupCopy {
   return { destination: "s3", location, status: "failed", error, confirmedAt: null };
-}
-
-async function sha256Of(object: S3File): Promise<string> {
-  const hash = new Bun.CryptoHasher("sha256");
-  for await (const chunk of object.stream()) hash.update(chunk);
-  return hash.digest("hex");
 }
 
 /**

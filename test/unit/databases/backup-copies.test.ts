@@ -24,7 +24,7 @@ let bucket: BackupBucket;
 beforeAll(async () => {
   s3 = await TestS3.start();
   storage = new BackupStorage(tempDir());
-  bucket = { endpoint: s3.endpoint, region: "us-east-1", bucket: s3.bucket, prefix: PREFIX, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey };
+  bucket = { endpoint: s3.endpoint, region: "us-east-1", bucket: s3.bucket, prefix: PREFIX, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, stallSeconds: 30 };
   copies = new S3BackupCopies(bucket, storage);
 });
 
@@ -182,6 +182,25 @@ describe("a server that is down", () => {
     expect(await s3.objectExists(PREFIX + key)).toBe(true);
     expect(await copies.fetchMissing(key, sha256, made)).toBe(true);
     expect((await copies.copy(key, sha256))[0]!.status).toBe("completed");
+  });
+});
+
+describe("a bucket that takes the connection and never answers", () => {
+  test("the copy fails after PLATFORM_BACKUP_S3_STALL_SECONDS without progress, saying so, instead of holding the backup", async () => {
+    // A loopback listener that accepts and stays silent: what a hung proxy or a stuck endpoint does.
+    const silent = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+    try {
+      const stuck = new S3BackupCopies({ ...bucket, endpoint: `http://127.0.0.1:${silent.port}`, stallSeconds: 1 }, storage);
+      const { key, sha256 } = await localBackup(3_000);
+      const started = Date.now();
+      const [copy] = await stuck.copy(key, sha256);
+      expect(copy).toMatchObject({ status: "failed", confirmedAt: null });
+      expect(copy!.error).toContain("no progress");
+      expect(copy!.error).not.toContain(s3.secretAccessKey);
+      expect(Date.now() - started).toBeLessThan(10_000);
+    } finally {
+      silent.stop(true);
+    }
   });
 });
 
