@@ -2,6 +2,7 @@
 import { LIST_META } from "../http/responses";
 import { APP_RESOURCES } from "../apps/model";
 import { FILE_RESOURCES } from "../apps/files/model";
+import { AppHistoryEventSchema } from "../apps/history";
 import { API_KEY_RESOURCES } from "../api-keys/model";
 import { DATABASE_RESOURCES } from "../databases/model";
 import { MACHINE_RESOURCES } from "../machines/model";
@@ -13,6 +14,7 @@ export const RESOURCES = [
   LIST_META,
   ...APP_RESOURCES,
   ...FILE_RESOURCES,
+  AppHistoryEventSchema,
   ...API_KEY_RESOURCES,
   ...DATABASE_RESOURCES,
   ...MACHINE_RESOURCES,

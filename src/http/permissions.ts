@@ -75,6 +75,7 @@ export const PERMISSIONS: Record<string, RoutePermission> = {
   // App files. A source tree may hold secrets (an .env file): as for env values, viewers list names only.
   "GET /api/apps/:appId/fs/list": { roles: EVERYONE },
   "GET /api/apps/:appId/fs/history": { roles: EVERYONE },
+  "GET /api/apps/:appId/history": { roles: EVERYONE },
   "GET /api/apps/:appId/fs/file": { roles: OPERATORS },
   "GET /api/apps/:appId/fs/archive": { roles: OPERATORS },
   "POST /api/apps/:appId/fs/file": { roles: OPERATORS, audit: "app.files_changed" },

@@ -14,6 +14,7 @@ import { machinesRoutes } from "../machines";
 import { databasesRoutes } from "../databases";
 import { appsRoutes } from "../apps";
 import { appFilesRoutes } from "../apps/files/routes";
+import { appHistoryRoutes } from "../apps/history";
 
 function errorResponse(code: ErrorCode, message: string, headers: Record<string, string> = {}) {
   return new Response(JSON.stringify(errorBody(message, code)), {
@@ -94,7 +95,8 @@ export function createServer(ctx: ServerContext) {
     .use(machinesRoutes(ctx))
     .use(databasesRoutes(ctx))
     .use(appsRoutes(ctx))
-    .use(appFilesRoutes(ctx));
+    .use(appFilesRoutes(ctx))
+    .use(appHistoryRoutes(ctx));
 }
 
 export type PlatformServer = ReturnType<typeof createServer>;

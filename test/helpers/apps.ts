@@ -120,6 +120,7 @@ export const APP_ROUTES: AuthenticatedRoute[] = [
   { method: "POST", path: "/api/apps/:appId/redeploy", resource: appOf },
   { method: "GET", path: "/api/apps/:appId/fs/list", resource: appOf },
   { method: "GET", path: "/api/apps/:appId/fs/history", resource: appOf },
+  { method: "GET", path: "/api/apps/:appId/history", resource: appOf },
   { method: "GET", path: "/api/apps/:appId/fs/file", query: "path=index.html", resource: appOf },
   { method: "GET", path: "/api/apps/:appId/fs/archive", resource: appOf },
   { method: "POST", path: "/api/apps/:appId/fs/file", body: () => ({ path: `${uniqueName("matrix-new")}.txt` }), resource: appOf },

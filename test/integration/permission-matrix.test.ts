@@ -68,6 +68,7 @@ const EXPECTED: Record<string, Role[]> = {
   "POST /api/apps/:appId/redeploy": OPERATORS,
   "GET /api/apps/:appId/fs/list": EVERYONE,
   "GET /api/apps/:appId/fs/history": EVERYONE,
+  "GET /api/apps/:appId/history": EVERYONE,
   "GET /api/apps/:appId/fs/file": OPERATORS,
   "GET /api/apps/:appId/fs/archive": OPERATORS,
   "POST /api/apps/:appId/fs/file": OPERATORS,

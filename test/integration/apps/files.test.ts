@@ -209,5 +209,15 @@ describe("the tree as a whole", () => {
     expect(after.filesChangedSinceBuild).toBe(false);
     const builds = (await server.request("GET", `/api/apps/${app.id}/builds`, { key })).body.builds;
     expect(builds[0]).toMatchObject({ id: build, trigger: "redeploy", status: "succeeded" });
+
+    // One timeline: the redeploy's build, then (older) the edits it was made from, then the first build.
+    const events = (await server.request("GET", `/api/apps/${app.id}/history`, { key })).body.events;
+    expect(events[0]).toMatchObject({ kind: "build", build: { id: build }, change: null });
+    expect(events.slice(1, 3).map((event: any) => [event.kind, event.change?.action])).toEqual([
+      ["files", "delete"],
+      ["files", "delete"],
+    ]);
+    expect(events.at(-1)).toMatchObject({ kind: "build", build: { trigger: "upload" } });
+    expect(events.filter((event: any) => event.kind === "files").length).toBeGreaterThanOrEqual(8);
   }, 180_000);
 });
