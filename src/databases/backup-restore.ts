@@ -13,11 +13,10 @@ import { redact } from "../crypto/redact";
 import { ApiError } from "../http/errors";
 import { tarStream } from "../docker/tar";
 import type { RestorePlan } from "./engines";
-import { INTERRUPTED, type OperationActor } from "./operations";
+import { INTERRUPTED, SYSTEM_ACTOR, type OperationActor } from "./operations";
 import { containerNameOf, runCommand, problemOf, stopContainer, waitUntilReady, writeConfigFiles, type DatabaseRow, type DatabaseTarget } from "./runtime";
 import { lastLine, type BackupRow, type DatabaseBackups } from "./backups";
 
-const SYSTEM: OperationActor = { type: "system", id: null };
 /** How long a data-file restore waits for the engine to answer after booting from the file. */
 const BOOT_TIMEOUT_MS = 120_000;
 /** How long the engine may take to settle after loading (Redis rewriting its AOF). */
@@ -174,7 +173,7 @@ export class DatabaseRestores {
         this.service.operations.explain(interrupted.id, `${INTERRUPTED}; the database was not running at start: restore the pre-restore backup ${before.id} to put it back as it was`);
         continue;
       }
-      const operation = this.service.operations.begin(database, "restore", SYSTEM, { backupId: before.id });
+      const operation = this.service.operations.begin(database, "restore", SYSTEM_ACTOR, { backupId: before.id });
       this.service.operations.explain(interrupted.id, `${INTERRUPTED}; the pre-restore backup ${before.id} is being loaded back (operation ${operation.id})`);
       await operation
         .run(async () => {

@@ -12,7 +12,7 @@ import { databaseBackups, databaseBackupSchedules, databases } from "../db/schem
 import { ApiError } from "../http/errors";
 import { SCHEDULE_LIMITS, type BackupScheduleInput, type BackupScheduleSchema, type DatabaseBackupSummarySchema } from "./model";
 import type { BackupRow, BackupVerification, BackupView, DatabaseBackups } from "./backups";
-import type { OperationActor } from "./operations";
+import { SYSTEM_ACTOR } from "./operations";
 import type { DatabaseRow } from "./runtime";
 
 export type BackupScheduleRow = typeof databaseBackupSchedules.$inferSelect;
@@ -21,7 +21,6 @@ export type DatabaseBackupSummary = Static<typeof DatabaseBackupSummarySchema>;
 /** Verifies a backup that a schedule made (restored into a throwaway container and counted). */
 export type VerifyBackup = (database: DatabaseRow, backup: BackupView) => Promise<unknown>;
 
-const SYSTEM: OperationActor = { type: "system", id: null };
 const CRON_OPTIONS = { mode: "5-or-6-parts", timezone: "UTC" } as const;
 const DAY_MS = 86_400_000;
 
@@ -286,7 +285,7 @@ export class BackupSchedules {
       return null;
     }
     try {
-      return this.backups.begin(database, "scheduled", SYSTEM);
+      return this.backups.begin(database, "scheduled", SYSTEM_ACTOR);
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
       this.backups.recordFailure(database, "scheduled", `The scheduled backup did not run: ${error.message}`);

@@ -17,7 +17,7 @@ import type { DockerDriver } from "../docker/driver";
 import type { ContainerOwner } from "../machines/reconciler";
 import { ENGINES } from "./engines";
 import type { InventoryCount } from "./engines/types";
-import type { OperationActor } from "./operations";
+import { SYSTEM_ACTOR, type OperationActor } from "./operations";
 import { containerSpecOf, problemOf, waitUntilReady, writeConfigFiles, type DatabaseRow, type DatabaseTarget } from "./runtime";
 import type { BackupRow, BackupVerification, BackupView, DatabaseBackups } from "./backups";
 import type { DatabaseRestores } from "./backup-restore";
@@ -26,7 +26,6 @@ import type { DatabaseRestores } from "./backup-restore";
 export const LABEL_VERIFY = "platform.verify";
 export const INTERRUPTED_VERIFY = "interrupted: the platform stopped while this verify ran; verify the backup again";
 
-const SYSTEM: OperationActor = { type: "system", id: null };
 /** As for a new database: the first start of an engine initialises its data dir. */
 const READY_TIMEOUT_MS = 180_000;
 /** Exact counts read every row once: a large copy takes a while, a hung engine must not hold the verify forever. */
@@ -116,7 +115,7 @@ export class BackupVerifier {
    * resolves with the backup as it ended (schedules with `verify` set). Never rejects: a verify
    * that cannot begin (another operation holds the database) is recorded as failed with the reason.
    */
-  async verify(database: DatabaseRow, backup: BackupView, actor: OperationActor = SYSTEM): Promise<BackupView> {
+  async verify(database: DatabaseRow, backup: BackupView, actor: OperationActor = SYSTEM_ACTOR): Promise<BackupView> {
     for (let current = this.running.get(database.id); current; current = this.running.get(database.id)) await current.done;
     try {
       const row = this.backups.row(database.workspaceId, database.id, backup.id);

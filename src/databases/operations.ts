@@ -16,6 +16,9 @@ export interface OperationActor {
   id: string | null;
 }
 
+/** The platform itself: schedules, and the clean-up of work a crash cut off. */
+export const SYSTEM_ACTOR: OperationActor = { type: "system", id: null };
+
 function operationView(row: typeof databaseOperations.$inferSelect): Static<typeof OperationSchema> {
   return {
     id: row.id,
