@@ -6,15 +6,8 @@
 // back with another checksum is deleted). A bucket that takes a request and then goes silent fails
 // the copy after PLATFORM_BACKUP_S3_STALL_SECONDS without progress, rather than hold it forever.
 import { S3Client, type S3File } from "bun";
-import { createWriteStream } from "node:fs";
-import { mkdir, open, rename, rm } from "node:fs/promises";
-import { dirname } from "node:path";
-import { Readable, Transform } from "node:stream";
-import { pipeline } from "node:stream/promises";
-import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import type { BackupBucket } from "../config";
 import { redact } from "../crypto/redact";
-import { newId } from "../crypto/tokens";
 import type { BackupCopy, BackupDestinations } from "./backups";
 import type { BackupStorage } from "./backup-storage";
 
@@ -135,7 +128,7 @@ export class S3BackupCopies implements BackupDestinations {
       const object = copy.destination === "s3" && copy.status === "completed" ? this.objectAt(copy.location) : null;
       if (!object) continue;
       try {
-        if (await receive(object, this.storage.pathOf(key), sha256)) return true;
+        if (await this.storage.receive(key, object.stream(), sha256)) return true;
         console.warn(`[backups] the copy at ${copy.location} has another SHA-256 than its backup; not used`);
       } catch (error) {
         console.warn(`[backups] could not fetch ${copy.location}: ${this.reasonOf(error)}`);
@@ -172,40 +165,4 @@ export class S3BackupCopies implements BackupDestinations {
 
 function failedCopy(location: string, error: string): BackupCopy {
   return { destination: "s3", location, status: "failed", error, confirmedAt: null };
-}
-
-/**
- * Downloads the object to `path` the way backup files are made: into a `.partial` file (its own
- * name, so two fetches never mix), hashed as it is written, fsynced, then renamed into place only
- * when its SHA-256 is `sha256`. False (and nothing left) when it is not.
- */
-async function receive(object: S3File, path: string, sha256: string): Promise<boolean> {
-  await mkdir(dirname(path), { recursive: true });
-  const partial = `${path}.${newId("dl")}.partial`;
-  const hash = new Bun.CryptoHasher("sha256");
-  const hashed = new Transform({
-    transform(chunk: Buffer, _encoding, done) {
-      hash.update(chunk);
-      done(null, chunk);
-    },
-  });
-  try {
-    await pipeline(Readable.fromWeb(object.stream() as unknown as NodeReadableStream), hashed, createWriteStream(partial));
-    if (hash.digest("hex") !== sha256) return false;
-    await syncPath(partial);
-    await rename(partial, path);
-    await syncPath(dirname(path));
-    return true;
-  } finally {
-    await rm(partial, { force: true });
-  }
-}
-
-async function syncPath(path: string) {
-  const handle = await open(path, "r");
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
 }

@@ -115,6 +115,25 @@ export class BackupStorage {
   }
 
   /**
+   * Puts the file of `key` back from `copy` (a remote copy's bytes), the way backup files are made:
+   * into a `.partial` file of its own (two fetches never mix), hashed as it is written, fsynced, and
+   * renamed into place only when its SHA-256 is `sha256`. False, and nothing left, when it is not.
+   */
+  async receive(key: string, copy: ReadableStream<Uint8Array>, sha256: string): Promise<boolean> {
+    const path = this.pathOf(key);
+    await mkdir(join(path, ".."), { recursive: true });
+    const partial = `${path}.${crypto.randomUUID()}${PARTIAL}`;
+    try {
+      if ((await writeFileOf(partial, copy)).sha256 !== sha256) return false;
+      await rename(partial, path);
+      await syncDirectory(join(path, ".."));
+      return true;
+    } finally {
+      await rm(partial, { force: true });
+    }
+  }
+
+  /**
    * Why the file of `key` is not the backup recorded (missing, another size, another checksum), or
    * null when it is. The SHA-256 was taken of the whole gzip file as it was written, so a match
    * also vouches for its gzip stream; only hashing is needed, at disk speed.
