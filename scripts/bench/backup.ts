@@ -22,15 +22,15 @@
 // Traffic goes only to 127.0.0.1 and the bench's own container; the database is deleted through the
 // API (its backups with it), the server stopped and temp dirs (dumps, downloads) removed at the end.
 import { createWriteStream, readFileSync, statSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { Readable } from "node:stream";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { pipeline } from "node:stream/promises";
 import { useStandInImages } from "../../test/helpers/stand-ins";
 import { removeTempDirs, tempDir } from "../../test/helpers/temp";
-import { TestServer } from "../../test/helpers/server";
+import type { TestServer } from "../../test/helpers/server";
 import { createDatabase, poll, removeWorkspaceNetworks, waitForStatus } from "../../test/helpers/databases";
-import { ensureBinary, residentMegabytes, startBinary } from "./binary";
+import { ensureBinary, residentMegabytes, startBinary, printServerTail, runBenchmark } from "./binary";
 
 useStandInImages();
 
@@ -489,17 +489,11 @@ function removeLeftovers(databaseId: string) {
   if (volumes.length) Bun.spawnSync(["docker", "volume", "rm", ...volumes], { stdout: "ignore", stderr: "ignore" });
 }
 
-async function startServer(): Promise<TestServer> {
-  if (!process.env.BENCH_BINARY) return startBinary({});
-  // Another build of the platform (e.g. a copy made right after a good build).
-  process.env.PLATFORM_TEST_BINARY = resolve(process.env.BENCH_BINARY);
-  return TestServer.start({ PLATFORM_EGRESS_FIREWALL: "off" });
-}
 
 async function main() {
   if (!Number.isFinite(DATA_MB) || DATA_MB <= 0) throw new Error(`BENCH_BACKUP_MB must be a positive number, not ${process.env.BENCH_BACKUP_MB}`);
   if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error(`BENCH_ROUNDS must be a whole number >= 1, not ${process.env.BENCH_ROUNDS}`);
-  if (!process.env.BENCH_BINARY) await ensureBinary();
+  await ensureBinary();
   let server: TestServer | undefined;
   let key = "";
   let workspaceId = "";
@@ -518,7 +512,7 @@ async function main() {
   process.on("SIGINT", () => void cleanUp().then(() => process.exit(130)));
 
   try {
-    server = await startServer();
+    server = await startBinary({});
     ({ key, workspaceId } = await server.createKey("bench"));
     const workDir = tempDir("platform-bench-backup-");
 
@@ -535,14 +529,11 @@ async function main() {
     const results = await measure(new Platform(server, key, databaseId), engine, workDir, rows);
     printResults(results, await tableSizes(engine), [loadBefore, loadAverage()]);
   } catch (error) {
-    if (server) console.error(`last lines of the server's output:\n${server.output.split("\n").slice(-20).join("\n")}`);
+    printServerTail(server);
     throw error;
   } finally {
     await cleanUp();
   }
 }
 
-await main().catch((error) => {
-  console.error(error instanceof Error ? error.message : error);
-  process.exitCode = 1;
-});
+await runBenchmark(main);

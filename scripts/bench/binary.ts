@@ -17,8 +17,12 @@ function newestMtime(dir: string): number {
   return newest;
 }
 
-/** A binary older than the sources would measure code that is not there any more. */
+/**
+ * A binary older than the sources would measure code that is not there any more. BENCH_BINARY
+ * names another build to measure instead (e.g. a copy made right after a good build): not rebuilt.
+ */
 export async function ensureBinary(): Promise<void> {
+  if (process.env.BENCH_BINARY) return;
   const stale = existsSync(BINARY) && newestMtime(join(ROOT, "src")) > statSync(BINARY).mtimeMs;
   if (existsSync(BINARY) && !stale && !process.argv.includes("--rebuild")) return;
   console.log(`building ./platform (bun run build)${stale ? ": it is older than src/" : ""}...`);
@@ -32,11 +36,24 @@ export async function ensureBinary(): Promise<void> {
  * host as it found it.
  */
 export function startBinary(env: Record<string, string>): Promise<TestServer> {
-  process.env.PLATFORM_TEST_BINARY = BINARY;
+  process.env.PLATFORM_TEST_BINARY = process.env.BENCH_BINARY ? resolve(process.env.BENCH_BINARY) : BINARY;
   return TestServer.start({ PLATFORM_EGRESS_FIREWALL: "off", ...env });
 }
 
 export function residentMegabytes(pid: number): number {
   const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((entry) => entry.startsWith("VmRSS:"));
   return Number(/(\d+)/.exec(line ?? "")?.[1] ?? NaN) / 1024;
+}
+
+/** For a benchmark that failed: the last lines its server wrote, where the cause usually is. */
+export function printServerTail(server: TestServer | undefined) {
+  if (server) console.error(`last lines of the server's output:\n${server.output.split("\n").slice(-20).join("\n")}`);
+}
+
+/** Runs a benchmark's main: a failure prints its message (not a stack) and makes the exit code 1. */
+export async function runBenchmark(main: () => Promise<void>) {
+  await main().catch((error) => {
+    console.error(error instanceof Error ? error.message : error);
+    process.exitCode = 1;
+  });
 }

@@ -20,7 +20,7 @@ import { strToU8, zipSync } from "fflate";
 import { useStandInImages } from "../../test/helpers/stand-ins";
 import { removeTempDirs, tempDir } from "../../test/helpers/temp";
 import type { TestServer } from "../../test/helpers/server";
-import { ensureBinary, residentMegabytes, startBinary } from "./binary";
+import { ensureBinary, residentMegabytes, startBinary, printServerTail, runBenchmark } from "./binary";
 
 useStandInImages();
 
@@ -232,14 +232,11 @@ async function main() {
     console.log(`   idle baseline ${baseline.toFixed(1)} MB, peak ${peak.toFixed(1)} MB`);
     console.log(`   growth: ${(peak - baseline).toFixed(1)} MB (${ratio(Math.max(0, peak - baseline), RSS_TARGET_MB)})`);
   } catch (error) {
-    if (server) console.error(`last lines of the server's output:\n${server.output.split("\n").slice(-20).join("\n")}`);
+    printServerTail(server);
     throw error;
   } finally {
     await cleanUp();
   }
 }
 
-await main().catch((error) => {
-  console.error(error instanceof Error ? error.message : error);
-  process.exitCode = 1;
-});
+await runBenchmark(main);

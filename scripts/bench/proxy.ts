@@ -26,8 +26,8 @@ import type { Subprocess } from "bun";
 import { strToU8, zipSync } from "fflate";
 import { useStandInImages } from "../../test/helpers/stand-ins";
 import { removeTempDirs, tempDir } from "../../test/helpers/temp";
-import { TestServer } from "../../test/helpers/server";
-import { ensureBinary, residentMegabytes, startBinary } from "./binary";
+import type { TestServer } from "../../test/helpers/server";
+import { ensureBinary, residentMegabytes, startBinary, printServerTail, runBenchmark } from "./binary";
 
 useStandInImages();
 
@@ -149,7 +149,7 @@ const fmt = (value: number, digits = 0) => (Number.isFinite(value) ? value.toFix
 
 async function main() {
   ensureTools();
-  if (!process.env.BENCH_BINARY) await ensureBinary();
+  await ensureBinary();
   let server: TestServer | undefined;
   let key = "";
   const appIds = new Set<string>();
@@ -176,11 +176,7 @@ async function main() {
     // The proxy's rate limits would answer most of the load with 429: they are set out of reach
     // (their bookkeeping still runs on every request).
     const unlimited = { PLATFORM_PROXY_IP_BURST: "1000000000", PLATFORM_PROXY_IP_RPS: "1000000000", PLATFORM_PROXY_HOST_BURST: "1000000000", PLATFORM_PROXY_HOST_RPS: "1000000000", PLATFORM_PROXY_IP_MAX_CONNECTIONS: "100000" };
-    if (process.env.BENCH_BINARY) {
-      // Another build of the platform (e.g. a copy of the tree with a change under test).
-      process.env.PLATFORM_TEST_BINARY = resolve(process.env.BENCH_BINARY);
-      server = await TestServer.start({ PLATFORM_EGRESS_FIREWALL: "off", ...unlimited });
-    } else server = await startBinary(unlimited);
+    server = await startBinary(unlimited);
     key = (await server.createKey("bench")).key;
     const pid = server.process!.pid;
 
@@ -282,14 +278,11 @@ async function main() {
       `platform RSS: ${rssBefore.toFixed(1)} MB before, ${rssAfter.toFixed(1)} MB at the end (peak ${rssPeak.toFixed(1)} MB): growth ${(rssAfter - rssBefore).toFixed(1)} MB (target < ${RSS_TARGET_MB} MB)`,
     );
   } catch (error) {
-    if (server) console.error(`last lines of the server's output:\n${server.output.split("\n").slice(-20).join("\n")}`);
+    printServerTail(server);
     throw error;
   } finally {
     await cleanUp();
   }
 }
 
-await main().catch((error) => {
-  console.error(error instanceof Error ? error.message : error);
-  process.exitCode = 1;
-});
+await runBenchmark(main);
