@@ -131,12 +131,18 @@ describe("bulk rename", () => {
     expect(change).toMatchObject({ action: "bulk-rename", pathCount: 4 });
   });
 
-  test("a form body works too; an invalid regular expression -> 400 INVALID_REGEX; a catastrophic one finishes at once", async () => {
+  test("URL-encoded and multipart bodies work too; an invalid regular expression -> 400 INVALID_REGEX; a catastrophic one finishes at once", async () => {
     const form = new URLSearchParams({ find: "(a+)+$", replace: "x", useRegex: "true", includeDirs: "true" });
     const started = Date.now();
     const linear = await server.request("POST", `/api/apps/${app.id}/fs/bulk-rename/preview`, { key, body: form.toString(), headers: { "content-type": "application/x-www-form-urlencoded" } });
     expect(linear.status).toBe(200);
     expect(Date.now() - started).toBeLessThan(2000);
+    const multipart = new FormData();
+    multipart.set("find", "logo");
+    multipart.set("basePath", "assets");
+    multipart.set("includeFiles", "true");
+    const fromForm = await fs("POST", "bulk-rename/preview", multipart);
+    expect(fromForm.body.entries.map((entry: any) => entry.from)).toEqual(["assets/logo-new.svg"]);
     const invalid = await fs("POST", "bulk-rename/preview", { find: "([unclosed", useRegex: true });
     expect({ status: invalid.status, code: invalid.body.code }).toEqual({ status: 400, code: "INVALID_REGEX" });
   });
