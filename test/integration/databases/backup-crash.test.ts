@@ -1,9 +1,9 @@
 // The platform killed (SIGKILL) in the middle of a restore, then started again on the same data
 // dir: the interrupted operation shows as failed, and the database is whole — put back from its
 // pre-restore backup at the next start (MariaDB, whose loads are not transactional; PostgreSQL's
-// load is one transaction). A kill mid-backup: ./backup-failures.test.ts.
+// load is one transaction), and in the middle of an upload. A kill mid-backup: ./backup-failures.test.ts.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { readdirSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { SQL } from "bun";
 import { TestServer } from "../../helpers/server";
@@ -59,7 +59,11 @@ async function bigRows(connectionString: string): Promise<number> {
   }
 }
 
-const backupFiles = (databaseId: string) => readdirSync(join(server.dataDir, "backups", databaseId));
+/** The files of the database's backups folder; none before its first backup. */
+const backupFiles = (databaseId: string) => {
+  const folder = join(server.dataDir, "backups", databaseId);
+  return existsSync(folder) ? readdirSync(folder) : [];
+};
 
 /** SIGKILL, as a crash or an OOM kill would, then a start on the same data dir. */
 async function killAndRestart() {
@@ -97,4 +101,37 @@ describe("killed mid-restore", () => {
     expect(await bigRows(database.connectionString)).toBe(BIG_ROWS);
     expect(backupFiles(database.id).filter((file) => file.endsWith(".partial"))).toEqual([]);
   }, 420_000);
+});
+
+describe("killed mid-upload", () => {
+  test("after the restart the uploaded backup is failed as interrupted and no partial file is left", async () => {
+    const { database } = await createDatabase(server, key, { name: "crash-upload", engine: "mysql", memoryMB: 256, storageGB: 1 });
+    // Not while its create operation holds it (409 BUSY).
+    await waitForStatus(server, key, database.id, ["running"]);
+    // A dump sent slowly, chunk after chunk, that never ends before the kill; random text, so the
+    // gzip file grows and is on disk (as .partial) when the kill comes.
+    const line = () => `INSERT INTO t VALUES ('${Buffer.from(crypto.getRandomValues(new Uint8Array(48))).toString("hex")}');\n`;
+    const endless = new ReadableStream<Uint8Array>({
+      start: (controller) => controller.enqueue(new TextEncoder().encode("-- MySQL dump 10.13\n")),
+      async pull(controller) {
+        await Bun.sleep(20);
+        controller.enqueue(new TextEncoder().encode(Array.from({ length: 1000 }, line).join("")));
+      },
+    });
+    const sending = fetch(`${server.baseUrl}/api/databases/${database.id}/backups/upload`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/octet-stream" },
+      body: endless,
+    }).catch(() => null);
+    await poll("the upload's partial file", 60_000, async () => (backupFiles(database.id).some((file) => file.endsWith(".partial")) ? true : undefined));
+    await killAndRestart();
+    await sending;
+
+    const listed = (await server.request("GET", `/api/databases/${database.id}/backups`, { key })).body.backups;
+    expect(listed.map((backup: any) => [backup.type, backup.status])).toEqual([["uploaded", "failed"]]);
+    expect(listed[0].error).toContain("interrupted");
+    expect(backupFiles(database.id)).toEqual([]);
+    const operation = await waitForOperationOfType(server, key, database.id, "upload");
+    expect(operation.status).toBe("failed");
+  }, 180_000);
 });
