@@ -53,6 +53,12 @@ class BuildStopped extends Error {
   }
 }
 
+/**
+ * Makes a build's new source tree once the build runs (a repository clone): answers the folder,
+ * which becomes the app's source tree. A failure throws BuildFailed with a message for the log.
+ */
+export type SourceFetch = (log: (line: string) => void, signal: AbortSignal) => Promise<string>;
+
 export type BuildOutcome =
   | { image: string; log: (line: string) => void }
   /** No image; `failure` is the app's statusReason, null when the app needs no change (deleted, preempted). */
@@ -129,15 +135,15 @@ export class Builder {
   }
 
   /**
-   * Runs the build `buildId` of the app: waits for a slot, makes `newSource` (an accepted upload)
-   * the source tree, builds. `preempt` is the app queue's signal (a stop or delete ends the build).
+   * Runs the build `buildId` of the app: waits for a slot, makes `newSource` (an accepted upload, or
+   * the folder a SourceFetch makes) the source tree, builds. `preempt` is the app queue's signal (a stop or delete ends the build).
    * Records the build's outcome; on failure the log is finished here, on success by the caller.
    */
-  async build(appId: string, buildId: string, newSource?: string, preempt?: AbortSignal): Promise<BuildOutcome> {
+  async build(appId: string, buildId: string, newSource?: string | SourceFetch, preempt?: AbortSignal): Promise<BuildOutcome> {
     const app = this.ctx.db.select().from(apps).where(eq(apps.id, appId)).get();
     const row = this.ctx.db.select().from(builds).where(eq(builds.id, buildId)).get();
     if (!app || app.status === "deleting" || row?.status !== "queued" || preempt?.aborted) {
-      if (newSource) void this.ctx.storage.discard(newSource);
+      if (typeof newSource === "string") void this.ctx.storage.discard(newSource);
       if (row?.status === "queued" && app && app.status !== "deleting") {
         const reason = `canceled: ${reasonOf(preempt?.reason)}`;
         this.ctx.buildLogs.append(appId, buildId, `==> Build ${reason}`);
@@ -175,6 +181,7 @@ export class Builder {
       const startedAt = Date.now();
       timer = setTimeout(() => controller.abort(new BuildStopped("failed", `timed out after ${timeoutSeconds} s`)), timeoutSeconds * 1000);
       this.ctx.db.update(builds).set({ status: "building" }).where(eq(builds.id, buildId)).run();
+      if (typeof newSource === "function") newSource = await newSource(log, controller.signal);
       if (newSource) this.ctx.storage.replaceSource(appId, newSource);
       newSource = undefined;
       const image = await this.makeImage(app, buildId, envVars, { log, output }, controller.signal);
@@ -204,7 +211,7 @@ export class Builder {
       clearTimeout(timer);
       releaseSlot?.();
       preempt?.removeEventListener("abort", onPreempt);
-      if (newSource) void this.ctx.storage.discard(newSource);
+      if (typeof newSource === "string") void this.ctx.storage.discard(newSource);
       this.running.delete(buildId);
       settle();
     }

@@ -14,7 +14,7 @@ import { LABEL_APP, LABEL_BUILD, LABEL_MANAGED, LABEL_WORKSPACE } from "../docke
 import { ensureWorkspaceNetwork, workspaceNetworkName } from "../docker/workspace-network";
 import { ApiError } from "../http/errors";
 import { randomBase62 } from "../crypto/tokens";
-import { Builder } from "./builder";
+import { Builder, type SourceFetch } from "./builder";
 import { readEnvVars } from "./env-vars";
 import type { AppStorage } from "./sources";
 import type { BuildLogs } from "./build-logs";
@@ -117,7 +117,7 @@ export class Deployer {
    * Build from the kept source (first replaced by `newSource`, an accepted upload, when given; see
    * ./builder.ts), then release; a build that fails or is canceled leaves the serving container alone.
    */
-  async buildAndRelease(appId: string, buildId: string, newSource?: string, signal?: AbortSignal): Promise<void> {
+  async buildAndRelease(appId: string, buildId: string, newSource?: string | SourceFetch, signal?: AbortSignal): Promise<void> {
     const built = await this.builder.build(appId, buildId, newSource, signal);
     if (!("image" in built)) {
       if (built.failure) await this.afterFailure(appId, built.failure);

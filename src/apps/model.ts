@@ -23,8 +23,16 @@ export type BuildStatus = (typeof BUILD_STATUSES)[number];
 /** Build statuses whose work may still be going on. */
 export const UNFINISHED_BUILD_STATUSES: BuildStatus[] = ["queued", "building"];
 
-/** Fields whose change restarts the app (a new container; runtime and startupCommand also rebuild). */
-export const RESTARTING_FIELDS = ["runtime", "memoryMB", "cpus", "startupCommand", "exposePort"] as const;
+/** How an app's image is made from its source. */
+export const BUILDERS = {
+  auto: "the platform's own plan for the detected runtime; the source's Dockerfile when nothing is detected",
+  dockerfile: "the source's Dockerfile (at the app's root), built with the same limits and run with the same hardening",
+} as const;
+export type BuilderSetting = keyof typeof BUILDERS;
+const builder = oneOf(Object.keys(BUILDERS) as BuilderSetting[], Object.entries(BUILDERS).map(([name, meaning]) => `\`${name}\`: ${meaning}`).join("; "));
+
+/** Fields whose change restarts the app (a new container; runtime, startupCommand and builder also rebuild). */
+export const RESTARTING_FIELDS = ["runtime", "memoryMB", "cpus", "startupCommand", "exposePort", "builder"] as const;
 
 export const MEMORY_MB = { minimum: 64, maximum: 16384 };
 export const DEFAULT_EXPOSE_PORT = 3000;
@@ -89,6 +97,8 @@ export const settingsBody = t.Object({
   exposePort: t.Optional(t.Nullable(exposePort)),
   subdomain: t.Optional(t.Nullable(subdomain)),
   autoRestart: t.Optional(t.Boolean()),
+  autoDeploy: t.Optional(t.Boolean({ description: "Repository apps: a push to the branch (POST /api/webhooks/github) starts a deploy" })),
+  builder: t.Optional(builder),
   rateLimits: t.Optional(rateLimits),
 });
 
@@ -151,6 +161,21 @@ export const AppRateLimitsSchema = resource(
   "The limits the public proxy applies to an app: its own where its settings set one, else the platform's.",
 );
 
+export const RepositorySchema = resource(
+  "Repository",
+  {
+    id: t.String({ description: "The repository's id at its host, as given at deploy" }),
+    owner: t.String(),
+    name: t.String(),
+    branch: t.String(),
+    path: t.String({ description: "The app's root inside the repository; empty for the top" }),
+    repoHostInstallationId: t.Nullable(t.String({ description: "The GitHub App installation that grants access, when private" })),
+    hasAccessToken: t.Boolean({ description: "An access token is stored (encrypted) for the repository; it is never shown" }),
+    url: t.String({ description: "Where it is cloned from: PLATFORM_GIT_BASE_URL/owner/name.git" }),
+  },
+  "The repository a repository deploy clones, and the branch it follows.",
+);
+
 export const AppSchema = resource(
   "App",
   {
@@ -167,7 +192,9 @@ export const AppSchema = resource(
     url: t.Nullable(t.String({ description: "Where the public proxy serves the app" })),
     startupCommand: t.String({ description: "`auto` or the command its container runs" }),
     autoRestart: t.Boolean(),
-    autoDeploy: t.Boolean(),
+    autoDeploy: t.Boolean({ description: "Repository apps: a push to the branch starts a deploy" }),
+    builder,
+    repository: t.Nullable(ref(RepositorySchema), { description: "The repository and branch it deploys from; null for an app deployed from ZIPs" }),
     rateLimits: t.Nullable(ref(AppRateLimitOverridesSchema), { description: "The app's own rate limits at the public proxy, as set in its settings; null when it has none" }),
     effectiveRateLimits: ref(AppRateLimitsSchema),
     machineId: t.String(),
@@ -188,8 +215,16 @@ export const BuildSchema = resource(
     id: t.String(),
     status: oneOf(BUILD_STATUSES),
     queuePosition: t.Nullable(t.Integer({ minimum: 1, description: "While `queued` for a build slot: 1 is next" })),
-    trigger: t.String({ description: "What started it: `upload`, `redeploy` (a new upload of the app, or POST redeploy), `settings`" }),
-    image: t.Nullable(t.String({ description: "The image built, once built" })),
+    trigger: t.String({
+      description:
+        "What started it: `upload` (the first ZIP), `redeploy` (a new upload of the app, or POST redeploy), `settings`, " +
+        "`repository` (a repository deploy), `push` (a signed GitHub push webhook), `deploy-hook` (the app's deploy-hook URL), `rollback`",
+    }),
+    image: t.Nullable(t.String({ description: "The image built (or released again by a rollback), once built" })),
+    imageKept: t.Boolean({ description: "The image is still on the engine, so a rollback to this build needs no rebuild (PLATFORM_APP_IMAGES_KEPT)" }),
+    commitSha: t.Nullable(t.String({ description: "Repository builds: the commit built, once cloned" })),
+    commitMessage: t.Nullable(t.String({ description: "Repository builds: the first line of that commit's message" })),
+    rollbackOf: t.Nullable(t.String({ description: "Rollbacks: the earlier build released again" })),
     error: t.Nullable(t.String({ description: "Why it failed or was canceled, e.g. `timed out after 900 s`, `canceled by a user`" })),
     startedAt: timestamp(),
     finishedAt: t.Nullable(timestamp()),

@@ -2,11 +2,10 @@
 // settings, env vars, lifecycle, logs and deletion; builds are read in ./builds.ts, routes and
 // restarts recovered in ./recovery.ts. Docker work goes through the Deployer's per-app queue, so
 // two changes to one app never race.
-import { and, eq, ne } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import { apps, builds, databases } from "../db/schema";
-import { newId, randomBase62 } from "../crypto/tokens";
+import { apps, builds } from "../db/schema";
 import { ApiError } from "../http/errors";
 import { readMultipart } from "../http/multipart";
 import { LABEL_APP } from "../docker/container-spec";
@@ -20,8 +19,9 @@ import { mergeEnvVars, readEnvVars, validateEnvVars } from "./env-vars";
 import { Deployer, type AppRow, type AppsContext } from "./deployer";
 import { releaseWorkspaceNetwork } from "../docker/workspace-network";
 import type { Static } from "@sinclair/typebox";
-import { AppSchema, DEFAULT_EXPOSE_PORT, SERVING_STATUSES, type AppStatus } from "./model";
+import { AppSchema, DEFAULT_EXPOSE_PORT, SERVING_STATUSES, type AppStatus, type BuilderSetting } from "./model";
 import { AppBuilds } from "./builds";
+import { AppRecords } from "./app-records";
 import { AppRecovery } from "./recovery";
 import { appView } from "./view";
 import { effectiveRateLimits, rateLimitColumnsAfter, sameRateLimits, type RateLimitsInput } from "./rate-limits";
@@ -37,6 +37,8 @@ export interface SettingsInput {
   exposePort?: number | null;
   subdomain?: string | null;
   autoRestart?: boolean;
+  autoDeploy?: boolean;
+  builder?: BuilderSetting;
   rateLimits?: RateLimitsInput;
 }
 
@@ -46,6 +48,8 @@ export class AppsService {
   readonly builds: AppBuilds;
   /** The reconciler's owner of app containers, proxy routes, and recovery after a platform restart. */
   readonly recovery: AppRecovery;
+  /** App rows and build entries of deploys (./app-records.ts). */
+  readonly records: AppRecords;
   private readonly uploadSlots = new UploadSlots(UPLOADS_PER_WORKSPACE);
   private readonly deletions = new Set<Promise<void>>();
   /** The disk quota's accounting; app sources are counted here, backups register beside them. */
@@ -57,6 +61,7 @@ export class AppsService {
 
   constructor(private readonly ctx: AppsContext) {
     this.deployer = new Deployer(ctx);
+    this.records = new AppRecords(ctx);
     this.builds = new AppBuilds(ctx, this.deployer, (workspaceId, appId) => this.get(workspaceId, appId));
     this.recovery = new AppRecovery(ctx, this.deployer, (app) => this.removeEverything(app));
     this.proxyPort = ctx.config.proxyPort;
@@ -87,25 +92,6 @@ export class AppsService {
     return app;
   }
 
-  private subdomainTaken(subdomain: string, exceptAppId = "") {
-    return this.ctx.db.select({ id: apps.id }).from(apps).where(and(eq(apps.subdomain, subdomain), ne(apps.id, exceptAppId))).get() !== undefined;
-  }
-
-  private freeSubdomain(name: string): string {
-    if (!this.subdomainTaken(name)) return name;
-    for (;;) {
-      const candidate = `${name.slice(0, 57)}-${randomBase62(5).toLowerCase()}`;
-      if (!this.subdomainTaken(candidate)) return candidate;
-    }
-  }
-
-  private newBuild(appId: string, trigger: string): string {
-    const id = newId("bld");
-    this.ctx.db.insert(builds).values({ id, appId, status: "queued", trigger, startedAt: Date.now() }).run();
-    this.ctx.buildLogs.open(id); // followable while queued, not only once it runs
-    return id;
-  }
-
   /** POST /api/apps/deploy: streams the upload to disk, checks it, and starts the build in the background. */
   async deploy(principal: Principal, request: Request) {
     const workspaceId = principal.workspaceId;
@@ -123,59 +109,10 @@ export class AppsService {
       if (!file) invalid("file", "a ZIP archive of the app is required");
       const machineId = this.ctx.machines.place(input.machineId).machineId;
       const { totalBytes } = await extractZip(upload, staging, this.ctx.config.uploads);
-      releaseDisk = await this.reserveDiskRoom(workspaceId, this.findByName(workspaceId, input.name)?.id, totalBytes);
+      releaseDisk = await this.reserveDiskRoom(workspaceId, this.records.findByName(workspaceId, input.name)?.id, totalBytes);
       // From here to the end nothing awaits: no other request can slip in between checks and writes.
-      const existing = this.findByName(workspaceId, input.name);
-      if (!existing) this.assertNameFree(workspaceId, input.name);
-      const usage = workspaceUsage(this.ctx.db, workspaceId);
-      const quotas = this.ctx.config.quotas;
-      if (!existing) assertWithinQuota("apps", usage.apps, 1, quotas.apps);
-      assertWithinQuota("memoryMB", usage.memoryMB, input.memoryMB - (existing?.memoryMB ?? 0), quotas.memoryMB);
-      if (input.subdomain && this.subdomainTaken(input.subdomain, existing?.id)) {
-        throw new ApiError("SUBDOMAIN_TAKEN", `Subdomain '${input.subdomain}' is taken`);
-      }
-      const appId = existing?.id ?? newId("app");
-      const now = Date.now();
-      if (existing) {
-        this.ctx.db
-          .update(apps)
-          .set({
-            runtime: input.runtime,
-            memoryMB: input.memoryMB,
-            ...(input.cpus !== undefined && { cpus: input.cpus }),
-            ...(input.startupCommand !== undefined && { startupCommand: input.startupCommand }),
-            ...(input.exposePort !== undefined && { exposePort: input.exposePort }),
-            ...(input.subdomain !== undefined && { subdomain: input.subdomain }),
-            ...(input.autoRestart !== undefined && { autoRestart: input.autoRestart }),
-            updatedAt: now,
-          })
-          .where(eq(apps.id, appId))
-          .run();
-        if (input.subdomain !== undefined && input.subdomain !== existing.subdomain) this.moveRoute(existing, input.subdomain);
-      } else {
-        this.ctx.db
-          .insert(apps)
-          .values({
-            id: appId,
-            workspaceId,
-            name: input.name,
-            runtime: input.runtime,
-            status: "building",
-            memoryMB: input.memoryMB,
-            cpus: input.cpus ?? null,
-            exposePort: input.exposePort ?? DEFAULT_EXPOSE_PORT,
-            subdomain: input.subdomain ?? this.freeSubdomain(input.name),
-            startupCommand: input.startupCommand ?? "auto",
-            autoRestart: input.autoRestart ?? true,
-            autoDeploy: false,
-            machineId,
-            createdAt: now,
-            updatedAt: now,
-          })
-          .run();
-      }
-      mergeEnvVars(this.ctx.db, this.ctx.secrets, appId, input.envVars);
-      const buildId = this.newBuild(appId, existing ? "redeploy" : "upload");
+      const { appId, existing } = this.records.accept(workspaceId, input, machineId, {}, (app, subdomain) => this.moveRoute(app, subdomain));
+      const buildId = this.records.newBuild(appId, existing ? "redeploy" : "upload");
       // The tree becomes the app's source when its build starts, never under a build still reading the old one.
       const newSource = this.ctx.storage.keepForBuild(appId, buildId, staging);
       this.sourceBytes.set(appId, Promise.resolve(totalBytes));
@@ -206,17 +143,6 @@ export class AppsService {
     }
   }
 
-  /** App and database names share the workspace network's DNS: one name, one thing. */
-  private assertNameFree(workspaceId: string, name: string) {
-    const app = this.findByName(workspaceId, name);
-    const database = this.ctx.db.select({ id: databases.id }).from(databases).where(and(eq(databases.workspaceId, workspaceId), eq(databases.name, name))).get();
-    if (app || database) throw new ApiError("NAME_TAKEN", `'${name}' is already the name of ${app ? "an app" : "a database"} in this workspace`);
-  }
-
-  private findByName(workspaceId: string, name: string): AppRow | undefined {
-    return this.ctx.db.select().from(apps).where(and(eq(apps.workspaceId, workspaceId), eq(apps.name, name))).get();
-  }
-
   /** POST /api/apps/inspect-env: the variables an uploaded app needs, without deploying anything. */
   async inspectEnv(principal: Principal, request: Request) {
     const releaseSlot = this.uploadSlots.take(principal.workspaceId);
@@ -233,8 +159,8 @@ export class AppsService {
   async updateSettings(workspaceId: string, appId: string, input: SettingsInput) {
     const app = this.get(workspaceId, appId);
     if (input.startupCommand !== undefined) checkStartupCommand(input.startupCommand);
-    if (input.name !== undefined && input.name !== app.name) this.assertNameFree(workspaceId, input.name);
-    if (input.subdomain && this.subdomainTaken(input.subdomain, app.id)) {
+    if (input.name !== undefined && input.name !== app.name) this.records.assertNameFree(workspaceId, input.name);
+    if (input.subdomain && this.records.subdomainTaken(input.subdomain, app.id)) {
       throw new ApiError("SUBDOMAIN_TAKEN", `Subdomain '${input.subdomain}' is taken`);
     }
     const next = {
@@ -246,9 +172,11 @@ export class AppsService {
       exposePort: input.exposePort === undefined ? app.exposePort : (input.exposePort ?? DEFAULT_EXPOSE_PORT),
       subdomain: input.subdomain === undefined ? app.subdomain : input.subdomain,
       autoRestart: input.autoRestart ?? app.autoRestart,
+      autoDeploy: input.autoDeploy ?? app.autoDeploy,
+      builder: input.builder ?? app.builder,
       ...rateLimitColumnsAfter(app, input.rateLimits),
     };
-    const rebuild = next.runtime !== app.runtime || next.startupCommand !== app.startupCommand;
+    const rebuild = next.runtime !== app.runtime || next.startupCommand !== app.startupCommand || next.builder !== app.builder;
     const restart = rebuild || next.memoryMB !== app.memoryMB || next.cpus !== app.cpus || next.exposePort !== app.exposePort;
     assertWithinQuota("memoryMB", workspaceUsage(this.ctx.db, workspaceId).memoryMB, next.memoryMB - app.memoryMB, this.ctx.config.quotas.memoryMB);
     this.ctx.db.update(apps).set({ ...next, updatedAt: Date.now() }).where(eq(apps.id, app.id)).run();
@@ -270,7 +198,7 @@ export class AppsService {
     const serving = app.containerId !== null && app.status !== "stopped" && app.status !== "stopping";
     if (!restart || (!serving && app.status !== "failed")) return { restarted: false, buildId: null };
     if (rebuildTrigger || !app.currentBuildId) {
-      const buildId = this.newBuild(app.id, rebuildTrigger ?? "settings");
+      const buildId = this.records.newBuild(app.id, rebuildTrigger ?? "settings");
       this.deployer.schedule(app.id, (signal) => this.deployer.buildAndRelease(app.id, buildId, undefined, signal));
       return { restarted: true, buildId };
     }
@@ -422,7 +350,7 @@ export class AppsService {
   redeploy(workspaceId: string, appId: string) {
     const app = this.get(workspaceId, appId);
     if (app.status === "deleting") throw new ApiError("NOT_FOUND", "App not found");
-    const buildId = this.newBuild(app.id, "redeploy");
+    const buildId = this.records.newBuild(app.id, "redeploy");
     this.ctx.buildLogs.append(app.id, buildId, "==> Redeploy of the kept source tree");
     this.deployer.schedule(app.id, (signal) => this.deployer.buildAndRelease(app.id, buildId, undefined, signal));
     return { app: this.publicApp(this.get(workspaceId, appId)), buildId };

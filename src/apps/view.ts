@@ -3,10 +3,10 @@
 import type { Static } from "@sinclair/typebox";
 import type { Config, Runtime } from "../config";
 import type { AppRow } from "./deployer";
-import { AppSchema, type AppStatus } from "./model";
+import { AppSchema, type AppStatus, type BuilderSetting } from "./model";
 import { effectiveRateLimits, rateLimitOverridesOf, rateLimitsView } from "./rate-limits";
 
-export function appView(app: AppRow, config: Pick<Config, "defaultCpus" | "domain" | "proxyRateLimits">, proxyPort: number): Static<typeof AppSchema> {
+export function appView(app: AppRow, config: Pick<Config, "defaultCpus" | "domain" | "proxyRateLimits" | "git">, proxyPort: number): Static<typeof AppSchema> {
   return {
     id: app.id,
     name: app.name,
@@ -22,6 +22,8 @@ export function appView(app: AppRow, config: Pick<Config, "defaultCpus" | "domai
     startupCommand: app.startupCommand,
     autoRestart: app.autoRestart,
     autoDeploy: app.autoDeploy,
+    builder: app.builder as BuilderSetting,
+    repository: repositoryView(app, config.git.baseUrl),
     rateLimits: rateLimitOverridesOf(app),
     effectiveRateLimits: rateLimitsView(effectiveRateLimits(app, config.proxyRateLimits)),
     machineId: app.machineId,
@@ -30,5 +32,19 @@ export function appView(app: AppRow, config: Pick<Config, "defaultCpus" | "domai
     workspaceId: app.workspaceId,
     createdAt: new Date(app.createdAt).toISOString(),
     updatedAt: new Date(app.updatedAt).toISOString(),
+  };
+}
+
+function repositoryView(app: AppRow, baseUrl: string): Static<typeof AppSchema>["repository"] {
+  if (app.repoOwner === null || app.repoName === null || app.repoBranch === null) return null;
+  return {
+    id: app.repoId ?? "",
+    owner: app.repoOwner,
+    name: app.repoName,
+    branch: app.repoBranch,
+    path: app.repoPath ?? "",
+    repoHostInstallationId: app.repoInstallationId,
+    hasAccessToken: app.repoTokenEncrypted !== null,
+    url: `${baseUrl}/${app.repoOwner}/${app.repoName}.git`,
   };
 }

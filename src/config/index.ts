@@ -40,6 +40,17 @@ export interface BackupSettings {
   s3: BackupBucket | null;
 }
 
+/** Where repository deploys clone from, and how the platform proves it may (src/apps/repository). */
+export interface GitSettings {
+  /** Repositories are `<baseUrl>/<owner>/<name>.git`. */
+  baseUrl: string;
+  cloneTimeoutSeconds: number;
+  /** The GitHub App that grants access to private repositories; null unless PLATFORM_GITHUB_APP_ID is set. */
+  githubApp: { appId: string; privateKeyFile: string; apiBaseUrl: string } | null;
+  /** Signs the deliveries of POST /api/webhooks/github; webhooks are refused while unset. */
+  webhookSecret: string | undefined;
+}
+
 export interface Config {
   dataDir: string;
   databaseFile: string;
@@ -86,6 +97,9 @@ export interface Config {
   reconcileSchedule: string;
   /** Builds kept per app (besides its current build and unfinished ones) when housekeeping runs. */
   buildRetention: number;
+  /** Images kept per app for rollbacks (besides the one serving): the newest successful builds'. */
+  appImagesKept: number;
+  git: GitSettings;
   backups: BackupSettings;
   /** Croner schedule of housekeeping: pruning expired sessions and old builds. */
   housekeepingSchedule: string;
@@ -205,6 +219,34 @@ function backupBucketSetting(env: Record<string, string | undefined>): BackupBuc
   };
 }
 
+/** An http(s) URL without credentials (a token in it would reach logs) or a trailing slash. */
+function baseUrlSetting(env: Record<string, string | undefined>, name: string, fallback: string): string {
+  const raw = textSetting(env, name, fallback);
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new Error(`${name} must be an http(s) URL, got "${raw}"`);
+  }
+  if (!/^https?:$/.test(url.protocol) || url.username || url.password || url.search || url.hash) {
+    throw new Error(`${name} must be an http(s) URL without credentials, query or fragment, got "${raw}"`);
+  }
+  return raw.replace(/\/+$/, "");
+}
+
+function gitSettings(env: Record<string, string | undefined>): GitSettings {
+  const appId = env.PLATFORM_GITHUB_APP_ID || undefined;
+  if (appId !== undefined && !/^\d+$/.test(appId)) throw new Error(`PLATFORM_GITHUB_APP_ID must be a number, got "${appId}"`);
+  const privateKeyFile = env.PLATFORM_GITHUB_APP_PRIVATE_KEY_FILE || undefined;
+  if (appId && !privateKeyFile) throw new Error("PLATFORM_GITHUB_APP_ID is set: PLATFORM_GITHUB_APP_PRIVATE_KEY_FILE must name the app's private key");
+  return {
+    baseUrl: baseUrlSetting(env, "PLATFORM_GIT_BASE_URL", "https://github.com"),
+    cloneTimeoutSeconds: integerSetting(env, "PLATFORM_GIT_CLONE_TIMEOUT_SECONDS", 300, 1),
+    githubApp: appId && privateKeyFile ? { appId, privateKeyFile, apiBaseUrl: baseUrlSetting(env, "PLATFORM_GITHUB_API_URL", "https://api.github.com") } : null,
+    webhookSecret: env.PLATFORM_GITHUB_WEBHOOK_SECRET || undefined,
+  };
+}
+
 function textSetting(env: Record<string, string | undefined>, name: string, fallback: string): string {
   const raw = env[name];
   return raw === undefined || raw === "" ? fallback : raw;
@@ -300,6 +342,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     sessionTtlSeconds: integerSetting(env, "PLATFORM_SESSION_TTL_HOURS", 168, 1) * 3600,
     reconcileSchedule: textSetting(env, "PLATFORM_RECONCILE_SCHEDULE", "*/30 * * * * *"),
     buildRetention: integerSetting(env, "PLATFORM_BUILD_RETENTION", 50, 1),
+    appImagesKept: integerSetting(env, "PLATFORM_APP_IMAGES_KEPT", 3, 1),
+    git: gitSettings(env),
     backups: {
       uploadMaxBytes: integerSetting(env, "PLATFORM_BACKUP_UPLOAD_MAX_MB", 10_240, 1) * 1024 * 1024,
       s3: backupBucketSetting(env),

@@ -10,6 +10,7 @@ import m0004 from "./migrations/0004_proxy_rate_limits.sql" with { type: "text" 
 import m0005 from "./migrations/0005_database_backups.sql" with { type: "text" };
 import m0006 from "./migrations/0006_backup_schedules_and_copies.sql" with { type: "text" };
 import m0007 from "./migrations/0007_app_file_changes.sql" with { type: "text" };
+import m0008 from "./migrations/0008_git_deploys.sql" with { type: "text" };
 
 export const EMBEDDED_MIGRATIONS: Record<string, string> = {
   "0000_init": m0000,
@@ -20,6 +21,7 @@ export const EMBEDDED_MIGRATIONS: Record<string, string> = {
   "0005_database_backups": m0005,
   "0006_backup_schedules_and_copies": m0006,
   "0007_app_file_changes": m0007,
+  "0008_git_deploys": m0008,
 };
 
 export interface MigrationMeta {

@@ -142,6 +142,21 @@ export const apps = sqliteTable(
     proxyHostRps: integer("proxy_host_rps"),
     /** When the kept source tree was last edited through the file system API (src/apps/files). */
     filesChangedAt: integer("files_changed_at"),
+    /** How images are built: auto, dockerfile (see src/apps/model.ts BUILDERS). */
+    builder: text("builder").notNull().default("auto"),
+    /** The repository a repository deploy clones (src/apps/repository); null for ZIP apps. */
+    repoId: text("repo_id"),
+    repoOwner: text("repo_owner"),
+    repoName: text("repo_name"),
+    repoBranch: text("repo_branch"),
+    /** The app's root inside the repository ("" for the top). */
+    repoPath: text("repo_path"),
+    /** The GitHub App installation that grants access to a private repository. */
+    repoInstallationId: text("repo_installation_id"),
+    /** An access token for the repository, encrypted by the SecretBox. */
+    repoTokenEncrypted: text("repo_token_encrypted"),
+    /** The secret of the app's deploy-hook URL, encrypted by the SecretBox; null until one is made. */
+    deployHookEncrypted: text("deploy_hook_encrypted"),
     createdAt: integer("created_at").notNull(),
     updatedAt: integer("updated_at").notNull(),
   },
@@ -168,6 +183,13 @@ export const builds = sqliteTable(
     status: text("status").notNull(),
     trigger: text("trigger").notNull(),
     image: text("image"),
+    /** When the image was removed to keep only the newest few per app (PLATFORM_APP_IMAGES_KEPT). */
+    imageRemovedAt: integer("image_removed_at"),
+    /** The commit a repository build was made from. */
+    commitSha: text("commit_sha"),
+    commitMessage: text("commit_message"),
+    /** The earlier build a rollback released again. */
+    rollbackOf: text("rollback_of"),
     error: text("error"),
     startedAt: integer("started_at").notNull(),
     finishedAt: integer("finished_at"),
