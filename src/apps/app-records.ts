@@ -9,7 +9,7 @@ import type { Runtime } from "../config";
 import { assertWithinQuota } from "../quotas/limits";
 import { workspaceUsage } from "../quotas/usage";
 import { mergeEnvVars } from "./env-vars";
-import { DEFAULT_EXPOSE_PORT } from "./model";
+import { DEFAULT_EXPOSE_PORT, type BuilderSetting } from "./model";
 import type { AppRow, AppsContext } from "./deployer";
 
 /** The fields of a deploy form (./deploy-form.ts parseDeployFields). */
@@ -23,6 +23,7 @@ export interface DeployInput {
   exposePort?: number;
   subdomain?: string;
   autoRestart?: boolean;
+  builder?: BuilderSetting;
 }
 
 export class AppRecords {
@@ -85,6 +86,7 @@ export class AppRecords {
           ...(input.exposePort !== undefined && { exposePort: input.exposePort }),
           ...(input.subdomain !== undefined && { subdomain: input.subdomain }),
           ...(input.autoRestart !== undefined && { autoRestart: input.autoRestart }),
+          ...(input.builder !== undefined && { builder: input.builder }),
           ...extra,
           updatedAt: now,
         })
@@ -107,6 +109,7 @@ export class AppRecords {
           startupCommand: input.startupCommand ?? "auto",
           autoRestart: input.autoRestart ?? true,
           autoDeploy: false,
+          builder: input.builder ?? "auto",
           machineId,
           ...extra,
           createdAt: now,

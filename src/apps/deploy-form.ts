@@ -3,7 +3,7 @@
 import { ApiError } from "../http/errors";
 import { parseEnvVarsField } from "./env-vars";
 import { CONTAINER_CPUS, type Runtime } from "../config";
-import { MAX_STARTUP_COMMAND, MEMORY_MB, NAME_PATTERN, SUBDOMAIN_PATTERN } from "./model";
+import { BUILDERS, MAX_STARTUP_COMMAND, MEMORY_MB, NAME_PATTERN, SUBDOMAIN_PATTERN, type BuilderSetting } from "./model";
 
 const RUNTIMES: Runtime[] = ["node", "bun", "python"];
 
@@ -37,6 +37,13 @@ export function checkStartupCommand(command: string) {
   }
 }
 
+function builderField(fields: Record<string, string>): BuilderSetting | undefined {
+  const raw = fields.builder;
+  if (raw === undefined || raw === "") return undefined;
+  if (!(raw in BUILDERS)) invalid("builder", `one of ${Object.keys(BUILDERS).join(", ")}`);
+  return raw as BuilderSetting;
+}
+
 export function parseDeployFields(fields: Record<string, string>) {
   const name = fields.name ?? invalid("name", "required");
   if (!new RegExp(NAME_PATTERN).test(name)) invalid("name", "lowercase letters, digits and dashes, 1-63 characters");
@@ -61,6 +68,7 @@ export function parseDeployFields(fields: Record<string, string>) {
     exposePort,
     subdomain,
     autoRestart: autoRestartText === undefined ? undefined : autoRestartText === "true",
+    builder: builderField(fields),
     machineId: fields.machineId || undefined,
   };
 }

@@ -72,7 +72,8 @@ export function appsRoutes(ctx: ServerContext) {
             "(`node`, `bun`, `python`, required), `memoryMB` (required, 64-16384), `cpus` (0.1-16, default PLATFORM_DEFAULT_CPUS), `startupCommand` (omit or `auto` to detect " +
             "Vite, Next.js, Node, Bun, static sites, FastAPI/Flask/Django/Python; else a one-line command run with `sh -c`), `envVars` " +
             "(JSON object text), `exposePort` (default 3000, given to the app as PORT), `subdomain` (default: the name, or the " +
-            "name with a suffix when taken), `autoRestart` (default true), `machineId` (default `local`). Deploying a name " +
+            "name with a suffix when taken), `autoRestart` (default true), `builder` (`auto` or `dockerfile`, default `auto`), `machineId` " +
+            "(default `local`). Deploying a name " +
             "that exists in the workspace releases a new version of that app. Answers 202 at once with " +
             `${APP_FIELDS} plus \`buildId\` and \`created\`; the build and start go on in the background ` +
             "(`building` -> `starting` -> `running`, or `failed`). The upload is streamed to disk: 413 `PAYLOAD_TOO_LARGE` " +

@@ -116,6 +116,7 @@ export const deployForm = t.Object({
   exposePort: t.Optional(exposePort),
   subdomain: t.Optional(t.String({ pattern: SUBDOMAIN_PATTERN, description: "Default: the name, or the name with a suffix when taken" })),
   autoRestart: t.Optional(t.Boolean({ default: true })),
+  builder: t.Optional(builder),
   machineId: t.Optional(t.String({ default: "local" })),
 });
 

@@ -30,6 +30,8 @@ export const AUDIT_ACTIONS = [
   "app.settings_changed",
   "app.redeployed",
   "app.files_changed",
+  "app.rolled_back",
+  "app.deploy_hook_rotated",
   "database.created",
   "database.started",
   "database.stopped",

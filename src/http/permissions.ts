@@ -55,6 +55,7 @@ export const PERMISSIONS: Record<string, RoutePermission> = {
   // Apps. Members may delete apps: an app is redeployed from its ZIP, a database's data is gone for good.
   "GET /api/apps/": { roles: EVERYONE },
   "POST /api/apps/deploy": { roles: OPERATORS, audit: "app.deployed" },
+  "POST /api/apps/deploy-from-repo": { roles: OPERATORS, audit: "app.deployed" },
   "POST /api/apps/inspect-env": { roles: OPERATORS },
   "GET /api/apps/:appId": { roles: EVERYONE },
   "POST /api/apps/:appId/start": { roles: OPERATORS, audit: "app.started" },
@@ -71,7 +72,11 @@ export const PERMISSIONS: Record<string, RoutePermission> = {
   "GET /api/apps/:appId/builds/:buildId": { roles: EVERYONE },
   "GET /api/apps/:appId/builds/:buildId/log": { roles: EVERYONE },
   "POST /api/apps/:appId/builds/:buildId/cancel": { roles: OPERATORS, audit: "build.canceled" },
+  "POST /api/apps/:appId/builds/:buildId/rollback": { roles: OPERATORS, audit: "app.rolled_back" },
   "POST /api/apps/:appId/redeploy": { roles: OPERATORS, audit: "app.redeployed" },
+  // The deploy-hook URL deploys the app when anyone holding it POSTs to it: a secret, as env values are.
+  "GET /api/apps/:appId/deploy-hook": { roles: OPERATORS },
+  "POST /api/apps/:appId/deploy-hook": { roles: OPERATORS, audit: "app.deploy_hook_rotated" },
   // App files. A source tree may hold secrets (an .env file): as for env values, viewers list names only.
   "GET /api/apps/:appId/fs/list": { roles: EVERYONE },
   "GET /api/apps/:appId/fs/history": { roles: EVERYONE },
