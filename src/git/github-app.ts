@@ -1,0 +1,170 @@
+// Installation tokens of the platform's GitHub App, with which deploys clone private repositories:
+// the app signs a short-lived JWT with its private key and trades it at GitHub's API for a token of
+// one installation (an account or organization that installed the app). Such a token lives an hour.
+import { createPrivateKey, sign, type KeyObject } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { redact } from "../crypto/redact";
+
+export interface GitHubAppSettings {
+  appId: string;
+  privateKeyFile: string;
+  /** Without a trailing slash, e.g. https://api.github.com. */
+  apiBaseUrl: string;
+}
+
+/** A failure to get a token, in words safe to show users: it never holds a token or the JWT. */
+export class GitHubAppError extends Error {}
+
+const KEY_SETTING = "PLATFORM_GITHUB_APP_PRIVATE_KEY_FILE";
+// GitHub refuses app JWTs that live over 10 minutes; iat is backdated for a clock that runs ahead of GitHub's.
+const JWT_BACKDATE_SECONDS = 60;
+const JWT_LIFETIME_SECONDS = 9 * 60;
+/** A cached token is replaced this long before it expires, so that a clone started with it can finish. */
+const REFRESH_BEFORE_EXPIRY_MS = 5 * 60_000;
+const DEFAULT_TIMEOUT_MS = 15_000;
+const GITHUB_MESSAGE_MAX_CHARS = 200;
+
+interface InstallationToken {
+  token: string;
+  refreshAt: number;
+}
+
+export class GitHubAppTokens {
+  private readonly now: () => number;
+  private readonly timeoutMs: number;
+  private privateKey: KeyObject | undefined;
+  private readonly tokens = new Map<string, InstallationToken>();
+  private readonly requests = new Map<string, Promise<InstallationToken>>();
+
+  constructor(
+    private readonly settings: GitHubAppSettings,
+    options: { now?: () => number; timeoutMs?: number } = {},
+  ) {
+    this.now = options.now ?? Date.now;
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  }
+
+  /**
+   * A token for the installation, cached until 5 minutes before its expires_at. Concurrent calls
+   * share one request; `signal` only ends this caller's wait, so the others still get the token.
+   */
+  async installationToken(installationId: string, signal?: AbortSignal): Promise<string> {
+    // It goes into the URL's path.
+    if (!/^\d+$/.test(installationId)) throw new GitHubAppError("repoHostInstallationId must be a number");
+    signal?.throwIfAborted();
+    const cached = this.tokens.get(installationId);
+    if (cached && this.now() < cached.refreshAt) return cached.token;
+    let request = this.requests.get(installationId);
+    if (!request) {
+      request = this.requestToken(installationId).finally(() => this.requests.delete(installationId));
+      this.requests.set(installationId, request);
+    }
+    return (await untilAborted(request, signal)).token;
+  }
+
+  /** The signed app JWT (RS256), valid for 9 minutes. */
+  appJwt(): string {
+    const nowSeconds = Math.floor(this.now() / 1000);
+    const header = base64Url(JSON.stringify({ alg: "RS256", typ: "JWT" }));
+    const claims = base64Url(
+      JSON.stringify({ iat: nowSeconds - JWT_BACKDATE_SECONDS, exp: nowSeconds + JWT_LIFETIME_SECONDS, iss: this.settings.appId }),
+    );
+    const signature = sign("RSA-SHA256", Buffer.from(`${header}.${claims}`), this.key()).toString("base64url");
+    return `${header}.${claims}.${signature}`;
+  }
+
+  private async requestToken(installationId: string): Promise<InstallationToken> {
+    const jwt = this.appJwt();
+    const apiBaseUrl = this.settings.apiBaseUrl;
+    let response: Response;
+    let bodyText: string;
+    try {
+      response = await fetch(`${apiBaseUrl}/app/installations/${installationId}/access_tokens`, {
+        method: "POST",
+        headers: {
+          Authorization: `Bearer ${jwt}`,
+          Accept: "application/vnd.github+json",
+          "X-GitHub-Api-Version": "2022-11-28",
+          "User-Agent": "self-hosted-platform",
+        },
+        // A redirect would carry the JWT to wherever it points.
+        redirect: "manual",
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+      bodyText = await response.text();
+    } catch (error) {
+      const reason = (error as Error).name === "TimeoutError" ? `no answer within ${this.timeoutMs / 1000} s` : (error as Error).message;
+      throw new GitHubAppError(`could not reach ${apiBaseUrl}: ${this.withoutSecrets(reason, jwt)}`);
+    }
+    const body = parseJson(bodyText);
+    if (response.status === 401) {
+      throw new GitHubAppError(
+        `GitHub refused the app's JWT (401): check PLATFORM_GITHUB_APP_ID and that ${KEY_SETTING} holds that app's private key`,
+      );
+    }
+    if (response.status === 404) {
+      throw new GitHubAppError(`GitHub knows no such installation of the app (installation id ${installationId})`);
+    }
+    if (!response.ok) {
+      const message = typeof body?.message === "string" ? body.message : response.statusText || "no message";
+      throw new GitHubAppError(`GitHub answered ${response.status}: ${this.withoutSecrets(message, jwt).slice(0, GITHUB_MESSAGE_MAX_CHARS)}`);
+    }
+    const expiresAt = typeof body?.expires_at === "string" ? Date.parse(body.expires_at) : Number.NaN;
+    if (typeof body?.token !== "string" || body.token === "" || Number.isNaN(expiresAt)) {
+      throw new GitHubAppError(`GitHub answered ${response.status} without an installation token and its expires_at`);
+    }
+    const token = { token: body.token, refreshAt: expiresAt - REFRESH_BEFORE_EXPIRY_MS };
+    this.tokens.set(installationId, token);
+    return token;
+  }
+
+  /** Text from GitHub or the network with the JWT and every token known here masked. */
+  private withoutSecrets(text: string, jwt: string): string {
+    return redact(text, [jwt, ...[...this.tokens.values()].map(({ token }) => token)]);
+  }
+
+  /** Read on first use, so that a platform without deploys from GitHub never needs the file. */
+  private key(): KeyObject {
+    if (this.privateKey) return this.privateKey;
+    let pem: string;
+    try {
+      pem = readFileSync(this.settings.privateKeyFile, "utf8");
+    } catch (error) {
+      throw new GitHubAppError(`${KEY_SETTING} names a file that cannot be read (${(error as NodeJS.ErrnoException).code ?? "error"})`);
+    }
+    let key: KeyObject;
+    try {
+      key = createPrivateKey(pem);
+    } catch {
+      throw new GitHubAppError(`${KEY_SETTING} does not hold an unencrypted PEM private key`);
+    }
+    if (key.asymmetricKeyType !== "rsa") {
+      throw new GitHubAppError(`${KEY_SETTING} holds a key of type ${key.asymmetricKeyType}; GitHub Apps sign with RSA`);
+    }
+    this.privateKey = key;
+    return key;
+  }
+}
+
+function base64Url(text: string): string {
+  return Buffer.from(text).toString("base64url");
+}
+
+function parseJson(text: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === "object" && value !== null ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `promise`, or the signal's reason as soon as it aborts. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  return new Promise<T>((resolve, reject) => {
+    const abort = () => reject(signal.reason);
+    signal.addEventListener("abort", abort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", abort));
+  });
+}
