@@ -5,6 +5,8 @@
 // OUTPUT_BYTES_PER_SECOND). A timeout or a cancel kills it. The container is committed and the
 // engine's builder makes the app image from /app of that commit with a Dockerfile that runs
 // nothing. The build container and the committed image are removed whatever the outcome.
+// An app whose builder is its own Dockerfile is built by the engine's builder instead, with the
+// same limits (./dockerfile-build.ts).
 import { readFileSync } from "node:fs";
 import { and, eq } from "drizzle-orm";
 import { apps, builds } from "../db/schema";
@@ -15,7 +17,8 @@ import { tarStream, type TarEntry } from "../docker/tar";
 import { ensureWorkspaceNetwork } from "../docker/workspace-network";
 import { ApiError } from "../http/errors";
 import { redact } from "../crypto/redact";
-import { DetectionFailed, planWithCommand, type BuildPlan } from "./detect";
+import { DetectionFailed, type BuildPlan } from "./detect";
+import { buildDockerfile, chooseBuilder } from "./dockerfile-build";
 import {
   BUILD_CA_PATH,
   BUILD_TIME_ENV_PREFIXES,
@@ -29,7 +32,7 @@ import {
 import { readEnvVars } from "./env-vars";
 import { contextEntries, sourceFiles } from "./sources";
 import { BuildSlots } from "./build-queue";
-import { DEFAULT_EXPOSE_PORT } from "./model";
+import { DEFAULT_EXPOSE_PORT, type BuilderSetting } from "./model";
 import type { AppRow, AppsContext } from "./deployer";
 
 /** Past this rate the build's output is read more slowly, and the build waits: a flood can't take the platform's CPU. */
@@ -238,21 +241,40 @@ export class Builder {
     const sourceDir = this.ctx.storage.sourceDir(app.id);
     // This build reads the tree as it is now: edits from here on are the next build's.
     this.ctx.db.update(apps).set({ filesChangedAt: null }).where(eq(apps.id, app.id)).run();
-    const plan = planWithCommand(await sourceFiles(sourceDir), app.runtime, app.startupCommand);
-    log(`==> Runtime ${app.runtime}, detected: ${plan.kind}`);
-    for (const line of plan.explanation) log(`    ${line}`);
-    log(`    start: ${plan.start.join(" ")}`);
+    const choice = chooseBuilder(await sourceFiles(sourceDir), { builder: app.builder as BuilderSetting, runtime: app.runtime, startupCommand: app.startupCommand });
+    for (const line of choice.logLines) log(line);
+    const port = app.exposePort ?? DEFAULT_EXPOSE_PORT;
+    const caBundle = config.buildCaFile ? readFileSync(config.buildCaFile, "utf8") : undefined;
+    const buildTimeVars = Object.fromEntries(Object.entries(envVars).filter(([name]) => BUILD_TIME_ENV_PREFIXES.some((prefix) => name.startsWith(prefix))));
+    const labels = { [LABEL_MANAGED]: "true", [LABEL_WORKSPACE]: app.workspaceId, [LABEL_APP]: app.id, [LABEL_BUILD]: buildId };
+    const tag = imageTag(app.id, buildId);
+    if (choice.builder === "dockerfile") {
+      return buildDockerfile({
+        driver,
+        sourceDir,
+        tag,
+        labels,
+        settings: { caBundle, npmRegistry: config.buildNpmRegistry, buildTimeVars },
+        limits: { memoryMB: config.buildMemoryMB, cpus: config.buildCpus, timeoutSeconds: config.buildTimeoutSeconds, outputBytesPerSecond: OUTPUT_BYTES_PER_SECOND },
+        network: () => ensureWorkspaceNetwork(driver, app.workspaceId),
+        port,
+        user: config.appUser,
+        log,
+        output: logs.output,
+        signal,
+      });
+    }
+    const { plan } = choice;
     const settings: BuildSettings = {
       baseImage: config.images[app.runtime],
       runtime: app.runtime,
-      port: app.exposePort ?? DEFAULT_EXPOSE_PORT,
-      caBundle: config.buildCaFile ? readFileSync(config.buildCaFile, "utf8") : undefined,
+      port,
+      caBundle,
       npmRegistry: config.buildNpmRegistry,
-      buildArgs: Object.fromEntries(Object.entries(envVars).filter(([name]) => BUILD_TIME_ENV_PREFIXES.some((prefix) => name.startsWith(prefix)))),
-      labels: { [LABEL_MANAGED]: "true", [LABEL_WORKSPACE]: app.workspaceId, [LABEL_APP]: app.id, [LABEL_BUILD]: buildId },
+      buildArgs: buildTimeVars,
+      labels,
     };
     await driver.ensureImage(settings.baseImage, log);
-    const tag = imageTag(app.id, buildId);
     if (!hasBuildSteps(plan)) {
       log(`==> Building image ${tag}`);
       const files = { ...platformFiles(plan), ".platform/Dockerfile": generateDockerfile(plan, settings, null) };

@@ -145,9 +145,17 @@ export async function sourceFiles(sourceDir: string): Promise<AppFiles> {
   };
 }
 
-/** The build context: the source tree (minus excluded folders) plus the platform's own files. */
-export async function* contextEntries(sourceDir: string, platformFiles: Record<string, string>): AsyncGenerator<TarEntry> {
+/**
+ * The build context: the source tree (minus excluded folders, and the files `excluded` answers true
+ * for, e.g. by the app's .dockerignore) plus the platform's own files.
+ */
+export async function* contextEntries(
+  sourceDir: string,
+  platformFiles: Record<string, string>,
+  excluded: (path: string) => boolean = () => false,
+): AsyncGenerator<TarEntry> {
   for await (const file of walk(sourceDir)) {
+    if (excluded(file.path)) continue;
     const { size, mode } = await lstat(file.absolute);
     yield { path: file.path, mode: mode & 0o111 ? 0o755 : 0o644, content: { file: file.absolute, size } };
   }

@@ -124,6 +124,11 @@ export class DockerDriver {
     return images.build(this.engine, options);
   }
 
+  /** What a built image asks of its containers: labels, USER, EXPOSE, VOLUME. */
+  inspectImage(image: string): Promise<images.ImageConfig> {
+    return images.inspect(this.engine, image);
+  }
+
   /** Saves a container's file system (and its config, labels included) as the image `repo:tag`. */
   commitContainer(id: string, repo: string, tag: string): Promise<void> {
     return images.commitContainer(this.engine, id, repo, tag);
@@ -167,10 +172,14 @@ export class DockerDriver {
     }, timeoutSeconds * 1000 + this.callTimeoutMs);
   }
 
-  /** Removes a container (running or not); a missing one counts as removed. */
-  async removeContainer(id: string): Promise<void> {
+  /**
+   * Removes a container (running or not); a missing one counts as removed. `withAnonymousVolumes`
+   * also removes the volumes its image's VOLUME lines made (named volumes are never removed here):
+   * an app's would otherwise pile up, one per release.
+   */
+  async removeContainer(id: string, { withAnonymousVolumes = false } = {}): Promise<void> {
     try {
-      await this.call(`remove ${id}`, (signal) => this.docker.getContainer(id).remove({ force: true, v: false, abortSignal: signal }), SLOW_CALL_TIMEOUT_MS);
+      await this.call(`remove ${id}`, (signal) => this.docker.getContainer(id).remove({ force: true, v: withAnonymousVolumes, abortSignal: signal }), SLOW_CALL_TIMEOUT_MS);
     } catch (error) {
       if (!(error instanceof DockerNotFound)) throw error;
     }

@@ -1,5 +1,5 @@
-// Images on a machine's engine: present or pulled, built from a tar context, committed from a
-// container, listed and removed by label. Called through DockerDriver, the one entry point.
+// Images on a machine's engine: present or pulled, built from a tar context, inspected, committed
+// from a container, listed and removed by label. Called through DockerDriver, the one entry point.
 import { Readable } from "node:stream";
 import { ApiError } from "../http/errors";
 import { LABEL_MANAGED } from "./container-spec";
@@ -16,9 +16,31 @@ export interface BuildOptions {
   buildArgs?: Record<string, string>;
   /** Memory (and equal swap) of the build's containers: user code runs in them (install scripts, builds). */
   memoryMB?: number;
+  /** CPUs of the build's containers (a CFS quota; fractions allowed). */
+  cpus?: number;
+  /** Network of the build's RUN steps, by name; omitted: the engine's default bridge. */
+  network?: string;
+  /** Each line of the engine's output, as the platform's own lines. */
   onLog?: (line: string) => void;
+  /**
+   * Instead of onLog, for output of user code (RUN steps): whole lines, several per call, read from
+   * the engine no faster than `outputBytesPerSecond` (a flood then waits, not the platform's CPU).
+   */
+  onOutput?: (text: string) => void;
+  outputBytesPerSecond?: number;
   /** Aborting drops the connection, which makes the engine stop the build; rejects with the signal's reason. */
   signal?: AbortSignal;
+}
+
+/** What a built image asks of the containers made from it. */
+export interface ImageConfig {
+  labels: Record<string, string>;
+  /** USER of the image; "" when none (root). */
+  user: string;
+  /** Container ports of its EXPOSE lines, e.g. ["8080/tcp"]. */
+  exposedPorts: string[];
+  /** Paths of its VOLUME lines. */
+  volumes: string[];
 }
 
 export interface ImageSummary {
@@ -64,6 +86,11 @@ export async function ensure(engine: Engine, image: string, onProgress: (line: s
   }
 }
 
+/** A line of output this long without a line end is passed on as it is. */
+const MAX_PARTIAL_LINE = 64 * 1024;
+/** The classic builder wraps what a RUN step writes to stderr in these colour codes. */
+const STDERR_COLOURS = /\x1b\[(?:91|0)m/g;
+
 /** Builds an image from a tar context, streaming the build log; rejects with the build's own error. */
 export async function build(engine: Engine, options: BuildOptions): Promise<string> {
   return engine.call(`build ${options.tag}`, async () => {
@@ -71,41 +98,118 @@ export async function build(engine: Engine, options: BuildOptions): Promise<stri
       options.context instanceof Uint8Array
         ? Readable.from([Buffer.from(options.context)])
         : Readable.fromWeb(options.context as never);
-    const stream = await engine.docker.buildImage(context as never, {
+    const stream = (await engine.docker.buildImage(context as never, {
       t: options.tag,
       dockerfile: options.dockerfile,
       ...(options.memoryMB && { memory: options.memoryMB * 1024 * 1024, memswap: options.memoryMB * 1024 * 1024 }),
+      ...(options.cpus && { cpuperiod: 100_000, cpuquota: Math.round(options.cpus * 100_000) }),
+      ...(options.network && { networkmode: options.network }),
       labels: options.labels,
       buildargs: options.buildArgs,
       rm: true,
       forcerm: true,
-    });
+    })) as unknown as Readable;
+    const abort = () => stream.destroy();
+    if (options.signal?.aborted) abort();
+    options.signal?.addEventListener("abort", abort, { once: true });
+    const output = new OutputLines(options);
     let imageId = "";
-    await new Promise<void>((resolve, reject) => {
-      const abort = () => {
-        (stream as unknown as Readable).destroy();
-        reject(options.signal!.reason);
-      };
-      if (options.signal?.aborted) return abort();
-      options.signal?.addEventListener("abort", abort, { once: true });
-      engine.docker.modem.followProgress(
-        stream,
-        (error, output) => {
-          options.signal?.removeEventListener("abort", abort);
-          const failed = output?.find((event: { error?: string }) => event.error);
-          if (error) reject(error);
-          else if (failed) reject(new BuildFailed(failed.error));
-          else resolve();
-        },
-        (event: { stream?: string; status?: string; aux?: { ID?: string } }) => {
-          if (event.aux?.ID) imageId = event.aux.ID;
-          const text = event.stream ?? event.status;
-          if (text) for (const line of text.split("\n")) if (line.trim()) options.onLog?.(line.replace(/\r$/, ""));
-        },
-      );
-    });
+    let failure: string | undefined;
+    // The engine's messages: one JSON object a line.
+    const handle = (message: string) => {
+      const event = parseEvent(message);
+      if (event?.error) failure ??= event.error;
+      if (event?.aux?.ID) imageId = event.aux.ID;
+      output.add(event?.stream ?? (event?.status ? `${event.status}\n` : ""));
+    };
+    try {
+      const decoder = new TextDecoder();
+      let partial = "";
+      for await (const chunk of stream as AsyncIterable<Buffer>) {
+        const messages = (partial + decoder.decode(chunk, { stream: true })).split("\n");
+        partial = messages.pop()!;
+        for (const message of messages) handle(message);
+        output.flush(false);
+        await output.pace(chunk.length);
+      }
+      handle(partial);
+      output.flush(true);
+    } catch (error) {
+      if (!options.signal?.aborted) throw error;
+    } finally {
+      options.signal?.removeEventListener("abort", abort);
+    }
+    if (options.signal?.aborted) throw options.signal.reason;
+    if (failure) throw new BuildFailed(failure);
     return imageId || (await engine.docker.getImage(options.tag).inspect()).Id;
   }, null);
+}
+
+interface BuildEvent {
+  stream?: string;
+  status?: string;
+  error?: string;
+  aux?: { ID?: string };
+}
+
+function parseEvent(message: string): BuildEvent | undefined {
+  if (!message.trim()) return undefined;
+  try {
+    return JSON.parse(message) as BuildEvent;
+  } catch {
+    return { stream: `${message}\n` };
+  }
+}
+
+/** The engine's output on its way to onLog (line by line) or onOutput (whole lines, paced). */
+class OutputLines {
+  private pending = "";
+  private windowStart = performance.now();
+  private windowBytes = 0;
+
+  constructor(private readonly options: BuildOptions) {}
+
+  add(text: string) {
+    this.pending += text.replace(STDERR_COLOURS, "");
+  }
+
+  /** Passes on the whole lines gathered (all of it at the end, or when a line grows too long). */
+  flush(all: boolean) {
+    const lineEnd = all || this.pending.length > MAX_PARTIAL_LINE ? this.pending.length : this.pending.lastIndexOf("\n") + 1;
+    if (lineEnd <= 0) return;
+    const text = this.pending.slice(0, lineEnd);
+    this.pending = this.pending.slice(lineEnd);
+    if (this.options.onOutput) {
+      this.options.onOutput(text);
+      return;
+    }
+    for (const line of text.split("\n")) if (line.trim()) this.options.onLog?.(line.replace(/\r$/, ""));
+  }
+
+  /** Waits when the output came faster than outputBytesPerSecond: the engine's writes wait meanwhile. */
+  async pace(bytes: number) {
+    const limit = this.options.onOutput && this.options.outputBytesPerSecond;
+    if (!limit) return;
+    this.windowBytes += bytes;
+    const elapsed = performance.now() - this.windowStart;
+    const earliest = (this.windowBytes / limit) * 1000;
+    if (earliest > elapsed) await Bun.sleep(earliest - elapsed);
+    if (elapsed > 1000) {
+      this.windowStart = performance.now();
+      this.windowBytes = 0;
+    }
+  }
+}
+
+/** The parts of an image's config that bear on how its containers run. */
+export async function inspect(engine: Engine, image: string): Promise<ImageConfig> {
+  const info = await engine.call(`inspect image ${image}`, () => engine.docker.getImage(image).inspect());
+  return {
+    labels: info.Config?.Labels ?? {},
+    user: info.Config?.User ?? "",
+    exposedPorts: Object.keys(info.Config?.ExposedPorts ?? {}),
+    volumes: Object.keys(info.Config?.Volumes ?? {}),
+  };
 }
 
 /** Saves a container's file system (and its config, labels included) as the image `repo:tag`. */
