@@ -21,6 +21,7 @@ import type { BuildLogs } from "./build-logs";
 import { waitUntilListening } from "./readiness";
 import { DEFAULT_EXPOSE_PORT, type AppStatus } from "./model";
 import { effectiveRateLimits } from "./rate-limits";
+import { removeImagesBeyondRetention } from "./image-retention";
 
 export type AppRow = typeof apps.$inferSelect;
 
@@ -35,6 +36,8 @@ export interface AppsContext {
 }
 
 const START_TIMEOUT_MS = 60_000;
+/** An app keeps nothing in volumes: those its image's VOLUME lines made go with the container. */
+export const APP_CONTAINER_REMOVAL = { withAnonymousVolumes: true };
 /** Time the previous container keeps answering requests already sent to it after the switch. */
 const DRAIN_MS = 1_000;
 
@@ -159,18 +162,19 @@ export class Deployer {
         const old = previous.containerId;
         await Bun.sleep(DRAIN_MS);
         await driver.stopContainer(old, 10).catch(() => {});
-        await driver.removeContainer(old).catch(() => {});
+        await driver.removeContainer(old, APP_CONTAINER_REMOVAL).catch(() => {});
       }
+      await removeImagesBeyondRetention(this.ctx, appId, log);
     } catch (error) {
       if (signal?.aborted) {
         log(`==> Release cancelled: ${preemptedReason(signal)}`);
-        if (containerId) await driver.removeContainer(containerId).catch(() => {});
+        if (containerId) await driver.removeContainer(containerId, APP_CONTAINER_REMOVAL).catch(() => {});
         return;
       }
       const reason = error instanceof ReleaseFailed || error instanceof ApiError ? error.message : "internal error";
       if (reason === "internal error") console.error(`[apps] release of ${appId}:`, error);
       log(`==> Release failed: ${reason}`);
-      if (containerId) await driver.removeContainer(containerId).catch(() => {});
+      if (containerId) await driver.removeContainer(containerId, APP_CONTAINER_REMOVAL).catch(() => {});
       await this.afterFailure(appId, `Deploy of build ${buildId} failed: ${reason}`);
     }
   }

@@ -1,12 +1,12 @@
-// Routes of /api/apps: thin wrappers over ./service.
+// Routes of /api/apps: thin wrappers over ./service. Build routes are in ./builds-routes.ts.
 import { Elysia, t } from "elysia";
 import type { ServerContext } from "../http/context";
 import { authPlugin } from "../http/auth";
 import { mayReadSecrets } from "../http/permissions";
 import { ok } from "../http/envelope";
 import { withHeartbeat } from "../http/streams";
-import { alsoAs, json, media, multipartBody, ref, responses, LIST_META } from "../http/responses";
-import { AppSchema, AppTrafficSchema, BuildSchema, EnvVariableSchema, APP_STATUSES, PROXY_RATE_LIMIT, RESTARTING_FIELDS, appIdParams, deployForm, inspectForm, buildLogQuery, buildParams, envBody, logsQuery, settingsBody } from "./model";
+import { alsoAs, json, multipartBody, ref, responses, LIST_META } from "../http/responses";
+import { AppSchema, AppTrafficSchema, EnvVariableSchema, APP_STATUSES, PROXY_RATE_LIMIT, RESTARTING_FIELDS, appIdParams, deployForm, inspectForm, envBody, logsQuery, redeployQuery, settingsBody } from "./model";
 import { appLogs, followAppLogs } from "./logs";
 
 const STATUS_TEXT = Object.entries(APP_STATUSES)
@@ -175,22 +175,25 @@ export function appsRoutes(ctx: ServerContext) {
     )
     .post(
       "/:appId/redeploy",
-      ({ principal, params, set }) => {
+      ({ principal, params, query, set }) => {
         set.status = 202;
-        return ok(service.redeploy(principal.workspaceId, params.appId));
+        return ok(service.redeploy(principal.workspaceId, params.appId, query.source));
       },
       {
         auth: true,
         params: appIdParams,
+        query: redeployQuery,
         detail: {
           operationId: "redeployApp",
-          responses: responses({ 202: json("Accepted: the build runs in the background", { app: ref(AppSchema), buildId: t.String() }) }, "NOT_FOUND"),
-          summary: "Redeploy from the current files",
+          responses: responses({ 202: json("Accepted: the build runs in the background", { app: ref(AppSchema), buildId: t.String() }) }, "NOT_FOUND", "VALIDATION_FAILED"),
+          summary: "Redeploy from the current files, or the branch head",
           description:
-            "Builds the app's kept source tree as it is now (with the edits made through /fs), then releases it with the same " +
-            "zero-downtime rules as a deploy: the serving container keeps serving until the new one listens, and keeps serving " +
-            "when the build or start fails. Answers 202 with `app` and `buildId` (trigger `redeploy`); `filesChangedSinceBuild` " +
-            "turns false once the build reads the tree.",
+            "Builds the app's kept source tree as it is now (with the edits made through /fs) — for an app deployed from a " +
+            "repository, the head of its branch, fetched when the build starts, unless `source=files` — then releases it with " +
+            "the same zero-downtime rules as a deploy: the serving container keeps serving until the new one listens, and keeps " +
+            "serving when the build or start fails. Answers 202 with `app` and `buildId` (trigger `redeploy`; a branch-head " +
+            "redeploy already queued is answered instead of a second one); `filesChangedSinceBuild` turns false once the build " +
+            "reads the tree.",
         },
       },
     )
@@ -307,90 +310,5 @@ export function appsRoutes(ctx: ServerContext) {
           "(PLATFORM_PROXY_IP_BURST, _IP_RPS, _HOST_BURST, _HOST_RPS); fields left out keep their value, `rateLimits: null` " +
           "clears them all; they apply from the next request through the proxy. 409 `SUBDOMAIN_TAKEN` / `NAME_TAKEN`; 409 `QUOTA_EXCEEDED` when more memory would pass PLATFORM_QUOTA_MEMORY_MB. Answers `app`, `restarted` and `buildId` (when a rebuild started).",
       },
-    })
-    .get("/:appId/builds", ({ principal, params }) => ok({ builds: service.builds.list(principal.workspaceId, params.appId) }), {
-      auth: true,
-      params: appIdParams,
-      detail: {
-        operationId: "listBuilds",
-          responses: responses({ 200: json("Builds, newest first", { builds: t.Array(ref(BuildSchema)) }) }, "NOT_FOUND"),
-        summary: "Recent builds",
-        description:
-          "`builds`, newest first (50 at most): id, status (`queued`, `building`, `succeeded`, `failed`, `canceled`), " +
-          "queuePosition (while `queued` for a build slot: 1 is next; builds wait when PLATFORM_BUILDS_PER_WORKSPACE or " +
-          "PLATFORM_BUILDS_MAX run already, first come first served; null otherwise), trigger (`upload`, `redeploy`, `settings`), " +
-          "image, error (e.g. `timed out after 900 s`, `canceled by a user`), startedAt, finishedAt, durationMs.",
-      },
-    })
-    .get(
-      "/:appId/builds/:buildId",
-      ({ principal, params, query }) => ok(service.builds.withLog(principal.workspaceId, params.appId, params.buildId, { offset: query.offset, limit: query.limit })),
-      {
-        auth: true,
-        params: buildParams,
-        query: buildLogQuery,
-        detail: {
-          operationId: "getBuild",
-          responses: responses({ 200: json("The build and a range of its log", {
-            build: ref(BuildSchema),
-            log: t.String(),
-            logOffset: t.Integer({ minimum: 0 }),
-            logNextOffset: t.Integer({ minimum: 0 }),
-            logBytes: t.Integer({ minimum: 0 }),
-            logDroppedBytes: t.Integer({ minimum: 0 }),
-          }) }, "NOT_FOUND"),
-          summary: "One build with a range of its log",
-          description:
-            "`build` and `log`: a byte range of the build log as text, secrets and registry credentials masked. Without " +
-            "`offset`, the last `limit` bytes (default 256 KiB, at most 1 MiB) from the start of a line; with `offset`, `limit` " +
-            "bytes from there. `logOffset` and `logNextOffset` are the byte offsets of the text returned and of the byte after " +
-            "it (ask again from `logNextOffset` to read on), `logBytes` the size of the whole log. A log stops growing at " +
-            "PLATFORM_BUILD_LOG_MAX_BYTES (default 5 MiB): past it the log keeps its first 16 KiB, a line " +
-            "`==> N bytes of build output dropped here`, and the latest output; `logDroppedBytes` is N (0 when nothing was dropped).",
-        },
-      },
-    )
-    .post(
-      "/:appId/builds/:buildId/cancel",
-      async ({ principal, params, set }) => {
-        const build = await service.builds.cancel(principal.workspaceId, params.appId, params.buildId);
-        set.status = 202;
-        return ok({ build });
-      },
-      {
-        auth: true,
-        params: buildParams,
-        detail: {
-          operationId: "cancelBuild",
-          responses: responses({ 202: json("Accepted", { build: ref(BuildSchema) }) }, "NOT_FOUND", "BUILD_FINISHED"),
-          summary: "Cancel a build",
-          description:
-            "A build waiting for a slot is dropped; a running one is killed with its build container. Answers 202 with `build`, " +
-            "normally already `canceled` (error `canceled by a user`). The app keeps serving its previous release (statusReason " +
-            "says the build was canceled); an app with nothing to serve becomes `failed`. A build that runs longer than " +
-            "PLATFORM_BUILD_TIMEOUT_SECONDS is killed the same way and ends `failed` with error `timed out after N s`. " +
-            "409 `BUILD_FINISHED` for a build that has already ended.",
-        },
-      },
-    )
-    .get(
-      "/:appId/builds/:buildId/log",
-      ({ principal, params, request }) =>
-        new Response(withHeartbeat(service.builds.followLog(principal.workspaceId, params.appId, params.buildId, request.signal)), {
-          headers: { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store", "x-content-type-options": "nosniff" },
-        }),
-      {
-        auth: true,
-        params: buildParams,
-        detail: {
-          operationId: "followBuildLog",
-          responses: responses({ 200: media("The log, then its new lines until the build ends", "text/plain") }, "NOT_FOUND"),
-          summary: "Follow a build log live",
-          description:
-            "text/plain: the log so far, then its new lines as the build writes them; the stream ends when the build ends. " +
-            "After 15 s without output an empty line is sent as a heartbeat. A reader more than 1 MiB behind the build skips " +
-            "ahead and gets a line `==> N bytes of live output skipped` instead.",
-        },
-      },
-    );
+    });
 }

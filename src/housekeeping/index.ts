@@ -1,10 +1,11 @@
 // Housekeeping on a croner schedule (PLATFORM_HOUSEKEEPING_SCHEDULE): prunes expired sessions
-// and the builds past PLATFORM_BUILD_RETENTION per app, with their log files and images, so the
-// database, the data dir and the engine's disk do not grow with every deploy and login.
+// and the builds past PLATFORM_BUILD_RETENTION per app, with their log files and images (unless a
+// remaining build, such as a rollback entry, still has the image), so the database, the data dir
+// and the engine's disk do not grow with every deploy and login.
 import { Cron } from "croner";
 import type { PlatformDb } from "../db";
 import type { Machines } from "../machines/service";
-import { pruneExpiredSessions, pruneOldBuilds } from "./prune";
+import { imageStillReferenced, pruneExpiredSessions, pruneOldBuilds } from "./prune";
 
 export interface HousekeepingContext {
   db: PlatformDb;
@@ -25,7 +26,7 @@ export async function runHousekeeping(ctx: HousekeepingContext): Promise<Houseke
   const pruned = pruneOldBuilds(ctx.db, ctx.buildRetention, ctx.buildLogFile);
   let images = 0;
   for (const { build, machineId } of pruned) {
-    if (!build.image) continue;
+    if (!build.image || build.imageRemovedAt !== null || imageStillReferenced(ctx.db, build.appId, build.image)) continue;
     // Only platform-labelled images are ever removed, and the engine refuses one a running container uses.
     const removed = await ctx.machines.get(machineId).removeImage(build.image).catch(() => false);
     if (removed) images++;

@@ -39,3 +39,8 @@ export function pruneOldBuilds(
   }
   return pruned;
 }
+
+/** Another build of the app still has the image: a rollback entry shares its source build's. */
+export function imageStillReferenced(db: PlatformDb, appId: string, image: string): boolean {
+  return db.select({ id: builds.id }).from(builds).where(and(eq(builds.appId, appId), eq(builds.image, image))).get() !== undefined;
+}

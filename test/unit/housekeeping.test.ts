@@ -1,10 +1,11 @@
 // Housekeeping on a real SQLite file and data dir: expired sessions go, live ones stay; each app
 // keeps its newest builds, its current build and unfinished ones, and loses the rest with their
-// log files and (platform) images.
+// log files and (platform) images, except an image a remaining build (a rollback entry) still has.
 import { beforeEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { openDatabase, type PlatformDb } from "../../src/db";
+import { eq } from "drizzle-orm";
 import { apps, builds, sessions, users, workspaces } from "../../src/db/schema";
 import type { DockerDriver } from "../../src/docker/driver";
 import { Machines } from "../../src/machines/service";
@@ -84,5 +85,19 @@ describe("housekeeping", () => {
 
     // A second run finds nothing more to do.
     expect(await runHousekeeping(context())).toEqual({ sessions: 0, builds: 0, images: 0 });
+  });
+
+  test("a pruned build's image stays while a remaining rollback entry releases it; an image already removed is not asked for", async () => {
+    insertApp("app_a", "app_a-r1");
+    insertBuilds("app_a", 5);
+    // b0's image was removed to keep only the newest few; the newest entry, serving, is a rollback to b1.
+    db.update(builds).set({ imageRemovedAt: NOW }).where(eq(builds.id, "app_a-b0")).run();
+    db.insert(builds).values({ id: "app_a-r1", appId: "app_a", status: "succeeded", trigger: "rollback", rollbackOf: "app_a-b1", image: "platform-app-app_a:app_a-b1", startedAt: NOW }).run();
+
+    const report = await runHousekeeping(context());
+
+    expect(buildIds("app_a")).toEqual(["app_a-b3", "app_a-b4", "app_a-r1"]);
+    expect(removedImages).toEqual(["platform-app-app_a:app_a-b2"]);
+    expect(report).toEqual({ sessions: 0, builds: 3, images: 1 });
   });
 });

@@ -1,0 +1,201 @@
+// Rollback on the real engine: an earlier build released again from its kept image, within
+// seconds, with no build step and no failed request at the public proxy meanwhile; the refusals;
+// and, with PLATFORM_APP_IMAGES_KEPT=1, older images removed from the engine, which makes a ZIP
+// build impossible to roll back to.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { TestServer } from "../../helpers/server";
+import { appZip, deleteAllApps, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
+import { localDriver } from "../../helpers/docker";
+
+let server: TestServer;
+let key: string;
+/** Keeps one image per app. */
+let keepingOne: TestServer;
+let keepingOneKey: string;
+
+beforeAll(async () => {
+  [server, keepingOne] = await Promise.all([TestServer.start(), TestServer.start({ PLATFORM_APP_IMAGES_KEPT: "1" })]);
+  key = (await server.createKey("rollback")).key;
+  keepingOneKey = (await keepingOne.createKey("rollback")).key;
+});
+afterAll(async () => {
+  await Promise.all([deleteAllApps(server, key), deleteAllApps(keepingOne, keepingOneKey)]);
+  await Promise.all([server.stop(), keepingOne.stop()]);
+}, 60_000);
+
+/** Deploys a static site answering `text` under `name` and waits until that build serves. */
+async function deployVersion(on: TestServer, apiKey: string, name: string, text: string) {
+  const response = await deployZip(on, apiKey, { name, runtime: "node", memoryMB: "64" }, appZip({ "index.html": text }));
+  expect(response.status).toBe(202);
+  const buildId = response.body.buildId as string;
+  const deadline = Date.now() + 120_000;
+  let app: any;
+  while (Date.now() < deadline) {
+    app = await waitForStatus(on, apiKey, response.body.app.id, ["running", "failed"]);
+    if (app.currentBuildId === buildId) return { app, buildId };
+    await Bun.sleep(200);
+  }
+  throw new Error(`build ${buildId} of ${name} never served: ${JSON.stringify(app)}`);
+}
+
+const getBuild = async (on: TestServer, apiKey: string, appId: string, buildId: string) =>
+  (await on.request("GET", `/api/apps/${appId}/builds/${buildId}`, { key: apiKey })).body;
+
+const rollback = (on: TestServer, apiKey: string, appId: string, buildId: string) =>
+  on.request("POST", `/api/apps/${appId}/builds/${buildId}/rollback`, { key: apiKey });
+
+/** Asks the app through the proxy, one request after another, until stopped; answers every status and body. */
+function pollThroughProxy(subdomain: string) {
+  const answers: { status: number; text: string }[] = [];
+  let running = true;
+  const done = (async () => {
+    while (running) {
+      try {
+        const response = await viaProxy(server, subdomain);
+        answers.push({ status: response.status, text: await response.text() });
+      } catch (error) {
+        answers.push({ status: 0, text: String(error) });
+      }
+      await Bun.sleep(20);
+    }
+  })();
+  return {
+    answers,
+    stop: async () => {
+      running = false;
+      await done;
+      return answers;
+    },
+  };
+}
+
+describe("rollback from a kept image", () => {
+  test("the first build serves again within seconds, with no build step, and no request fails meanwhile", async () => {
+    const v1 = await deployVersion(server, key, "rolled", "version one");
+    const v1Build = (await getBuild(server, key, v1.app.id, v1.buildId)) as any;
+    expect(v1Build.log).toContain("==> Building image");
+    const v2 = await deployVersion(server, key, "rolled", "version two");
+    expect(await (await viaProxy(server, v2.app.subdomain)).text()).toBe("version two");
+
+    const poller = pollThroughProxy(v2.app.subdomain);
+    await Bun.sleep(300);
+    const askedAt = Date.now();
+    const response = await rollback(server, key, v1.app.id, v1.buildId);
+    expect(response.status).toBe(202);
+    const entry = response.body.build;
+    expect(entry).toMatchObject({ trigger: "rollback", rollbackOf: v1.buildId, status: "succeeded", image: v1Build.build.image, imageKept: true });
+    expect(entry.id).not.toBe(v1.buildId);
+    expect(response.body.app.id).toBe(v1.app.id);
+
+    let servedAfterMs = -1;
+    while (Date.now() - askedAt < 30_000) {
+      if (poller.answers.at(-1)?.text === "version one") {
+        servedAfterMs = Date.now() - askedAt;
+        break;
+      }
+      await Bun.sleep(50);
+    }
+    await Bun.sleep(1_500); // past the old container's drain and removal
+    const answers = await poller.stop();
+    expect(servedAfterMs).toBeGreaterThanOrEqual(0);
+    expect(servedAfterMs).toBeLessThan(10_000);
+    expect(answers.length).toBeGreaterThan(20);
+    expect(answers.filter((answer) => answer.status !== 200)).toEqual([]);
+    // Version two until the switch, then version one only.
+    const texts = answers.map((answer) => answer.text);
+    const switchedAt = texts.indexOf("version one");
+    expect(texts.slice(0, switchedAt).every((text) => text === "version two")).toBe(true);
+    expect(texts.slice(switchedAt).every((text) => text === "version one")).toBe(true);
+    expect(texts[0]).toBe("version two");
+
+    const app = await waitForStatus(server, key, v1.app.id, ["running"]);
+    expect(app.currentBuildId).toBe(entry.id);
+    const { log, build } = (await getBuild(server, key, v1.app.id, entry.id)) as any;
+    expect(build).toMatchObject({ status: "succeeded", trigger: "rollback", rollbackOf: v1.buildId });
+    expect(log).toContain(`==> Rollback to build ${v1.buildId}: releasing its kept image ${v1Build.build.image}, no build`);
+    expect(log).toContain("==> Serving from container");
+    expect(log).not.toContain("Install and build steps");
+    expect(log).not.toContain("Building image");
+
+    const audit = await server.request("GET", "/api/organization/audit-log", { key });
+    expect(audit.body.events.filter((event: any) => event.action === "app.rolled_back" && event.target === `rolled (${v1.app.id})`)).toHaveLength(1);
+
+    // The history lists the entry first; both earlier images are still kept (3 by default).
+    const history = (await server.request("GET", `/api/apps/${v1.app.id}/builds`, { key })).body.builds;
+    expect(history.map((listed: any) => [listed.id, listed.imageKept])).toEqual([
+      [entry.id, true],
+      [v2.buildId, true],
+      [v1.buildId, true],
+    ]);
+
+    // Rolling back to the build serving now is allowed: a fresh container of the same image.
+    const again = await rollback(server, key, v1.app.id, entry.id);
+    expect(again.status).toBe(202);
+    expect(again.body.build).toMatchObject({ rollbackOf: entry.id, image: v1Build.build.image });
+    let current: any;
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline; await Bun.sleep(200)) {
+      current = (await server.request("GET", `/api/apps/${v1.app.id}`, { key })).body.app;
+      if (current.currentBuildId === again.body.build.id && current.status === "running") break;
+    }
+    expect(current.currentBuildId).toBe(again.body.build.id);
+    expect(await (await viaProxy(server, v1.app.subdomain)).text()).toBe("version one");
+  }, 240_000);
+
+  test("refusals: an unknown build, another app's build, a failed build, a deleted app", async () => {
+    const mine = await deployVersion(server, key, "refusing", "mine");
+    const other = await deployVersion(server, key, "other-app", "other");
+
+    const unknown = await rollback(server, key, mine.app.id, "bld_nosuchbuild");
+    expect(unknown.status).toBe(404);
+    expect(unknown.body).toMatchObject({ success: false, code: "NOT_FOUND" });
+    const othersBuild = await rollback(server, key, mine.app.id, other.buildId);
+    expect(othersBuild.status).toBe(404);
+    expect(othersBuild.body.code).toBe("NOT_FOUND");
+
+    const failing = await deployZip(server, key, { name: "refusing", runtime: "node", memoryMB: "64" }, appZip({
+      "package.json": JSON.stringify({ name: "refusing", scripts: { build: "exit 1", start: "node x.js" } }),
+    }));
+    for (const deadline = Date.now() + 120_000; Date.now() < deadline; await Bun.sleep(250)) {
+      if ((await getBuild(server, key, mine.app.id, failing.body.buildId)).build.status === "failed") break;
+    }
+    const refused = await rollback(server, key, mine.app.id, failing.body.buildId);
+    expect(refused.status).toBe(409);
+    expect(refused.body).toMatchObject({ success: false, code: "BUILD_NOT_RELEASABLE" });
+    expect(refused.body.error).toContain("failed");
+    // Nothing changed: the first build serves, and no entry was made.
+    const builds = (await server.request("GET", `/api/apps/${mine.app.id}/builds`, { key })).body.builds;
+    expect(builds.map((listed: any) => listed.trigger)).toEqual(["redeploy", "upload"]);
+    expect(await (await viaProxy(server, mine.app.subdomain)).text()).toBe("mine");
+
+    expect((await server.request("DELETE", `/api/apps/${other.app.id}`, { key })).status).toBe(202);
+    const deleted = await rollback(server, key, other.app.id, other.buildId);
+    expect(deleted.status).toBe(404);
+    expect(deleted.body.code).toBe("NOT_FOUND");
+  }, 240_000);
+});
+
+describe("images kept for rollbacks (PLATFORM_APP_IMAGES_KEPT=1)", () => {
+  test("the older image is removed from the engine, and a rollback to that ZIP build is refused", async () => {
+    const v1 = await deployVersion(keepingOne, keepingOneKey, "kept-one", "first");
+    const v1Image = (await getBuild(keepingOne, keepingOneKey, v1.app.id, v1.buildId)).build.image as string;
+    expect(await localDriver().hasImage(v1Image)).toBe(true);
+    const v2 = await deployVersion(keepingOne, keepingOneKey, "kept-one", "second");
+
+    let v1Build: any;
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline; await Bun.sleep(200)) {
+      v1Build = (await getBuild(keepingOne, keepingOneKey, v1.app.id, v1.buildId)).build;
+      if (!v1Build.imageKept) break;
+    }
+    expect(v1Build.imageKept).toBe(false);
+    expect(await localDriver().hasImage(v1Image)).toBe(false);
+    const v2Build = (await getBuild(keepingOne, keepingOneKey, v2.app.id, v2.buildId)) as any;
+    expect(v2Build.build.imageKept).toBe(true);
+    expect(v2Build.log).toContain(`==> Removed the older image ${v1Image}`);
+
+    const refused = await rollback(keepingOne, keepingOneKey, v1.app.id, v1.buildId);
+    expect(refused.status).toBe(409);
+    expect(refused.body).toMatchObject({ success: false, code: "ROLLBACK_UNAVAILABLE" });
+    expect(refused.body.error).toContain(`The image of build ${v1.buildId} was removed`);
+    expect(await (await viaProxy(keepingOne, v2.app.subdomain)).text()).toBe("second");
+  }, 240_000);
+});
