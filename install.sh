@@ -19,6 +19,8 @@ done
 . scripts/lib/ensure-docker.sh
 ensure_bun
 ensure_docker
+# Repository deploys clone with the git CLI.
+command -v git >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq git >/dev/null; }
 
 bun install --frozen-lockfile >/dev/null
 bun run build

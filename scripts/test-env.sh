@@ -25,6 +25,9 @@ apt_install() {
 # --- 1. Docker engine: scripts/lib/ensure-docker.sh ----------------------------------------
 . "$(dirname "${BASH_SOURCE[0]}")/lib/ensure-docker.sh"
 
+# git: repository deploys clone with it, and the tests serve repositories with git http-backend.
+command -v git >/dev/null && [ -x /usr/lib/git-core/git-http-backend ] || apt_install git
+
 # --- 2. Images ---------------------------------------------------------------------------------
 # First Debian mirror from the apt sources (deb822 first, then the classic list); never hard-coded.
 debian_mirror() {

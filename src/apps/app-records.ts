@@ -2,6 +2,8 @@
 // (ZIP and repository deploys alike), with the name, subdomain and quota checks they share, and
 // the build entries that follow one.
 import { and, eq, ne } from "drizzle-orm";
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
 import { apps, builds, databases } from "../db/schema";
 import { newId, randomBase62 } from "../crypto/tokens";
 import { ApiError } from "../http/errors";
@@ -125,6 +127,7 @@ export class AppRecords {
   newBuild(appId: string, trigger: string, extra: Partial<typeof builds.$inferInsert> = {}): string {
     const id = newId("bld");
     this.ctx.db.insert(builds).values({ id, appId, status: "queued", trigger, startedAt: Date.now(), ...extra }).run();
+    mkdirSync(dirname(this.ctx.storage.buildLogFile(appId, id)), { recursive: true, mode: 0o700 });
     this.ctx.buildLogs.open(id);
     return id;
   }

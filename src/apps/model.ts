@@ -29,7 +29,10 @@ export const BUILDERS = {
   dockerfile: "the source's Dockerfile (at the app's root), built with the same limits and run with the same hardening",
 } as const;
 export type BuilderSetting = keyof typeof BUILDERS;
-const builder = oneOf(Object.keys(BUILDERS) as BuilderSetting[], Object.entries(BUILDERS).map(([name, meaning]) => `\`${name}\`: ${meaning}`).join("; "));
+const BUILDER_TEXT = Object.entries(BUILDERS).map(([name, meaning]) => `\`${name}\`: ${meaning}`).join("; ");
+const builder = oneOf(Object.keys(BUILDERS) as BuilderSetting[], BUILDER_TEXT);
+/** The same values as a request body field: typebox compiles literals, not the answer's enum. */
+const builderInput = t.Union([t.Literal("auto"), t.Literal("dockerfile")], { description: BUILDER_TEXT });
 
 /** Fields whose change restarts the app (a new container; runtime, startupCommand and builder also rebuild). */
 export const RESTARTING_FIELDS = ["runtime", "memoryMB", "cpus", "startupCommand", "exposePort", "builder"] as const;
@@ -98,7 +101,7 @@ export const settingsBody = t.Object({
   subdomain: t.Optional(t.Nullable(subdomain)),
   autoRestart: t.Optional(t.Boolean()),
   autoDeploy: t.Optional(t.Boolean({ description: "Repository apps: a push to the branch (POST /api/webhooks/github) starts a deploy" })),
-  builder: t.Optional(builder),
+  builder: t.Optional(builderInput),
   rateLimits: t.Optional(rateLimits),
 });
 
@@ -116,7 +119,7 @@ export const deployForm = t.Object({
   exposePort: t.Optional(exposePort),
   subdomain: t.Optional(t.String({ pattern: SUBDOMAIN_PATTERN, description: "Default: the name, or the name with a suffix when taken" })),
   autoRestart: t.Optional(t.Boolean({ default: true })),
-  builder: t.Optional(builder),
+  builder: t.Optional(builderInput),
   machineId: t.Optional(t.String({ default: "local" })),
 });
 
@@ -130,6 +133,11 @@ export const buildParams = t.Object({ appId: t.String({ minLength: 1, maxLength:
 export const buildLogQuery = t.Object({
   offset: t.Optional(t.Integer({ minimum: 0, description: "First byte of the log to return; omit for the end of the log" })),
   limit: t.Optional(t.Integer({ minimum: 1, maximum: MAX_RANGE_BYTES, default: DEFAULT_RANGE_BYTES, description: "Bytes to return at most (default 256 KiB, at most 1 MiB)" })),
+  workspaceId: t.Optional(t.String()),
+  organizationId: t.Optional(t.String()),
+});
+export const redeployQuery = t.Object({
+  source: t.Optional(t.Union([t.Literal("repository"), t.Literal("files")], { description: "`repository`: the branch head (repository apps only; their default); `files`: the kept source tree (the default of ZIP apps)" })),
   workspaceId: t.Optional(t.String()),
   organizationId: t.Optional(t.String()),
 });
@@ -277,4 +285,4 @@ export const AppTrafficSchema = resource(
   "An app's traffic through the public proxy, counted in one-minute slots, in memory: it starts afresh after a restart of the platform or a change of subdomain.",
 );
 
-export const APP_RESOURCES = [AppRateLimitOverridesSchema, AppRateLimitsSchema, AppSchema, BuildSchema, EnvReferenceSchema, EnvVariableSchema, TrafficWindowSchema, AppTrafficSchema];
+export const APP_RESOURCES = [AppRateLimitOverridesSchema, AppRateLimitsSchema, RepositorySchema, AppSchema, BuildSchema, EnvReferenceSchema, EnvVariableSchema, TrafficWindowSchema, AppTrafficSchema];

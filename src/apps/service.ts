@@ -16,13 +16,15 @@ import { checkStartupCommand, invalid, parseDeployFields } from "./deploy-form";
 import { UploadSlots, UPLOADS_PER_WORKSPACE } from "./upload-slots";
 import { inspectEnvInZip } from "./inspect-env";
 import { mergeEnvVars, readEnvVars, validateEnvVars } from "./env-vars";
-import { Deployer, type AppRow, type AppsContext } from "./deployer";
+import { APP_CONTAINER_REMOVAL, Deployer, type AppRow, type AppsContext } from "./deployer";
 import { releaseWorkspaceNetwork } from "../docker/workspace-network";
 import type { Static } from "@sinclair/typebox";
 import { AppSchema, DEFAULT_EXPOSE_PORT, SERVING_STATUSES, type AppStatus, type BuilderSetting } from "./model";
 import { AppBuilds } from "./builds";
 import { AppRecords } from "./app-records";
+import { RepositoryDeploys } from "./repository/service";
 import { AppRecovery } from "./recovery";
+import { AppRollbacks } from "./rollback";
 import { appView } from "./view";
 import { effectiveRateLimits, rateLimitColumnsAfter, sameRateLimits, type RateLimitsInput } from "./rate-limits";
 import { assertWithinQuota, bytesToMB } from "../quotas/limits";
@@ -50,6 +52,10 @@ export class AppsService {
   readonly recovery: AppRecovery;
   /** App rows and build entries of deploys (./app-records.ts). */
   readonly records: AppRecords;
+  /** Releasing an earlier build again (./rollback.ts). */
+  readonly rollbacks: AppRollbacks;
+  /** Deploys from a git repository, pushes and deploy hooks (./repository). */
+  readonly repository: RepositoryDeploys;
   private readonly uploadSlots = new UploadSlots(UPLOADS_PER_WORKSPACE);
   private readonly deletions = new Set<Promise<void>>();
   /** The disk quota's accounting; app sources are counted here, backups register beside them. */
@@ -62,8 +68,13 @@ export class AppsService {
   constructor(private readonly ctx: AppsContext) {
     this.deployer = new Deployer(ctx);
     this.records = new AppRecords(ctx);
+    this.repository = new RepositoryDeploys(ctx, this);
     this.builds = new AppBuilds(ctx, this.deployer, (workspaceId, appId) => this.get(workspaceId, appId));
     this.recovery = new AppRecovery(ctx, this.deployer, (app) => this.removeEverything(app));
+    this.rollbacks = new AppRollbacks(ctx, this.deployer, this.records, (workspaceId, appId) => this.get(workspaceId, appId), (app, from, buildId) => {
+      const source = this.repository.sourceFetch(app.id, buildId, { commit: from.commitSha! });
+      this.deployer.schedule(app.id, (signal) => this.deployer.buildAndRelease(app.id, buildId, source, signal));
+    });
     this.proxyPort = ctx.config.proxyPort;
     ctx.proxyRoutes.setUnroutedLookup((subdomain) => {
       const app = this.ctx.db.select({ status: apps.status }).from(apps).where(eq(apps.subdomain, subdomain)).get();
@@ -210,7 +221,7 @@ export class AppsService {
   }
 
   /** The old subdomain stops routing at once; the new one routes to the container serving now (a release in progress routes it at its switch). */
-  private moveRoute(app: AppRow, subdomain: string | null) {
+  moveRoute(app: AppRow, subdomain: string | null) {
     if (app.subdomain) this.ctx.proxyRoutes.delete(app.subdomain);
     if (subdomain && app.containerId && SERVING_STATUSES.has(app.status)) void this.recovery.restoreRoute(app.id);
   }
@@ -335,7 +346,7 @@ export class AppsService {
   /** Containers, images (the build stages too: they carry the labels), network if last, files, rows. */
   private async removeEverything(app: AppRow) {
     const driver = this.ctx.machines.get(app.machineId);
-    for (const container of await driver.listContainers({ [LABEL_APP]: app.id })) await driver.removeContainer(container.id);
+    for (const container of await driver.listContainers({ [LABEL_APP]: app.id })) await driver.removeContainer(container.id, APP_CONTAINER_REMOVAL);
     for (const image of await driver.listImages({ [LABEL_APP]: app.id })) await driver.removeImage(image.id);
     await releaseWorkspaceNetwork(driver, app.workspaceId);
     this.ctx.db.delete(apps).where(eq(apps.id, app.id)).run();
@@ -345,11 +356,16 @@ export class AppsService {
 
   /**
    * POST redeploy: a build of the kept source tree as it is now (edited through the file system
-   * API), released with the same zero-downtime rules as a deploy.
+   * API), or for a repository app of its branch head unless `source` is `files`; released with the
+   * same zero-downtime rules as a deploy.
    */
-  redeploy(workspaceId: string, appId: string) {
+  redeploy(workspaceId: string, appId: string, source?: "repository" | "files") {
     const app = this.get(workspaceId, appId);
-    if (app.status === "deleting") throw new ApiError("NOT_FOUND", "App not found");
+    if (source === "repository" && !app.repoOwner) throw new ApiError("VALIDATION_FAILED", "source=repository: the app was not deployed from a repository");
+    if (app.repoOwner && source !== "files") {
+      const { buildId } = this.repository.deployHead(app, "redeploy", `Redeploy of ${app.repoOwner}/${app.repoName} branch ${app.repoBranch}`);
+      return { app: this.publicApp(this.get(workspaceId, appId)), buildId };
+    }
     const buildId = this.records.newBuild(app.id, "redeploy");
     this.ctx.buildLogs.append(app.id, buildId, "==> Redeploy of the kept source tree");
     this.deployer.schedule(app.id, (signal) => this.deployer.buildAndRelease(app.id, buildId, undefined, signal));
@@ -367,10 +383,15 @@ export class AppsService {
     else this.sourceBytes.delete(appId);
   }
 
-  /** 409 QUOTA_EXCEEDED when `newBytes` more would take the workspace past PLATFORM_QUOTA_DISK_MB. */
-  async assertDiskRoom(workspaceId: string, newBytes: number) {
+  /** 409 QUOTA_EXCEEDED when `newBytes` more would take the workspace past PLATFORM_QUOTA_DISK_MB (a tree replacing `replacedAppId`'s is counted instead of it). */
+  async assertDiskRoom(workspaceId: string, newBytes: number, replacedAppId?: string) {
     if (newBytes <= 0) return;
-    (await this.reserveDiskRoom(workspaceId, undefined, newBytes))();
+    (await this.reserveDiskRoom(workspaceId, replacedAppId, newBytes))();
+  }
+
+  /** The app's source tree was replaced by one of `bytes` (a repository checkout). */
+  sourceReplaced(appId: string, bytes: number) {
+    this.sourceBytes.set(appId, Promise.resolve(bytes));
   }
 
   private sourceBytesOf(appId: string): Promise<number> {

@@ -3,6 +3,8 @@ import { LIST_META } from "../http/responses";
 import { APP_RESOURCES } from "../apps/model";
 import { FILE_RESOURCES } from "../apps/files/model";
 import { AppHistoryEventSchema } from "../apps/history";
+import { REPOSITORY_RESOURCES } from "../apps/repository/model";
+import { WEBHOOK_RESOURCES } from "../webhooks/model";
 import { API_KEY_RESOURCES } from "../api-keys/model";
 import { DATABASE_RESOURCES } from "../databases/model";
 import { MACHINE_RESOURCES } from "../machines/model";
@@ -15,6 +17,8 @@ export const RESOURCES = [
   ...APP_RESOURCES,
   ...FILE_RESOURCES,
   AppHistoryEventSchema,
+  ...REPOSITORY_RESOURCES,
+  ...WEBHOOK_RESOURCES,
   ...API_KEY_RESOURCES,
   ...DATABASE_RESOURCES,
   ...MACHINE_RESOURCES,

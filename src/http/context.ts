@@ -40,7 +40,12 @@ export interface ServerContext {
 
 function encryptedDataExists(db: PlatformDb): boolean {
   return (
-    db.$client.query("SELECT 1 FROM app_env_vars UNION ALL SELECT 1 FROM databases LIMIT 1").get() !== null
+    db.$client
+      .query(
+        "SELECT 1 FROM app_env_vars UNION ALL SELECT 1 FROM databases UNION ALL " +
+          "SELECT 1 FROM apps WHERE repo_token_encrypted IS NOT NULL OR deploy_hook_encrypted IS NOT NULL LIMIT 1",
+      )
+      .get() !== null
   );
 }
 

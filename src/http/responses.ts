@@ -78,6 +78,13 @@ export function multipartBody(form: TObject): any {
   return { required: true, content: { "multipart/form-data": { schema: form } } };
 }
 
+const FORMS = ["application/json", "application/x-www-form-urlencoded", "multipart/form-data"] as const;
+
+/** A request body any of JSON, URL-encoded form or multipart form may carry, read by the route itself: documented here only. */
+export function formsBody(schema: TObject, description: string): any {
+  return { required: true, description, content: Object.fromEntries(FORMS.map((type) => [type, { schema }])) };
+}
+
 /** An answer that may also come as another media type (a followed stream of the same thing, say). */
 export function alsoAs(answer: SuccessAnswer, mediaType: string, schema: TSchema = t.String()): SuccessAnswer {
   return { ...answer, content: { ...answer.content, [mediaType]: { schema } } };

@@ -14,6 +14,9 @@ import { machinesRoutes } from "../machines";
 import { databasesRoutes } from "../databases";
 import { appsRoutes } from "../apps";
 import { appFilesRoutes } from "../apps/files/routes";
+import { repositoryRoutes } from "../apps/repository/routes";
+import { webhooksRoutes } from "../webhooks/routes";
+import { buildsRoutes } from "../apps/builds-routes";
 import { appHistoryRoutes } from "../apps/history";
 
 function errorResponse(code: ErrorCode, message: string, headers: Record<string, string> = {}) {
@@ -95,7 +98,10 @@ export function createServer(ctx: ServerContext) {
     .use(machinesRoutes(ctx))
     .use(databasesRoutes(ctx))
     .use(appsRoutes(ctx))
+    .use(buildsRoutes(ctx))
     .use(appFilesRoutes(ctx))
+    .use(repositoryRoutes(ctx))
+    .use(webhooksRoutes(ctx))
     .use(appHistoryRoutes(ctx));
 }
 

@@ -104,6 +104,8 @@ export const APP_ROUTES: AuthenticatedRoute[] = [
   // A JSON body where multipart is expected: authentication is what is checked, nothing is deployed.
   { method: "POST", path: "/api/apps/deploy", body: { name: "matrix" } },
   { method: "POST", path: "/api/apps/inspect-env", body: { name: "matrix" } },
+  // No repository: refused as invalid once authenticated, nothing is cloned.
+  { method: "POST", path: "/api/apps/deploy-from-repo", body: { name: "matrix" } },
   { method: "GET", path: "/api/apps/:appId", resource: appOf },
   { method: "POST", path: "/api/apps/:appId/stop", resource: appOf },
   { method: "POST", path: "/api/apps/:appId/start", resource: appOf },
@@ -118,6 +120,10 @@ export const APP_ROUTES: AuthenticatedRoute[] = [
   { method: "GET", path: "/api/apps/:appId/builds/:buildId/log", resource: appOf },
   { method: "POST", path: "/api/apps/:appId/builds/:buildId/cancel", resource: unfinishedBuildOf },
   { method: "POST", path: "/api/apps/:appId/redeploy", resource: appOf },
+  // The serving build: a fresh container of it, nothing used up.
+  { method: "POST", path: "/api/apps/:appId/builds/:buildId/rollback", resource: appOf },
+  { method: "GET", path: "/api/apps/:appId/deploy-hook", resource: appOf },
+  { method: "POST", path: "/api/apps/:appId/deploy-hook", resource: appOf },
   { method: "GET", path: "/api/apps/:appId/fs/list", resource: appOf },
   { method: "GET", path: "/api/apps/:appId/fs/history", resource: appOf },
   { method: "GET", path: "/api/apps/:appId/history", resource: appOf },

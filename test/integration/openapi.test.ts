@@ -19,6 +19,9 @@ const PUBLIC_ROUTES = [
   "POST /api/auth/claim",
   "POST /api/organization/invitations/{invitationId}/accept",
   "GET /api/organization/invitations/{invitationId}/preview",
+  // Authenticated by their signature or the secret in their URL, not a key.
+  "POST /api/webhooks/github",
+  "POST /api/webhooks/deploy/{appId}/{secret}",
 ];
 const AUTHENTICATED = AUTHENTICATED_ROUTES.map((route) => `${route.method} ${openApiPath(route.path)}`);
 

@@ -22,7 +22,7 @@ export interface BulkRenameInput {
   actions: Record<string, RenameAction>;
 }
 
-type Fields = Record<string, unknown>;
+export type Fields = Record<string, unknown>;
 
 /** The body's fields, whichever of the three forms it came in. */
 export async function readFields(request: Request): Promise<Fields> {
@@ -56,7 +56,7 @@ function text(fields: Fields, name: string, options: { required?: boolean; min?:
   return value;
 }
 
-function flag(fields: Fields, name: string, fallback: boolean): boolean {
+export function flag(fields: Fields, name: string, fallback: boolean): boolean {
   const value = fields[name];
   if (value === undefined || value === null || value === "") return fallback;
   if (typeof value === "boolean") return value;

@@ -5,7 +5,7 @@ import { Elysia, t } from "elysia";
 import type { ServerContext } from "../../http/context";
 import { auditActor, authPlugin, type Principal } from "../../http/auth";
 import { ok } from "../../http/envelope";
-import { json, media, ref, responses } from "../../http/responses";
+import { formsBody, json, media, ref, responses } from "../../http/responses";
 import { appIdParams } from "../model";
 import { bulkRenameInput, createFileInput, readFields } from "./bodies";
 import { FileHistory } from "./history";
@@ -26,12 +26,6 @@ import { AppTree, MAX_TEXT_FILE_BYTES } from "./tree";
 import { BulkRenames, RENAME_PLAN_ANSWER, RENAME_ERRORS, RENAME_BODY_DOC } from "./bulk-rename";
 
 const PATH_ERRORS = ["NOT_FOUND", "INVALID_PATH", "SYMLINK_NOT_FOLLOWED"] as const;
-const FORMS = ["application/json", "application/x-www-form-urlencoded", "multipart/form-data"] as const;
-
-/** A request body any of the three forms may carry, for the OpenAPI document. */
-function formsBody(schema: ReturnType<typeof t.Object>, description: string) {
-  return { required: true, description, content: Object.fromEntries(FORMS.map((type) => [type, { schema }])) };
-}
 
 export function appFilesRoutes(ctx: ServerContext) {
   const history = new FileHistory(ctx.db);
