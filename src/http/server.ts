@@ -40,6 +40,9 @@ function validationMessage(error: any): string {
 const MAX_JSON_BODY_BYTES = 1024 * 1024;
 /** The uploads stream (through src/http/multipart.ts or straight to disk), and their routes enforce their own limits. */
 const STREAMED_UPLOADS = [/^POST \/api\/apps\/deploy$/, /^POST \/api\/apps\/inspect-env$/, /^POST \/api\/databases\/[^/]+\/backups\/upload$/];
+/** GitHub sends push deliveries of up to 25 MB (a push of many commits): refused, it would go undeployed. */
+const WEBHOOK_DELIVERY = /^POST \/api\/webhooks\/github$/;
+const MAX_WEBHOOK_BODY_BYTES = 25 * 1024 * 1024;
 
 /**
  * Elysia parses a body before the routes' authentication runs, and the server's own limit is the
@@ -56,7 +59,9 @@ function refuseOversizedBody(request: Request): Response | undefined {
   if (chunked) {
     return errorResponse("LENGTH_REQUIRED", "Send a Content-Length: request bodies without one (chunked) are refused, except for uploads");
   }
-  return errorResponse("PAYLOAD_TOO_LARGE", `Request body is larger than ${MAX_JSON_BODY_BYTES} bytes; only uploads may be larger`);
+  const limit = WEBHOOK_DELIVERY.test(route) ? MAX_WEBHOOK_BODY_BYTES : MAX_JSON_BODY_BYTES;
+  if (Number(length) <= limit) return undefined;
+  return errorResponse("PAYLOAD_TOO_LARGE", `Request body is larger than ${limit} bytes; only uploads may be larger`);
 }
 
 /**

@@ -14,6 +14,8 @@ export function validSignature(secret: string, body: Uint8Array, header: string 
 export interface PushDelivery {
   owner: string;
   name: string;
+  /** GitHub's id of the repository, as text. */
+  repositoryId: string | null;
   /** Null when the ref is not a branch (a tag). */
   branch: string | null;
   /** The branch was deleted: nothing to deploy. */
@@ -33,15 +35,17 @@ export function deliveryPayload(body: Uint8Array, contentType: string | null): u
 
 export function pushDelivery(payload: unknown): PushDelivery {
   if (typeof payload !== "object" || payload === null) throw new ApiError("VALIDATION_FAILED", "A push delivery's payload must be a JSON object");
-  const push = payload as { ref?: unknown; deleted?: unknown; repository?: { name?: unknown; owner?: { login?: unknown; name?: unknown } } };
+  const push = payload as { ref?: unknown; deleted?: unknown; repository?: { id?: unknown; name?: unknown; owner?: { login?: unknown; name?: unknown } } };
   const owner = push.repository?.owner?.login ?? push.repository?.owner?.name;
   const name = push.repository?.name;
   if (typeof push.ref !== "string" || typeof owner !== "string" || typeof name !== "string") {
     throw new ApiError("VALIDATION_FAILED", "A push delivery needs ref, repository.name and repository.owner.login");
   }
+  const id = push.repository?.id;
   return {
     owner,
     name,
+    repositoryId: typeof id === "number" || typeof id === "string" ? String(id) : null,
     branch: push.ref.startsWith("refs/heads/") ? push.ref.slice("refs/heads/".length) : null,
     deleted: push.deleted === true,
   };

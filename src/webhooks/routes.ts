@@ -29,7 +29,7 @@ export function webhooksRoutes(ctx: ServerContext) {
         const push = pushDelivery(deliveryPayload(body, request.headers.get("content-type")));
         if (push.branch === null) return ignored("the push is not to a branch");
         if (push.deleted) return ignored(`branch ${push.branch} was deleted`);
-        const { started, coalesced } = deploys.onPush({ owner: push.owner, name: push.name, branch: push.branch });
+        const { started, coalesced } = deploys.onPush(push);
         if (started + coalesced === 0) return ignored(`no app follows ${push.owner}/${push.name} branch ${push.branch} with autoDeploy on`);
         set.status = 202;
         return ok({ delivery: { event, outcome: "deploying" as const, reason: null, started, coalesced } });
@@ -45,7 +45,7 @@ export function webhooksRoutes(ctx: ServerContext) {
               200: json("Acknowledged and ignored (`delivery.reason` says why)", { delivery: ref(WebhookDeliverySchema) }),
               202: json("Deploys started or coalesced", { delivery: ref(WebhookDeliverySchema) }),
             },
-            "INVALID_SIGNATURE", "WEBHOOKS_DISABLED", "INVALID_JSON", "VALIDATION_FAILED",
+            "INVALID_SIGNATURE", "WEBHOOKS_DISABLED", "INVALID_JSON", "VALIDATION_FAILED", "PAYLOAD_TOO_LARGE",
           ),
           summary: "Receive a GitHub webhook delivery",
           description:
@@ -55,7 +55,9 @@ export function webhooksRoutes(ctx: ServerContext) {
             "gets 403 `WEBHOOKS_DISABLED` while the secret is not set. A `push` to a branch starts a deploy of every app that " +
             "follows that repository (owner and name, any case) and branch with `autoDeploy` on (202); a push that arrives " +
             "while such an app's deploy is queued is coalesced into it, since a build fetches the branch head when it starts. " +
-            "Other events (`ping`...), tags, deleted branches and other branches are acknowledged with 200 and ignored.",
+            "An app whose repository `id` was given is matched on GitHub's repository id too, so a repository renamed or " +
+            "re-created under the same name deploys nothing. Other events (`ping`...), tags, deleted branches and other " +
+            "branches are acknowledged with 200 and ignored. Deliveries up to 25 MB are read (GitHub's maximum).",
         },
       },
     )

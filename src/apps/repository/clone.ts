@@ -4,7 +4,7 @@
 // system or user config and may never prompt; a token travels as an HTTP header set through the
 // environment (GIT_CONFIG_*), so it is in no URL, argv or message. The download is bounded in
 // time and size, the checked-out tree in size and entries, like an uploaded archive.
-import { mkdir, readdir, lstat, rm, stat } from "node:fs/promises";
+import { mkdir, readdir, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { BuildFailed } from "../../docker/driver";
 import { redact } from "../../crypto/redact";
@@ -82,11 +82,17 @@ async function folderBytes(folder: string): Promise<number> {
 }
 
 async function runGit(args: string[], cwd: string, env: Record<string, string>, request: CloneRequest, watchPacks?: string): Promise<string> {
-  const child = Bun.spawn(["git", ...args], { cwd, env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  // In a process group of its own: git's HTTP helper (git-remote-http) is killed with it, else it
+  // would hold the pipes open, and the build, on a server that never answers.
+  const child = Bun.spawn(["git", ...args], { cwd, env, stdin: "ignore", stdout: "pipe", stderr: "pipe", detached: true });
   let stopped: string | undefined;
   const stop = (why: string) => {
     stopped ??= why;
-    child.kill("SIGKILL");
+    try {
+      process.kill(-child.pid, "SIGKILL");
+    } catch {
+      // Already gone.
+    }
   };
   const onAbort = () => stop("aborted");
   request.signal.addEventListener("abort", onAbort, { once: true });
@@ -115,23 +121,23 @@ async function runGit(args: string[], cwd: string, env: Record<string, string>, 
   }
 }
 
-/** The checked-out tree against the upload limits: entries and bytes, symbolic links never followed. */
-async function checkTree(root: string, limits: CloneRequest["limits"], label: string): Promise<{ bytes: number; entries: number }> {
+/**
+ * The fetched tree against the upload limits, before anything is written: files (their sizes as
+ * checked out) and folders, from git's own listing. A small pack can hold a huge file of zeros.
+ */
+async function checkTree(destination: string, env: Record<string, string>, request: CloneRequest): Promise<{ bytes: number; entries: number }> {
+  const listing = await runGit(["ls-tree", "-r", "-t", "-l", "-z", "FETCH_HEAD"], destination, env, request);
   let bytes = 0;
   let entries = 0;
-  const pending = [root];
-  while (pending.length > 0) {
-    const folder = pending.pop()!;
-    for (const entry of await readdir(folder, { withFileTypes: true })) {
-      if (folder === root && entry.name === ".git") continue;
-      entries++;
-      const path = join(folder, entry.name);
-      if (entry.isDirectory()) pending.push(path);
-      else bytes += (await lstat(path)).size;
-      if (entries > limits.maxEntries) throw new BuildFailed(`${label} has more than ${limits.maxEntries} files and folders (PLATFORM_MAX_ARCHIVE_ENTRIES)`);
-      if (bytes > limits.maxBytes) throw new BuildFailed(`${label} is larger than ${Math.round(limits.maxBytes / 1024 / 1024)} MB checked out (PLATFORM_MAX_UNCOMPRESSED_BYTES)`);
-    }
+  const { limits, label } = request;
+  for (const line of listing.split("\0")) {
+    if (!line) continue;
+    entries++;
+    const size = Number(line.slice(0, line.indexOf("\t")).trim().split(/\s+/)[3]);
+    if (Number.isFinite(size)) bytes += size;
   }
+  if (entries > limits.maxEntries) throw new BuildFailed(`${label} has more than ${limits.maxEntries} files and folders (PLATFORM_MAX_ARCHIVE_ENTRIES)`);
+  if (bytes > limits.maxBytes) throw new BuildFailed(`${label} is larger than ${Math.round(limits.maxBytes / 1024 / 1024)} MB checked out (PLATFORM_MAX_UNCOMPRESSED_BYTES)`);
   return { bytes, entries };
 }
 
@@ -149,16 +155,17 @@ export async function cloneCommit(request: CloneRequest): Promise<ClonedCommit &
     request.log(`==> Fetching ${request.label} ${"branch" in request.ref ? `branch ${request.ref.branch}` : `commit ${request.ref.commit}`} from ${request.url}`);
     await runGit(["init", "--quiet", "--template=", destination], home, env, request);
     await runGit(
-      ["-c", "protocol.version=2", "fetch", "--depth", "1", "--no-tags", "--no-recurse-submodules", "--quiet", "--", request.url, refspec],
+      // A server that stops sending for a minute fails the fetch before the clone timeout has to.
+      ["-c", "protocol.version=2", "-c", "http.lowSpeedLimit=1", "-c", "http.lowSpeedTime=60", "fetch", "--depth", "1", "--no-tags", "--no-recurse-submodules", "--quiet", "--", request.url, refspec],
       destination,
       gitEnvironment(home, request.token),
       request,
       join(destination, ".git", "objects", "pack"),
     );
+    const { bytes, entries } = await checkTree(destination, env, request);
     await runGit(["-c", "core.symlinks=false", "checkout", "--quiet", "--detach", "FETCH_HEAD"], destination, env, request);
     const [sha = "", subject = ""] = (await runGit(["log", "-1", "--format=%H%x00%s"], destination, env, request)).trim().split("\0");
     await rm(join(destination, ".git"), { recursive: true, force: true });
-    const { bytes, entries } = await checkTree(destination, request.limits, request.label);
     const message = subject.replace(/[\0-\x1f\x7f-\x9f]/g, " ").slice(0, MAX_MESSAGE_CHARS);
     request.log(`==> Commit ${sha.slice(0, 12)} "${message}" (${entries} files and folders, ${(bytes / 1024 / 1024).toFixed(1)} MB)`);
     return { sha, message, bytes };

@@ -32,7 +32,7 @@ export function repositoryRoutes(ctx: ServerContext) {
           requestBody: formsBody(deployFromRepoBody, "JSON, or a URL-encoded or multipart form with `repository` as JSON text or as `repository[owner]`… fields"),
           responses: responses(
             { 202: json("Accepted: the clone and build run in the background", { app: ref(AppSchema), buildId: t.String(), created: t.Boolean({ description: "A new app (false: a new release of an existing one)" }) }) },
-            "VALIDATION_FAILED", "INVALID_JSON", "UNSUPPORTED_MEDIA_TYPE", "GITHUB_APP_NOT_CONFIGURED", "UNKNOWN_MACHINE", "NAME_TAKEN", "SUBDOMAIN_TAKEN", "QUOTA_EXCEEDED",
+            "VALIDATION_FAILED", "INVALID_JSON", "UNSUPPORTED_MEDIA_TYPE", "GITHUB_APP_NOT_CONFIGURED", "INSTALLATION_NOT_YOURS", "UNKNOWN_MACHINE", "NAME_TAKEN", "SUBDOMAIN_TAKEN", "QUOTA_EXCEEDED",
           ),
           summary: "Deploy an app from a git repository",
           description:
@@ -44,7 +44,7 @@ export function repositoryRoutes(ctx: ServerContext) {
             "symbolic links are checked out as plain files), takes `path` as the app's root, records `commitSha` and " +
             "`commitMessage` on the build, then builds and releases as a ZIP deploy does. A private repository is reached with " +
             "the GitHub App installation's token (`repoHostInstallationId`) or the app's `accessToken`; neither appears in any " +
-            "URL, log or message. A clone that fails (no such repository or branch, credentials refused, over " +
+            "URL, log or message; an installation another workspace's app uses gets 403 `INSTALLATION_NOT_YOURS`. A clone that fails (no such repository or branch, credentials refused, over " +
             "PLATFORM_GIT_CLONE_TIMEOUT_SECONDS, larger than the upload limits) fails the build with the reason, and a version " +
             "already serving keeps serving. 400 `VALIDATION_FAILED` names the field for an owner, name, branch or path that is " +
             "not valid (a branch starting with '-', '..' in a path...).",

@@ -2,7 +2,7 @@
 // app's deploy-hook URL starts, and the clone each such build begins with (./clone.ts). A build
 // clones the branch head when it starts, not when it is asked for: pushes that arrive while a
 // build waits are coalesced into that one build, which takes the newest commit.
-import { and, eq, inArray } from "drizzle-orm";
+import { and, eq, ne } from "drizzle-orm";
 import { lstat } from "node:fs/promises";
 import { renameSync } from "node:fs";
 import { join } from "node:path";
@@ -21,8 +21,6 @@ import type { AppsService } from "../service";
 import { cloneCommit, type CommitRef } from "./clone";
 import { repositoryDeployInput } from "./reference";
 
-/** Triggers of builds that take the branch head (or the kept tree) when they start: a queued one absorbs another. */
-const COALESCING_TRIGGERS = ["repository", "push", "deploy-hook", "redeploy"];
 const DEPLOY_HOOK_SECRET_LENGTH = 40;
 
 const tokenData = (appId: string) => `app-repo-token:${appId}`;
@@ -31,11 +29,18 @@ const hookData = (appId: string) => `app-deploy-hook:${appId}`;
 export interface PushEvent {
   owner: string;
   name: string;
-  branch: string;
+  /** GitHub's repository id; an app given another `repository.id` is not this repository. */
+  repositoryId: string | null;
+  branch: string | null;
 }
 
 export class RepositoryDeploys {
   private readonly githubApp: GitHubAppTokens | null;
+  /**
+   * Builds scheduled to take the branch head (or a ZIP app's kept tree) when they start: a push
+   * or hook call may be coalesced into one while it is queued. A ZIP upload or a rollback is not one.
+   */
+  private readonly headBuilds = new Set<string>();
 
   constructor(
     private readonly ctx: AppsContext,
@@ -55,6 +60,7 @@ export class RepositoryDeploys {
     if (repository.repoHostInstallationId && !this.ctx.config.git.githubApp) {
       throw new ApiError("GITHUB_APP_NOT_CONFIGURED", "repoHostInstallationId needs the platform's GitHub App: PLATFORM_GITHUB_APP_ID and PLATFORM_GITHUB_APP_PRIVATE_KEY_FILE are not set");
     }
+    if (repository.repoHostInstallationId) this.assertInstallationFree(principal.workspaceId, repository.repoHostInstallationId);
     const machineId = this.ctx.machines.place(input.machineId).machineId;
     const { appId, existing } = this.apps.records.accept(
       principal.workspaceId,
@@ -77,12 +83,32 @@ export class RepositoryDeploys {
     }
     const buildId = this.apps.records.newBuild(appId, "repository");
     this.ctx.buildLogs.append(appId, buildId, `==> Deploy of ${repository.owner}/${repository.name} branch ${repository.branch}${repository.path ? `, folder ${repository.path}` : ""} accepted`);
-    this.schedule(appId, buildId);
+    this.scheduleHead(this.row(appId)!, buildId);
     return { app: this.apps.publicApp(this.apps.get(principal.workspaceId, appId)), buildId, created: !existing };
   }
 
-  private schedule(appId: string, buildId: string, ref?: CommitRef) {
-    this.apps.deployer.schedule(appId, (signal) => this.apps.deployer.buildAndRelease(appId, buildId, this.sourceFetch(appId, buildId, ref), signal));
+  /**
+   * An installation's token reads every repository the installation grants, so one workspace's
+   * installation is never another's: the first workspace whose app uses it holds it while any of
+   * its apps does. (GitHub does not tell the platform who installed it without an OAuth flow.)
+   */
+  private assertInstallationFree(workspaceId: string, installationId: string) {
+    const other = this.ctx.db
+      .select({ id: apps.id })
+      .from(apps)
+      .where(and(eq(apps.repoInstallationId, installationId), ne(apps.workspaceId, workspaceId)))
+      .get();
+    if (other) throw new ApiError("INSTALLATION_NOT_YOURS", `GitHub App installation ${installationId} is used by another workspace of this platform`);
+  }
+
+  /** The branch head's build, coalescing into it until it starts. */
+  private scheduleHead(app: AppRow, buildId: string) {
+    this.headBuilds.add(buildId);
+    const source = app.repoOwner ? this.sourceFetch(app.id, buildId) : undefined;
+    this.apps.deployer.schedule(app.id, async (signal) => {
+      this.headBuilds.delete(buildId);
+      await this.apps.deployer.buildAndRelease(app.id, buildId, source, signal);
+    });
   }
 
   /**
@@ -151,21 +177,22 @@ export class RepositoryDeploys {
     const queued = this.ctx.db
       .select({ id: builds.id })
       .from(builds)
-      .where(and(eq(builds.appId, app.id), eq(builds.status, "queued"), inArray(builds.trigger, COALESCING_TRIGGERS)))
-      .get();
+      .where(and(eq(builds.appId, app.id), eq(builds.status, "queued")))
+      .all()
+      .find((build) => this.headBuilds.has(build.id));
     if (queued) {
       this.ctx.buildLogs.append(app.id, queued.id, `==> ${note}: this queued build takes it`);
       return { buildId: queued.id, coalesced: true };
     }
     const buildId = this.apps.records.newBuild(app.id, trigger);
     this.ctx.buildLogs.append(app.id, buildId, `==> ${note}`);
-    if (app.repoOwner) this.schedule(app.id, buildId);
-    else this.apps.deployer.schedule(app.id, (signal) => this.apps.deployer.buildAndRelease(app.id, buildId, undefined, signal));
+    this.scheduleHead(app, buildId);
     return { buildId, coalesced: false };
   }
 
   /** A push to a branch: every app following that repository and branch with autoDeploy on, in any workspace. */
   onPush(push: PushEvent): { started: number; coalesced: number } {
+    if (push.branch === null) return { started: 0, coalesced: 0 };
     const following = this.ctx.db
       .select()
       .from(apps)
@@ -175,7 +202,8 @@ export class RepositoryDeploys {
         (app) =>
           app.status !== "deleting" &&
           app.repoOwner?.toLowerCase() === push.owner.toLowerCase() &&
-          app.repoName?.toLowerCase() === push.name.toLowerCase(),
+          app.repoName?.toLowerCase() === push.name.toLowerCase() &&
+          (push.repositoryId === null || app.repoId === push.repositoryId),
       );
     let coalesced = 0;
     for (const app of following) {

@@ -103,7 +103,7 @@ function deliver(event: string, payload: unknown, secret = WEBHOOK_SECRET) {
   }).then(async (response) => ({ status: response.status, body: (await response.json()) as any }));
 }
 
-const push = (owner: string, name: string, branch: string) => ({ ref: `refs/heads/${branch}`, deleted: false, repository: { name, owner: { login: owner } } });
+const push = (owner: string, name: string, branch: string, id = 1001) => ({ ref: `refs/heads/${branch}`, deleted: false, repository: { id, name, owner: { login: owner } } });
 
 async function buildsOf(appId: string): Promise<any[]> {
   return (await server.request("GET", `/api/apps/${appId}/builds`, { key })).body.builds;
@@ -160,6 +160,8 @@ describe("deploy from a git repository", () => {
     expect(otherBranch.body.delivery.outcome).toBe("ignored");
     expect((await deliver("ping", { zen: "hi" })).body.delivery.outcome).toBe("ignored");
     expect((await deliver("push", { ...push("acme", "site", "main"), ref: "refs/tags/v1" })).body.delivery.outcome).toBe("ignored");
+    // Same owner and name, another repository (re-created or renamed into place): not the app's.
+    expect((await deliver("push", push("acme", "site", "main", 9999))).body.delivery.outcome).toBe("ignored");
     expect((await buildsOf(appId)).length).toBe(before);
     expect(await viaProxy(server, subdomain).then((r) => r.text())).toContain("version two");
   });
@@ -254,11 +256,14 @@ describe("deploy from a git repository", () => {
 
   test("a clone slower than PLATFORM_GIT_CLONE_TIMEOUT_SECONDS fails with a clear message", async () => {
     await git.createRepo("acme", "slow", { files: site("slow") });
-    git.setDelay(12_000);
+    // The server never answers within the test: the clone must end at its timeout all the same.
+    git.setDelay(600_000);
     try {
+      const started = Date.now();
       const response = await deployFromRepo({ name: "git-slow", repository: { id: "7", owner: "acme", name: "slow", branch: "main" } });
-      const done = await finished(response.body.app.id, response.body.buildId);
+      const done = await finished(response.body.app.id, response.body.buildId, 30_000);
       expect(done.build.error).toContain("took longer than 8 s (PLATFORM_GIT_CLONE_TIMEOUT_SECONDS)");
+      expect(Date.now() - started).toBeLessThan(20_000);
     } finally {
       git.setDelay(0);
     }
@@ -309,6 +314,14 @@ describe("repository options", () => {
     const appBuild = await finished(viaApp.body.app.id, viaApp.body.buildId);
     expect(appBuild.build.status).toBe("succeeded");
     expect(tokensIssued).toBeGreaterThan(0);
+
+    const otherWorkspace = (await server.createKey("git-other", "other-team")).key;
+    const borrowed = await server.request("POST", "/api/apps/deploy-from-repo", {
+      key: otherWorkspace,
+      body: { name: "borrowed", runtime: "node", memoryMB: 64, repository: { ...reference, repoHostInstallationId: INSTALLATION_ID } },
+    });
+    expect(borrowed.status).toBe(403);
+    expect(borrowed.body.code).toBe("INSTALLATION_NOT_YOURS");
 
     for (const { url } of git.requests) expect(url).not.toContain(git.token);
     for (const answer of [refused, tokenBuild, appBuild]) expect(JSON.stringify(answer)).not.toContain(git.token);
@@ -364,4 +377,28 @@ describe("repository options", () => {
       await plain.stop();
     }
   });
+
+  test("a repository whose checkout would pass PLATFORM_MAX_UNCOMPRESSED_BYTES fails the build however well it packs, and leaves nothing", async () => {
+    // 20 MB of one character packs into a few KB: only the listing of the tree tells its size.
+    await git.createRepo("acme", "zeros", { files: { "index.html": "x", "zeros.bin": "0".repeat(20 * 1024 * 1024) } });
+    const small = await TestServer.start({ PLATFORM_GIT_BASE_URL: git.baseUrl, PLATFORM_MAX_UNCOMPRESSED_BYTES: String(5 * 1024 * 1024) });
+    try {
+      const smallKey = (await small.createKey("small")).key;
+      const response = await small.request("POST", "/api/apps/deploy-from-repo", {
+        key: smallKey,
+        body: { name: "zeros", runtime: "node", memoryMB: 64, repository: { id: "11", owner: "acme", name: "zeros", branch: "main" } },
+      });
+      expect(response.status).toBe(202);
+      let build: any;
+      for (const deadline = Date.now() + 60_000; Date.now() < deadline && !["failed", "succeeded"].includes(build?.status); await Bun.sleep(250)) {
+        build = (await small.request("GET", `/api/apps/${response.body.app.id}/builds/${response.body.buildId}`, { key: smallKey })).body.build;
+      }
+      expect(build.error).toContain("acme/zeros is larger than 5 MB checked out");
+      const written = Bun.spawnSync(["du", "-sb", small.dataDir]).stdout.toString();
+      expect(Number(written.split("\t")[0])).toBeLessThan(10 * 1024 * 1024);
+      await deleteAllApps(small, smallKey);
+    } finally {
+      await small.stop();
+    }
+  }, 120_000);
 });

@@ -73,7 +73,11 @@ describe("pushDelivery", () => {
   const push = (fields: Record<string, unknown>) => pushDelivery({ ref: "refs/heads/main", repository: { name: "repo", owner: { login: "octo-org" } }, ...fields });
 
   test("a push to a branch names owner, repository and branch", () => {
-    expect(push({})).toEqual({ owner: "octo-org", name: "repo", branch: "main", deleted: false });
+    expect(push({})).toEqual({ owner: "octo-org", name: "repo", repositoryId: null, branch: "main", deleted: false });
+  });
+
+  test("GitHub's repository id is kept as text, to tell a re-created repository of the same name apart", () => {
+    expect(push({ repository: { id: 1296269, name: "repo", owner: { login: "octo-org" } } }).repositoryId).toBe("1296269");
   });
 
   test("a branch with slashes keeps them", () => {
