@@ -9,17 +9,24 @@
 //   NEXT_PUBLIC_* variables; NPM_CONFIG_REGISTRY and BUN_CONFIG_REGISTRY when the platform sets a
 //   package registry; PLATFORM_CA_FILE=.platform/ca.pem when the platform has an extra CA bundle:
 //   only then is that file in the context, for the Dockerfile to COPY.
+// What it may name, checked before the build (reviewDockerfile, then the engine): FROM and
+// COPY --from name earlier stages or images by name, never by image ID (the engine resolves any ID
+// prefix, which would reach another tenant's image or a failed build's leftovers) nor through a
+// variable, and never an image the platform made. ADD takes no remote source: the engine fetches
+// those itself, from the host's network (its loopback, cloud metadata), past the egress rules.
 // RUN steps run with the build memory, CPUs and timeout, on the workspace's network (so the egress
-// rules apply), as the Dockerfile's USER with the engine's default capabilities and no process
-// limit: the engine's builder has no option for those. The image then runs like any app's
+// rules apply to them), as the Dockerfile's USER with the engine's default capabilities and no
+// process limit: the engine's builder has no option for those. The image then runs like any app's
 // (./deployer.ts): as PLATFORM_APP_USER whatever its USER, no capabilities, no new privileges, the
 // app's limits, PORT set, started by its ENTRYPOINT and CMD.
 import { lstat, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Runtime } from "../config";
-import { BuildFailed, type DockerDriver } from "../docker/driver";
+import { LABEL_MANAGED } from "../docker/container-spec";
+import { BuildFailed, DockerNotFound, type DockerDriver } from "../docker/driver";
 import type { ImageConfig } from "../docker/images";
 import { tarStream } from "../docker/tar";
+import { ApiError } from "../http/errors";
 import { DetectionFailed, planWithCommand, type AppFiles, type BuildPlan } from "./detect";
 import type { BuilderSetting } from "./model";
 import { contextEntries } from "./sources";
@@ -204,7 +211,8 @@ export interface DockerfileBuild {
 /** Builds the source's Dockerfile as the image `tag`; throws BuildFailed with the engine's message when a step fails. */
 export async function buildDockerfile(build: DockerfileBuild): Promise<string> {
   const { driver, limits, log } = build;
-  await assertNoPlatformImages(build.sourceDir);
+  const namedImages = reviewDockerfile(await readFile(join(build.sourceDir, DOCKERFILE), "utf8"));
+  await refusePlatformMadeImages(driver, namedImages);
   const ignoreText = await readDockerignore(build.sourceDir);
   const buildArgs = dockerfileBuildArgs(build.settings);
   log(
@@ -255,14 +263,148 @@ export async function buildDockerfile(build: DockerfileBuild): Promise<string> {
   return build.tag;
 }
 
-/** The platform's own image names (src/apps/builder.ts): another app's image, or a build's, is never a starting point. */
+/** The platform's own image names (src/apps/builder.ts), under any registry: another app's image, or a build's, is never a starting point. */
 const PLATFORM_IMAGE_NAME = /platform-(?:app|build)-[a-z0-9_]/i;
+/** What the engine takes for an image ID: a full or short hex ID (the shortest unique prefix will do), with or without `sha256:`. */
+const IMAGE_ID = /^(?:sha256:.*|[0-9a-f]{1,64}(?::[\w.-]*)?)$/i;
+/** The characters of an image reference; quotes and escapes would be resolved by the engine after this check. */
+const PLAIN_REFERENCE = /^[A-Za-z0-9._:/@-]+$/;
+/** What the engine's Dockerfile parser splits words on. */
+const WORD_SEPARATOR = /[\t\v\f\r ]+/;
+/** A parser directive (`# escape=...`): only in the comment lines that open the file. */
+const PARSER_DIRECTIVE = /^#\s*([a-zA-Z][a-zA-Z0-9]*)\s*=\s*(.+?)\s*$/;
+const USE_RUN_INSTEAD = "the engine would fetch it from the platform's own network; use RUN curl/wget, which runs on the workspace network";
 
-/** A Dockerfile that names an image of the platform's apps (FROM, COPY --from, an ARG default) fails the build. */
-export async function assertNoPlatformImages(sourceDir: string): Promise<void> {
-  const text = await readFile(join(sourceDir, DOCKERFILE), "utf8");
-  const line = text.split("\n").find((candidate) => PLATFORM_IMAGE_NAME.test(candidate) && !/^\s*#/.test(candidate));
-  if (line !== undefined) throw new BuildFailed(`the Dockerfile names an image of the platform's apps (${line.trim().slice(0, 120)}): start from a base image instead`);
+const refuse = (line: string, reason: string) => new BuildFailed(`the Dockerfile's line "${line.replace(/\s+/g, " ").trim().slice(0, 120)}" ${reason}`);
+
+/**
+ * The Dockerfile's instructions as the engine's parser joins them: a line ending in the escape
+ * character (`\`, or the one of a leading `# escape=` directive) goes on with the next, and comment
+ * and blank lines within are skipped.
+ */
+function instructionLines(text: string): string[] {
+  const lines = text.replace(/^\uFEFF/, "").split("\n").map((line) => line.replace(/\r+$/, ""));
+  let escape = "\\";
+  for (const line of lines) {
+    const directive = PARSER_DIRECTIVE.exec(line.trimStart());
+    if (!directive) break;
+    if (directive[1]!.toLowerCase() === "escape") escape = directive[2]!;
+  }
+  const continued = new RegExp(`${escapeRegExp(escape)}[ \\t]*$`);
+  const instructions: string[] = [];
+  for (let index = 0; index < lines.length; index++) {
+    const first = lines[index]!.trimStart();
+    if (first.startsWith("#")) continue;
+    let open = continued.test(first);
+    let instruction = first.replace(continued, "");
+    while (open && ++index < lines.length) {
+      const next = lines[index]!;
+      if (next.trimStart() === "" || next.trimStart().startsWith("#")) continue;
+      open = continued.test(next);
+      instruction += next.replace(continued, "");
+    }
+    if (instruction.trim() !== "") instructions.push(instruction);
+  }
+  return instructions;
+}
+
+/** The leading `--name=value` words of an instruction's arguments, quotes and backslashes resolved as the engine's parser does, and what follows them. */
+function leadingFlags(text: string): { flags: string[]; rest: string } {
+  const flags: string[] = [];
+  let position = 0;
+  for (;;) {
+    while (position < text.length && /\s/.test(text[position]!)) position++;
+    if (!text.startsWith("--", position)) return { flags, rest: text.slice(position) };
+    let word = "";
+    let quote: string | undefined;
+    for (; position < text.length && (quote || !/\s/.test(text[position]!)); position++) {
+      const char = text[position]!;
+      if (char === quote) quote = undefined;
+      else if (!quote && (char === '"' || char === "'")) quote = char;
+      else if (char === "\\") word += text[++position] ?? "";
+      else word += char;
+    }
+    if (word === "--") return { flags, rest: text.slice(position) };
+    flags.push(word);
+  }
+}
+
+function parseInstruction(line: string): { keyword: string; flags: string[]; args: string } {
+  const trimmed = line.trim();
+  const separator = WORD_SEPARATOR.exec(trimmed);
+  if (!separator) return { keyword: trimmed.toUpperCase(), flags: [], args: "" };
+  const { flags, rest } = leadingFlags(trimmed.slice(separator.index + separator[0].length));
+  return { keyword: trimmed.slice(0, separator.index).toUpperCase(), flags, args: rest.trim() };
+}
+
+/** ADD's sources, read both as a JSON array and as words: whichever way the engine reads them. */
+function addSources(args: string): string[] {
+  const words = args.split(WORD_SEPARATOR).filter(Boolean);
+  const sources = words.slice(0, Math.max(1, words.length - 1));
+  try {
+    const list: unknown = JSON.parse(args);
+    if (Array.isArray(list)) sources.push(...list.slice(0, Math.max(1, list.length - 1)).map(String));
+  } catch {
+    // not the JSON form
+  }
+  return sources;
+}
+
+/**
+ * Refuses (BuildFailed, quoting the line) a Dockerfile that names an image by ID, through a
+ * variable or quoting, or by a platform image's name in FROM or COPY/ADD --from (earlier stages,
+ * by name or index, and `scratch` are fine), or that ADDs a remote source. Answers the images it
+ * names, each with its line, for the engine to look up.
+ */
+export function reviewDockerfile(text: string): Map<string, string> {
+  const images = new Map<string, string>();
+  const stages: string[] = [];
+  /** `byIndex`: COPY --from also takes a stage's number; FROM takes a number for an image ID. */
+  const reviewReference = (reference: string, earlierStages: string[], line: string, byIndex = false) => {
+    const name = reference.toLowerCase();
+    if (name === "scratch" || earlierStages.includes(name)) return;
+    if (byIndex && /^\d+$/.test(name) && Number(name) < earlierStages.length) return;
+    if (reference.includes("$")) throw refuse(line, "names an image through a variable: write the image's name itself");
+    if (!PLAIN_REFERENCE.test(reference)) throw refuse(line, "names an image with quotes or escapes: write the image's name plainly");
+    if (IMAGE_ID.test(reference)) throw refuse(line, "names an image by its ID: name a base image by repository and tag, or an earlier stage by its name");
+    if (PLATFORM_IMAGE_NAME.test(reference)) throw refuse(line, "names an image of the platform's apps: start from a base image instead");
+    images.set(reference, line);
+  };
+  const review = (instruction: ReturnType<typeof parseInstruction>, line: string) => {
+    if (instruction.keyword === "ONBUILD") return review(parseInstruction(instruction.args), line);
+    if (instruction.keyword === "FROM") {
+      const [reference, as, stageName] = instruction.args.split(WORD_SEPARATOR);
+      if (reference) reviewReference(reference, stages, line);
+      stages.push(as?.toLowerCase() === "as" && stageName ? stageName.toLowerCase() : "");
+    }
+    if (instruction.keyword !== "COPY" && instruction.keyword !== "ADD") return;
+    for (const flag of instruction.flags) {
+      const equals = flag.indexOf("=");
+      if (equals > 0 && flag.slice(2, equals).toLowerCase() === "from" && equals + 1 < flag.length) reviewReference(flag.slice(equals + 1), stages.slice(0, -1), line, true);
+    }
+    if (instruction.keyword !== "ADD") return;
+    for (const source of addSources(instruction.args)) {
+      if (source.includes("$")) throw refuse(line, `names its source through a variable, which could make it a URL: ${USE_RUN_INSTEAD}`);
+      if (/:\/\/|git@/i.test(source.replace(/["'\\`]/g, ""))) throw refuse(line, `fetches a remote source: ${USE_RUN_INSTEAD}`);
+    }
+  };
+  for (const line of instructionLines(text)) review(parseInstruction(line), line);
+  return images;
+}
+
+/** Refuses an image named by the Dockerfile that the platform made (an app's, a build's), whatever its name; one the engine lacks is left to the build. */
+async function refusePlatformMadeImages(driver: DockerDriver, images: Map<string, string>): Promise<void> {
+  for (const [reference, line] of images) {
+    let labels: Record<string, string>;
+    try {
+      ({ labels } = await driver.inspectImage(reference));
+    } catch (error) {
+      if (error instanceof DockerNotFound) continue;
+      if (error instanceof ApiError) throw error;
+      throw new BuildFailed(`the image ${reference} named in the Dockerfile could not be looked up: ${(error as Error).message}`);
+    }
+    if (labels[LABEL_MANAGED]) throw refuse(line, "names an image the platform made: start from a base image instead");
+  }
 }
 
 /** The root .dockerignore, if any; one that is not a regular file of a sane size fails the build (a symlink is never followed). */

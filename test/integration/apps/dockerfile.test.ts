@@ -1,12 +1,13 @@
 // Dockerfile builds on the real engine: a ZIP whose only recognisable part is a Dockerfile builds
 // and serves through the proxy; builder "dockerfile" wins over a detectable package.json; what the
 // Dockerfile asks for at run time (USER root, setuid binaries) gets it none of those powers; a
-// failing RUN step fails the build with the engine's message while the previous build serves; a
-// RUN step runs on the workspace network with the build limits, and a cancel stops it.
+// failing RUN step fails the build with the engine's message while the previous build serves; an
+// image named by ID, or one the platform made, fails the build before any step; a RUN step runs on
+// the workspace network with the build limits, and a cancel stops it.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { TestServer } from "../../helpers/server";
 import { appZip, deleteAllApps, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
-import { dockerCli } from "../../helpers/docker";
+import { dockerCli, uniqueName } from "../../helpers/docker";
 
 // Per file: this Bun reads no timeout from bunfig.toml, and a preload's setting holds for its first file only.
 setDefaultTimeout(120_000);
@@ -186,6 +187,33 @@ describe('builder "dockerfile"', () => {
     expect(log).toContain("==> Runtime node, detected: node");
     expect(log).toContain('the Dockerfile is not used: builder "auto" builds it only when nothing is detected; set builder to "dockerfile" to use it');
     expect(await (await viaProxy(server, app.subdomain)).text()).toBe("runtime plan");
+  });
+});
+
+describe("images a Dockerfile may name", () => {
+  test("an image named by a short ID fails the build with the reason, before any step runs", async () => {
+    const [node] = await dockerCli("image", "inspect", "platform-test/node:latest");
+    const shortId = String(node.Id).replace("sha256:", "").slice(0, 12);
+    const { app, build, log } = await deploy({ name: "df-by-id", builder: "dockerfile" }, { Dockerfile: `FROM ${shortId}\nRUN echo "step ran"\nCMD ["node"]\n` });
+    expect(build.status).toBe("failed");
+    expect(app.status).toBe("failed");
+    expect(log).toContain(`==> Build failed: the Dockerfile's line "FROM ${shortId}" names an image by its ID`);
+    expect(log).not.toContain("step ran");
+  });
+
+  test("an image the platform made is refused by its label, whatever name it has", async () => {
+    const image = `${uniqueName("platform-test/made-by-platform")}:latest`;
+    const container = String(await dockerCli("create", "platform-test/node:latest")).trim();
+    try {
+      await dockerCli("commit", "--change", "LABEL platform.managed=true", container, image);
+      const { build, log } = await deploy({ name: "df-managed", builder: "dockerfile" }, { Dockerfile: `FROM ${image}\nRUN echo "step ran"\nCMD ["node"]\n` });
+      expect(build.status).toBe("failed");
+      expect(log).toContain(`==> Build failed: the Dockerfile's line "FROM ${image}" names an image the platform made: start from a base image instead`);
+      expect(log).not.toContain("step ran");
+    } finally {
+      await dockerCli("rm", container);
+      await dockerCli("rmi", image).catch(() => {});
+    }
   });
 });
 
