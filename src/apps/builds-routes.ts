@@ -74,7 +74,8 @@ export function buildsRoutes(ctx: ServerContext) {
             "normally already `canceled` (error `canceled by a user`). The app keeps serving its previous release (statusReason " +
             "says the build was canceled); an app with nothing to serve becomes `failed`. A build that runs longer than " +
             "PLATFORM_BUILD_TIMEOUT_SECONDS is killed the same way and ends `failed` with error `timed out after N s`. " +
-            "409 `BUILD_FINISHED` for a build that has already ended.",
+            "409 `BUILD_FINISHED` for a build that has already ended, and for a rollback releasing a kept image (it builds " +
+            "nothing; a stop ends it).",
         },
       },
     )
@@ -119,9 +120,10 @@ export function buildsRoutes(ctx: ServerContext) {
             "Releases the succeeded build `buildId` again, as a new build entry (trigger `rollback`, `rollbackOf` the " +
             "earlier build) answered 202 with `app` and `build`. While that build's image is kept (`imageKept`: the images of " +
             "the newest PLATFORM_APP_IMAGES_KEPT builds, default 3, and the serving one) nothing is built: the entry is " +
-            "`succeeded` at once with that image, its log says so, and a container of it starts in the background with the " +
+            "`building` with that image, its log says so, and a container of it starts in the background with the " +
             "zero-downtime rules of a deploy (the serving container answers until the new one listens, and keeps answering " +
-            "when it fails). Once the image was removed, a repository build's commit is built again (the entry is `queued`); " +
+            "when it fails); the entry ends `succeeded` once it serves, `failed` with the reason when it never listened, " +
+            "`canceled` when a stop or delete came first. It builds nothing, so it cannot be cancelled itself (409 `BUILD_FINISHED`). Once the image was removed, a repository build's commit is built again (the entry is `queued`); " +
             "a ZIP build cannot come back: 409 `ROLLBACK_UNAVAILABLE`, deploy it again. Rolling back to the build being served " +
             "is allowed and starts a fresh container of it, like a restart; like a restart, it waits behind a build or " +
             "release in progress, and it starts a stopped app. 409 `BUILD_NOT_RELEASABLE` for a build that is queued, " +

@@ -6,6 +6,7 @@ import { ApiError } from "../http/errors";
 import type { AppRow, AppsContext, Deployer } from "./deployer";
 import type { Static } from "@sinclair/typebox";
 import { BuildSchema, type BuildStatus } from "./model";
+import { releasesKeptImage } from "./rollback";
 
 type BuildRow = typeof builds.$inferSelect;
 const BUILD_HISTORY = 50;
@@ -63,9 +64,18 @@ export class AppBuilds {
     };
   }
 
-  /** POST …/builds/:buildId/cancel: a queued build is dropped, a running one killed; the app keeps what it serves. */
+  /**
+   * POST …/builds/:buildId/cancel: a queued build is dropped, a running one killed; the app keeps what
+   * it serves. A rollback releasing a kept image builds nothing and is refused: a stop ends it.
+   */
   async cancel(workspaceId: string, appId: string, buildId: string) {
     const build = this.buildRow(workspaceId, appId, buildId);
+    if (releasesKeptImage(build)) {
+      throw new ApiError(
+        "BUILD_FINISHED",
+        `Build ${build.id} builds nothing: it releases the kept image of build ${build.rollbackOf}, which cannot be canceled; it ends once that release serves or fails, and stopping the app ends it at once`,
+      );
+    }
     const canceled = await this.deployer.builder.cancel(build.appId, build.id, "canceled by a user");
     if (!canceled) throw new ApiError("BUILD_FINISHED", `Build ${build.id} has already ${build.status === "canceled" ? "been canceled" : "finished"}`);
     return this.publicBuild(this.buildRow(workspaceId, appId, buildId));

@@ -1,7 +1,7 @@
 // Keeping apps and the engine in step: the reconciler's owner of app containers (a container that
 // stopped on its own is recorded), the proxy route of a serving container, and the recovery of
 // builds, deploys, stops and deletions a platform restart interrupted.
-import { eq, inArray } from "drizzle-orm";
+import { and, eq, inArray, isNotNull } from "drizzle-orm";
 import { apps, builds } from "../db/schema";
 import { LABEL_APP } from "../docker/container-spec";
 import { DockerNotFound } from "../docker/driver";
@@ -76,17 +76,27 @@ export class AppRecovery implements ContainerOwner {
     // Moved aside before the first await: a deploy accepted meanwhile must keep its fresh upload.
     const leftoversRemoved = this.ctx.storage.removeLeftoverUploads();
     const now = Date.now();
-    const interrupted = this.ctx.db
+    const unfinished = inArray(builds.status, UNFINISHED_BUILD_STATUSES);
+    // A rollback entry the app serves had switched before the restart: its release succeeded.
+    const switched = this.ctx.db.select({ id: apps.currentBuildId }).from(apps);
+    this.ctx.db.update(builds).set({ status: "succeeded", finishedAt: now }).where(and(unfinished, inArray(builds.id, switched))).run();
+    const interruptedRollbacks = this.ctx.db
       .update(builds)
-      .set({ status: "failed", error: "interrupted by a platform restart", finishedAt: now })
-      .where(inArray(builds.status, UNFINISHED_BUILD_STATUSES))
+      .set({ status: "failed", error: "not released: interrupted by a platform restart", finishedAt: now })
+      .where(and(unfinished, eq(builds.trigger, "rollback"), isNotNull(builds.image)))
       .returning()
       .all();
-    for (const build of interrupted) {
+    const interruptedBuilds = this.ctx.db
+      .update(builds)
+      .set({ status: "failed", error: "interrupted by a platform restart", finishedAt: now })
+      .where(unfinished)
+      .returning()
+      .all();
+    for (const build of [...interruptedRollbacks, ...interruptedBuilds]) {
       this.ctx.buildLogs.append(build.appId, build.id, "==> Interrupted by a platform restart");
       this.ctx.buildLogs.finish(build.id);
       const app = this.row(build.appId);
-      // A build container outlives the platform's process (one could run forever): removed now.
+      // A build container, or a rollback's container that never served, outlives the platform's process: removed now.
       if (app) await this.deployer.builder.removeLeftovers(app, build.id).catch((error) => console.warn(`[apps] leftovers of build ${build.id}: ${(error as Error).message}`));
     }
     for (const app of this.ctx.db.select().from(apps).where(inArray(apps.status, ["building", "starting", "stopping", "deleting"])).all()) {

@@ -1,8 +1,9 @@
 // POST /api/apps/:appId/builds/:buildId/rollback: an earlier build released again, as a new build
 // entry (trigger `rollback`, `rollbackOf` the earlier build). While the earlier build's image is
-// kept (./image-retention.ts) the entry is `succeeded` at once with that image and the Deployer
-// releases it, zero-downtime, without building; once the image is gone a repository build's commit
-// is built again, and a ZIP build cannot come back (its source is not kept).
+// kept (./image-retention.ts) the entry has that image at once and stays `building` while the
+// Deployer releases it, zero-downtime, without building: `succeeded` once it serves, `failed` when
+// the release fails, `canceled` when a stop or delete preempts it. Once the image is gone a
+// repository build's commit is built again, and a ZIP build cannot come back (its source is not kept).
 import { and, eq } from "drizzle-orm";
 import { apps, builds } from "../db/schema";
 import { ApiError } from "../http/errors";
@@ -11,6 +12,11 @@ import type { AppRow, AppsContext, Deployer } from "./deployer";
 import { markImageRemoved } from "./image-retention";
 
 export type BuildRow = typeof builds.$inferSelect;
+
+/** A rollback entry still releasing a kept image: the Builder has no part in it (a build gets its image when it succeeds). */
+export function releasesKeptImage(build: BuildRow): boolean {
+  return build.trigger === "rollback" && build.status === "building" && build.image !== null;
+}
 
 /** Builds commit `from.commitSha` again as the build `newBuildId` (queued), then releases it. */
 export type RebuildCommit = (app: AppRow, from: BuildRow, newBuildId: string) => void;
@@ -60,9 +66,8 @@ export class AppRollbacks {
       image,
       commitSha: from.commitSha,
       commitMessage: from.commitMessage,
-      status: "succeeded",
+      status: "building",
       startedAt: now,
-      finishedAt: now,
     });
     const log = (line: string) => this.ctx.buildLogs.append(app.id, buildId, line);
     log(`==> Rollback to build ${from.id}: releasing its kept image ${image}, no build`);
@@ -72,13 +77,30 @@ export class AppRollbacks {
     }
     this.deployer.schedule(app.id, async (signal) => {
       try {
-        if (signal.aborted) return log(`==> Not released: ${(signal.reason as Error).message}`);
-        await this.deployer.release(app.id, buildId, image, log, signal);
+        if (signal.aborted) log(`==> Not released: ${preemptReason(signal)}`);
+        else await this.deployer.release(app.id, buildId, image, log, signal);
       } finally {
+        this.recordRelease(app.id, buildId, signal);
         this.ctx.buildLogs.finish(buildId);
       }
     });
     return this.answer(app.id, buildId);
+  }
+
+  /** The entry's outcome once its release has ended: whether the app serves it now decides. */
+  private recordRelease(appId: string, buildId: string, signal: AbortSignal) {
+    const app = this.ctx.db.select().from(apps).where(eq(apps.id, appId)).get();
+    const outcome: Partial<BuildRow> =
+      app?.currentBuildId === buildId
+        ? { status: "succeeded" }
+        : signal.aborted
+          ? { status: "canceled", error: `not released: ${preemptReason(signal)}` }
+          : { status: "failed", error: app?.statusReason ?? "not released" };
+    this.ctx.db
+      .update(builds)
+      .set({ ...outcome, finishedAt: Date.now() })
+      .where(and(eq(builds.id, buildId), eq(builds.status, "building")))
+      .run();
   }
 
   private rebuild(app: AppRow, from: BuildRow) {
@@ -93,4 +115,8 @@ export class AppRollbacks {
     const build = this.ctx.db.select().from(builds).where(eq(builds.id, buildId)).get()!;
     return { app, build };
   }
+}
+
+function preemptReason(signal: AbortSignal): string {
+  return signal.reason instanceof Error ? signal.reason.message : "canceled";
 }

@@ -1,8 +1,10 @@
 // Which images an app keeps for rollbacks (the newest few successful builds', the serving one,
 // unfinished builds'), and their removal on a real SQLite file with a driver that records what it
-// is asked to remove: every build that had a removed image says so, one the engine refuses stays.
+// is asked to remove: every build that had a removed image says so before the engine is asked, one
+// the engine refuses is marked kept again.
 import { beforeEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
+import { eq } from "drizzle-orm";
 import { openDatabase, type PlatformDb } from "../../../src/db";
 import { apps, builds, workspaces } from "../../../src/db/schema";
 import type { Config } from "../../../src/config";
@@ -38,6 +40,9 @@ describe("imagesBeyondRetention", () => {
     const history = [build("b1", 40), build("b2", 30), build("b3", 20), build("r1", 5, { trigger: "rollback", rollbackOf: "b1", image: image("b1") })];
     expect(imagesBeyondRetention(history, "r1", 2)).toEqual([image("b2")]);
     expect(imagesBeyondRetention(history, "r1", 1).sort()).toEqual([image("b2"), image("b3")]);
+    // Still being released (`building`), not yet serving: its image stays all the same.
+    const releasing = [...history.slice(0, 3), build("r1", 5, { status: "building", trigger: "rollback", rollbackOf: "b1", image: image("b1") })];
+    expect(imagesBeyondRetention(releasing, "b3", 1)).toEqual([image("b2")]);
   });
 
   test("the serving build's image stays however old; failed builds do not count among the newest", () => {
@@ -62,8 +67,13 @@ describe("removeImagesBeyondRetention", () => {
   let removed: string[];
   let refused: Set<string>;
 
+  /** What the builds said of each image while the engine was asked to remove it. */
+  let keptDuringRemoval: Record<string, boolean>;
+
   const driver = {
     removeImage: async (name: string) => {
+      keptDuringRemoval[name] = db.select().from(builds).where(eq(builds.image, name)).all().some((row) => row.imageRemovedAt === null);
+      await Bun.sleep(1);
       if (refused.has(name)) throw new Error("conflict: image is being used");
       removed.push(name);
       return true;
@@ -83,6 +93,7 @@ describe("removeImagesBeyondRetention", () => {
       .run();
     removed = [];
     refused = new Set();
+    keptDuringRemoval = {};
   });
 
   test("older images are removed from the engine and every build that had one is marked, the log says which", async () => {
@@ -99,10 +110,21 @@ describe("removeImagesBeyondRetention", () => {
     expect(removed).toHaveLength(2);
   });
 
+  test("the builds say an image is gone before the engine is asked to remove it: a rollback meanwhile does not release it", async () => {
+    db.insert(builds).values([build("b1", 40), build("r1", 25, { trigger: "rollback", rollbackOf: "b1", image: image("b1") }), build("b4", 10)]).run();
+    const removal = removeImagesBeyondRetention(context(1), "app_1", () => {});
+    // Before the first await ends, as a rollback request would read them.
+    expect(kept()).toEqual({ b1: false, r1: false, b4: true });
+    await removal;
+    expect(keptDuringRemoval).toEqual({ [image("b1")]: false });
+    expect(removed).toEqual([image("b1")]);
+  });
+
   test("an image the engine refuses to remove stays marked kept, and is tried again next time", async () => {
     db.insert(builds).values([build("b1", 40), build("b2", 30), build("b4", 10)]).run();
     refused.add(image("b1"));
     await removeImagesBeyondRetention(context(1), "app_1", () => {});
+    expect(keptDuringRemoval[image("b1")]).toBe(false);
     expect(kept()).toEqual({ b1: true, b2: false, b4: true });
     refused.clear();
     await removeImagesBeyondRetention(context(1), "app_1", () => {});
