@@ -138,9 +138,10 @@ export class Deployer {
    * Starts a container of `image` and switches to it once it listens. Until the switch a preempting
    * stop or delete (`signal`) ends it: the new container is removed and the status is left alone.
    * The switch records the port the container really serves on (`servingPort`) and routes the
-   * subdomain the app has at that moment, not the one it had when the release began.
+   * subdomain the app has at that moment, not the one it had when the release began. `onServing`
+   * is told at the switch, before the old container is retired.
    */
-  async release(appId: string, buildId: string, image: string, log: (line: string) => void = () => {}, signal?: AbortSignal): Promise<void> {
+  async release(appId: string, buildId: string, image: string, log: (line: string) => void = () => {}, signal?: AbortSignal, onServing?: () => void): Promise<void> {
     const app = this.app(appId);
     if (!app || app.status === "deleting" || signal?.aborted) return;
     const driver = this.ctx.machines.get(app.machineId);
@@ -158,6 +159,7 @@ export class Deployer {
       this.setStatus(appId, "running", null, { containerId, hostPort, servingPort: upstream.port, currentBuildId: buildId });
       if (previous.subdomain) this.ctx.proxyRoutes.set(previous.subdomain, { ...upstream, rateLimits: effectiveRateLimits(previous, this.ctx.config.proxyRateLimits) });
       log(`==> Serving from container ${containerId.slice(0, 12)} on port ${upstream.port}`);
+      onServing?.();
       if (previous.containerId && previous.containerId !== containerId) {
         const old = previous.containerId;
         await Bun.sleep(DRAIN_MS);

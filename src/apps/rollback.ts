@@ -78,7 +78,8 @@ export class AppRollbacks {
     this.deployer.schedule(app.id, async (signal) => {
       try {
         if (signal.aborted) log(`==> Not released: ${preemptReason(signal)}`);
-        else await this.deployer.release(app.id, buildId, image, log, signal);
+        // Succeeded at the switch, not seconds later once the old container is retired.
+        else await this.deployer.release(app.id, buildId, image, log, signal, () => this.recordRelease(app.id, buildId, signal));
       } finally {
         this.recordRelease(app.id, buildId, signal);
         this.ctx.buildLogs.finish(buildId);

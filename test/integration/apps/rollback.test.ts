@@ -147,6 +147,8 @@ describe("rollback from a kept image", () => {
     while (Date.now() - askedAt < 30_000) {
       if (poller.answers.at(-1)?.text === "version one") {
         servedAfterMs = Date.now() - askedAt;
+        // Succeeded from the switch on, not once the old container is retired a second or more later.
+        expect((await getBuild(server, key, v1.app.id, entry.id)).build.status).toBe("succeeded");
         break;
       }
       await Bun.sleep(50);
