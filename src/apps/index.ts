@@ -300,8 +300,9 @@ export function appsRoutes(ctx: ServerContext) {
         summary: "Change settings",
         description:
           `A change of ${RESTARTING_FIELDS.map((field) => `\`${field}\``).join(", ")} restarts a running ` +
-          "app with a new container (zero-downtime; `runtime` and `startupCommand` also rebuild); `name`, `subdomain`, " +
-          "`autoRestart` (applied to the running container in place) and `rateLimits` do not restart it. A setting takes effect when the release " +
+          "app with a new container (zero-downtime; `runtime`, `startupCommand` and `builder` also rebuild); `name`, `subdomain`, " +
+          "`autoRestart` (applied to the running container in place), `autoDeploy` (repository apps: a push to the branch " +
+          "deploys) and `rateLimits` do not restart it. A setting takes effect when the release " +
           "that applies it succeeds: until then, and for good when it fails, the old container serves as before (`servingPort` " +
           "and the proxy route follow only a successful release). A new `subdomain` routes at once to the serving container " +
           "(also during a build), and to the new container when a release in progress switches. `cpus`: 0.1-16, null for " +

@@ -186,6 +186,17 @@ describe("deploy from a git repository", () => {
     await serves(subdomain, "version four");
   });
 
+  test("with autoDeploy turned off in settings, a push deploys nothing until it is on again", async () => {
+    await settled(appId);
+    const off = await server.request("PUT", `/api/apps/${appId}/settings`, { key, body: { autoDeploy: false } });
+    expect(off.status).toBe(200);
+    expect(off.body).toMatchObject({ restarted: false, app: { autoDeploy: false } });
+    const ignored = await deliver("push", push("acme", "site", "main"));
+    expect(ignored.body.delivery).toMatchObject({ outcome: "ignored", started: 0 });
+    const on = await server.request("PUT", `/api/apps/${appId}/settings`, { key, body: { autoDeploy: true } });
+    expect(on.body.app.autoDeploy).toBe(true);
+  });
+
   test("a deploy-hook URL deploys the branch head; a wrong one gets 401", async () => {
     await settled(appId);
     const hook = await server.request("GET", `/api/apps/${appId}/deploy-hook`, { key });
