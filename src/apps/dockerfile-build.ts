@@ -33,6 +33,7 @@ import { contextEntries } from "./sources";
 
 const DOCKERFILE = "Dockerfile";
 const DOCKERIGNORE = ".dockerignore";
+const STEP_IMAGE_LINE = /^ ---> ([0-9a-f]{12})$/gm;
 /** Where the extra CA bundle is put in a Dockerfile build's context (user files under .platform/ never are). */
 export const CONTEXT_CA_FILE = ".platform/ca.pem";
 const MAX_DOCKERIGNORE_BYTES = 256 * 1024;
@@ -227,6 +228,13 @@ export async function buildDockerfile(build: DockerfileBuild): Promise<string> {
     ...(ignoreText !== undefined && { [DOCKERIGNORE]: ignoreText }),
   };
   const excluded = ignoreText === undefined ? undefined : dockerignoreFilter(ignoreText);
+  // The image of each step, as the engine prints it (" ---> 4c4bf366748e"): a failed build leaves
+  // those of the steps before the failure untagged and unlabelled, the source inside them.
+  const stepImages = new Set<string>();
+  const output = (text: string) => {
+    for (const match of text.matchAll(STEP_IMAGE_LINE)) stepImages.add(match[1]!);
+    build.output(text);
+  };
   const run = async () => {
     const network = await build.network();
     try {
@@ -239,7 +247,7 @@ export async function buildDockerfile(build: DockerfileBuild): Promise<string> {
         memoryMB: limits.memoryMB,
         cpus: limits.cpus,
         network,
-        onOutput: build.output,
+        onOutput: output,
         outputBytesPerSecond: limits.outputBytesPerSecond,
         signal: build.signal,
       });
@@ -249,10 +257,15 @@ export async function buildDockerfile(build: DockerfileBuild): Promise<string> {
       throw error;
     }
   };
-  // The network goes when the workspace's last app or database does, even during a build: made again, once.
-  if (!(await run())) {
-    log("==> The workspace network was removed during the build; building again");
-    if (!(await run())) throw new BuildFailed("the workspace network was removed during the build, twice");
+  try {
+    // The network goes when the workspace's last app or database does, even during a build: made again, once.
+    if (!(await run())) {
+      log("==> The workspace network was removed during the build; building again");
+      if (!(await run())) throw new BuildFailed("the workspace network was removed during the build, twice");
+    }
+  } catch (error) {
+    await driver.removeDanglingImages([...stepImages]).catch(() => 0);
+    throw error;
   }
   const review = reviewImage(await driver.inspectImage(build.tag), { port: build.port, user: build.user, labels: build.labels });
   if (review.refused) {

@@ -139,6 +139,10 @@ export class DockerDriver {
     return images.remove(this.engine, image);
   }
 
+  removeDanglingImages(shortIds: readonly string[]): Promise<number> {
+    return images.removeDangling(this.engine, shortIds);
+  }
+
   listImages(labels: Record<string, string>): Promise<images.ImageSummary[]> {
     return images.list(this.engine, labels);
   }

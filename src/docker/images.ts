@@ -230,6 +230,22 @@ export async function remove(engine: Engine, image: string): Promise<boolean> {
   }
 }
 
+/**
+ * Removes the untagged images with no child among `shortIds` (12-hex ids a build printed for its
+ * steps): what a failed build leaves. Never forced, so an image a container uses stays.
+ */
+export async function removeDangling(engine: Engine, shortIds: readonly string[]): Promise<number> {
+  if (!shortIds.length) return 0;
+  const wanted = new Set(shortIds);
+  const dangling = await engine.call("list dangling images", () => engine.docker.listImages({ filters: { dangling: ["true"] } }));
+  let removed = 0;
+  for (const image of dangling) {
+    if (!wanted.has(image.Id.replace(/^sha256:/, "").slice(0, 12))) continue;
+    await engine.call(`remove image ${image.Id}`, () => engine.docker.getImage(image.Id).remove(), SLOW_CALL_TIMEOUT_MS).then(() => removed++, () => {});
+  }
+  return removed;
+}
+
 export async function list(engine: Engine, labels: Record<string, string>): Promise<ImageSummary[]> {
   const images = await engine.call("list images", () => engine.docker.listImages({ filters: { label: labelFilter(labels) } }));
   return images.map((image) => ({ id: image.Id, tags: image.RepoTags ?? [], labels: image.Labels ?? {} }));

@@ -161,6 +161,11 @@ describe('builder "dockerfile"', () => {
     expect(app.status).toBe("running");
     expect(app.statusReason).toContain(`Build ${buildId} failed`);
     expect(await (await viaProxy(server, app.subdomain)).text()).toBe("first version");
+    // The steps that ran before the failure left images (the COPY's holds the source): none stays behind.
+    const stepImages = [...log.matchAll(/^ ---> ([0-9a-f]{12})$/gm)].map((match) => match[1]!);
+    expect(stepImages.length).toBeGreaterThan(0);
+    const dangling = String(await dockerCli("images", "-q", "--no-trunc", "--filter", "dangling=true")).trim().split("\n");
+    expect(stepImages.filter((id) => dangling.some((full) => full.startsWith(`sha256:${id}`)))).toEqual([]);
   });
 
   test("without a Dockerfile the build fails with a clear message", async () => {
