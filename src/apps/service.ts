@@ -23,6 +23,7 @@ import { AppSchema, DEFAULT_EXPOSE_PORT, SERVING_STATUSES, type AppStatus, type 
 import { AppBuilds } from "./builds";
 import { AppRecords } from "./app-records";
 import { RepositoryDeploys } from "./repository/service";
+import { AppDomains } from "./domains/service";
 import { AppRecovery } from "./recovery";
 import { AppRollbacks } from "./rollback";
 import { appView } from "./view";
@@ -54,6 +55,8 @@ export class AppsService {
   readonly records: AppRecords;
   /** Releasing an earlier build again (./rollback.ts). */
   readonly rollbacks: AppRollbacks;
+  /** The app's own domains (./domains). */
+  readonly domains: AppDomains;
   /** Deploys from a git repository, pushes and deploy hooks (./repository). */
   readonly repository: RepositoryDeploys;
   private readonly uploadSlots = new UploadSlots(UPLOADS_PER_WORKSPACE);
@@ -76,6 +79,8 @@ export class AppsService {
       this.deployer.schedule(app.id, (signal) => this.deployer.buildAndRelease(app.id, buildId, source, signal));
     });
     this.proxyPort = ctx.config.proxyPort;
+    this.domains = new AppDomains(ctx, (workspaceId, appId) => this.get(workspaceId, appId), () => this.proxyPort);
+    this.domains.routeAll();
     ctx.proxyRoutes.setUnroutedLookup((subdomain) => {
       const app = this.ctx.db.select({ status: apps.status }).from(apps).where(eq(apps.subdomain, subdomain)).get();
       return app && app.status !== "deleting" ? app : undefined;
@@ -223,6 +228,7 @@ export class AppsService {
   /** The old subdomain stops routing at once; the new one routes to the container serving now (a release in progress routes it at its switch). */
   moveRoute(app: AppRow, subdomain: string | null) {
     if (app.subdomain) this.ctx.proxyRoutes.delete(app.subdomain);
+    this.domains.subdomainChanged(app.id, subdomain);
     if (subdomain && app.containerId && SERVING_STATUSES.has(app.status)) void this.recovery.restoreRoute(app.id);
   }
 
@@ -349,6 +355,7 @@ export class AppsService {
     for (const container of await driver.listContainers({ [LABEL_APP]: app.id })) await driver.removeContainer(container.id, APP_CONTAINER_REMOVAL);
     for (const image of await driver.listImages({ [LABEL_APP]: app.id })) await driver.removeImage(image.id);
     await releaseWorkspaceNetwork(driver, app.workspaceId);
+    this.domains.unroute(app.id);
     this.ctx.db.delete(apps).where(eq(apps.id, app.id)).run();
     await this.ctx.storage.removeApp(app.id);
     this.sourceBytes.delete(app.id);

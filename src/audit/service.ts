@@ -32,6 +32,8 @@ export const AUDIT_ACTIONS = [
   "app.files_changed",
   "app.rolled_back",
   "app.deploy_hook_rotated",
+  "app.domain_added",
+  "app.domain_removed",
   "database.created",
   "database.started",
   "database.stopped",

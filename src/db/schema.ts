@@ -197,6 +197,15 @@ export const builds = sqliteTable(
   (table) => [index("builds_app_time").on(table.appId, table.startedAt)],
 );
 
+/** Host names an app answers at besides its subdomain (src/apps/domains): one app each, platform-wide. */
+export const appDomains = sqliteTable("app_domains", {
+  id: text("id").primaryKey(),
+  appId: text("app_id").notNull().references(() => apps.id, { onDelete: "cascade" }),
+  /** Lowercase ASCII (an IDN as punycode), without a trailing dot. */
+  domain: text("domain").notNull().unique(),
+  createdAt: integer("created_at").notNull(),
+});
+
 /** Edits of an app's source tree through the file system API: who, when, which paths. */
 export const appFileChanges = sqliteTable(
   "app_file_changes",

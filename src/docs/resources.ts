@@ -5,6 +5,7 @@ import { FILE_RESOURCES } from "../apps/files/model";
 import { AppHistoryEventSchema } from "../apps/history";
 import { REPOSITORY_RESOURCES } from "../apps/repository/model";
 import { WEBHOOK_RESOURCES } from "../webhooks/model";
+import { DOMAIN_RESOURCES } from "../apps/domains/model";
 import { API_KEY_RESOURCES } from "../api-keys/model";
 import { DATABASE_RESOURCES } from "../databases/model";
 import { MACHINE_RESOURCES } from "../machines/model";
@@ -19,6 +20,7 @@ export const RESOURCES = [
   AppHistoryEventSchema,
   ...REPOSITORY_RESOURCES,
   ...WEBHOOK_RESOURCES,
+  ...DOMAIN_RESOURCES,
   ...API_KEY_RESOURCES,
   ...DATABASE_RESOURCES,
   ...MACHINE_RESOURCES,

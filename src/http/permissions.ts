@@ -75,6 +75,9 @@ export const PERMISSIONS: Record<string, RoutePermission> = {
   "POST /api/apps/:appId/builds/:buildId/rollback": { roles: OPERATORS, audit: "app.rolled_back" },
   "POST /api/apps/:appId/redeploy": { roles: OPERATORS, audit: "app.redeployed" },
   // The deploy-hook URL deploys the app when anyone holding it POSTs to it: a secret, as env values are.
+  "GET /api/apps/:appId/domains": { roles: EVERYONE },
+  "POST /api/apps/:appId/domains": { roles: OPERATORS, audit: "app.domain_added" },
+  "DELETE /api/apps/:appId/domains/:domainId": { roles: OPERATORS, audit: "app.domain_removed" },
   "GET /api/apps/:appId/deploy-hook": { roles: OPERATORS },
   "POST /api/apps/:appId/deploy-hook": { roles: OPERATORS, audit: "app.deploy_hook_rotated" },
   // App files. A source tree may hold secrets (an .env file): as for env values, viewers list names only.

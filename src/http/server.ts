@@ -16,6 +16,7 @@ import { appsRoutes } from "../apps";
 import { appFilesRoutes } from "../apps/files/routes";
 import { repositoryRoutes } from "../apps/repository/routes";
 import { webhooksRoutes } from "../webhooks/routes";
+import { appDomainsRoutes } from "../apps/domains/routes";
 import { buildsRoutes } from "../apps/builds-routes";
 import { appHistoryRoutes } from "../apps/history";
 
@@ -106,6 +107,7 @@ export function createServer(ctx: ServerContext) {
     .use(buildsRoutes(ctx))
     .use(appFilesRoutes(ctx))
     .use(repositoryRoutes(ctx))
+    .use(appDomainsRoutes(ctx))
     .use(webhooksRoutes(ctx))
     .use(appHistoryRoutes(ctx));
 }

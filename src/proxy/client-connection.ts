@@ -130,12 +130,13 @@ export class ClientConnection {
 
   private startExchange(text: string, head: RequestHead) {
     const context = this.context;
-    // A keep-alive client asks for the same host again and again.
+    // A keep-alive client asks for the same host again and again. An app's own domain is looked up
+    // each time: it may be added or removed between two requests.
     if (head.host !== this.lastHost) {
       this.lastHost = head.host;
       this.lastSubdomain = subdomainOf(head.host, context.domain);
     }
-    const subdomain = this.lastSubdomain;
+    const subdomain = this.lastSubdomain ?? context.routes.subdomainOfDomain(head.host);
     const upstream = subdomain === null ? undefined : context.routes.get(subdomain);
     // A refusal with a body still to come closes the connection: its bytes are not read.
     const mustClose = head.framing.kind !== "none" || !head.keepAlive || head.method === "HEAD";

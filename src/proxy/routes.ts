@@ -22,18 +22,26 @@ export interface UnroutedApp {
  * outside the domain, the domain itself or a nested name (`a.b.<domain>`) is null.
  */
 export function subdomainOf(hostHeader: string | null, domain: string): string | null {
-  if (!hostHeader) return null;
-  let host = hostHeader.trim().toLowerCase();
-  if (host.startsWith("[")) return null; // an IP literal names no app
-  host = host.replace(/:\d*$/, "").replace(/\.$/, "");
+  const host = hostNameOf(hostHeader); // an IP literal names no app
+  if (host === null) return null;
   const suffix = `.${domain.toLowerCase().replace(/\.$/, "")}`;
   if (!host.endsWith(suffix)) return null;
   const subdomain = host.slice(0, -suffix.length);
   return subdomain && !subdomain.includes(".") ? subdomain : null;
 }
 
+/** A Host header as a host name: lowercase, without its port or a trailing dot; null for an IP literal. */
+export function hostNameOf(hostHeader: string | null): string | null {
+  if (!hostHeader) return null;
+  const host = hostHeader.trim().toLowerCase();
+  if (host.startsWith("[")) return null;
+  return host.replace(/:\d*$/, "").replace(/\.$/, "");
+}
+
 export class ProxyRoutes {
   private readonly bySubdomain = new Map<string, Upstream>();
+  /** An app's own domains (custom domains), each to the subdomain its app is routed by. */
+  private readonly domains = new Map<string, string>();
   private lookupUnrouted: (subdomain: string) => UnroutedApp | undefined = () => undefined;
 
   set(subdomain: string, upstream: Upstream) {
@@ -52,6 +60,22 @@ export class ProxyRoutes {
 
   get(subdomain: string): Upstream | undefined {
     return this.bySubdomain.get(subdomain);
+  }
+
+  /** `domain` reaches the app published at `subdomain`, whatever serves it now. */
+  setDomain(domain: string, subdomain: string) {
+    this.domains.set(domain, subdomain);
+  }
+
+  deleteDomain(domain: string) {
+    this.domains.delete(domain);
+  }
+
+  /** The subdomain of the app whose own domain the Host header names, or null. */
+  subdomainOfDomain(hostHeader: string | null): string | null {
+    if (!this.domains.size) return null;
+    const host = hostNameOf(hostHeader);
+    return host === null ? null : (this.domains.get(host) ?? null);
   }
 
   /** How to find an app by its subdomain when it has no route (the apps service sets it). */

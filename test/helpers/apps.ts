@@ -99,6 +99,14 @@ const appFileOf = async (server: TestServer, owner: Tenant) => {
   return { appId, path };
 };
 
+/** A domain of the owner's matrix app, for the route that removes it. */
+const appDomainOf = async (server: TestServer, owner: Tenant) => {
+  const { appId } = await appOf(server, owner);
+  const made = await server.request("POST", `/api/apps/${appId}/domains`, { key: owner.key, body: { domain: `${uniqueName("matrix")}.example.test` } });
+  if (made.status !== 201) throw new Error(`could not add a matrix domain: ${JSON.stringify(made.body)}`);
+  return { appId, domainId: made.body.domain.id as string };
+};
+
 export const APP_ROUTES: AuthenticatedRoute[] = [
   { method: "GET", path: "/api/apps/" },
   // A JSON body where multipart is expected: authentication is what is checked, nothing is deployed.
@@ -122,6 +130,9 @@ export const APP_ROUTES: AuthenticatedRoute[] = [
   { method: "POST", path: "/api/apps/:appId/redeploy", resource: appOf },
   // The serving build: a fresh container of it, nothing used up.
   { method: "POST", path: "/api/apps/:appId/builds/:buildId/rollback", resource: appOf },
+  { method: "GET", path: "/api/apps/:appId/domains", resource: appOf },
+  { method: "POST", path: "/api/apps/:appId/domains", body: () => ({ domain: `${uniqueName("matrix")}.example.test` }), resource: appOf },
+  { method: "DELETE", path: "/api/apps/:appId/domains/:domainId", resource: appDomainOf, consumesResource: true },
   { method: "GET", path: "/api/apps/:appId/deploy-hook", resource: appOf },
   { method: "POST", path: "/api/apps/:appId/deploy-hook", resource: appOf },
   { method: "GET", path: "/api/apps/:appId/fs/list", resource: appOf },
