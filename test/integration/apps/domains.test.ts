@@ -22,6 +22,12 @@ afterAll(async () => {
 
 /** A request through the proxy with `host` as its Host header. */
 const asHost = (host: string) => fetch(`http://127.0.0.1:${server.proxyPort}/`, { headers: { host } });
+/** The status through the proxy once it is `wanted`, or the last one after 10 s (routes are restored asynchronously). */
+async function statusOnceSettled(host: string, wanted: number): Promise<number> {
+  let status = 0;
+  for (const deadline = Date.now() + 10_000; Date.now() < deadline && status !== wanted; await Bun.sleep(100)) status = (await asHost(host)).status;
+  return status;
+}
 const addDomain = (domain: string, apiKey = key, app = appId) => server.request("POST", `/api/apps/${app}/domains`, { key: apiKey, body: { domain } });
 
 describe("an app's own domains", () => {
@@ -72,6 +78,8 @@ describe("an app's own domains", () => {
   test("the domain follows a subdomain change, says `not running` while the app is stopped, and survives a restart", async () => {
     const moved = await server.request("PUT", `/api/apps/${appId}/settings`, { key, body: { subdomain: "store" } });
     expect(moved.status).toBe(200);
+    // The new subdomain is routed once the serving container is looked up again; the domain with it.
+    expect(await statusOnceSettled("www.shop.example.test", 200)).toBe(200);
     expect(await (await asHost("www.shop.example.test")).text()).toBe("<p>the shop</p>");
 
     await server.request("POST", `/api/apps/${appId}/stop`, { key });
@@ -79,13 +87,12 @@ describe("an app's own domains", () => {
     expect((await asHost("www.shop.example.test")).status).toBe(503);
     await server.request("POST", `/api/apps/${appId}/start`, { key });
     await waitForStatus(server, key, appId, ["running"]);
+    expect(await statusOnceSettled("www.shop.example.test", 200)).toBe(200);
 
     await server.stop();
     await server.boot();
     await waitForStatus(server, key, appId, ["running"]);
-    let status = 0;
-    for (const deadline = Date.now() + 30_000; Date.now() < deadline && status !== 200; await Bun.sleep(200)) status = (await asHost("www.shop.example.test")).status;
-    expect(status).toBe(200);
+    expect(await statusOnceSettled("www.shop.example.test", 200)).toBe(200);
   }, 120_000);
 
   test("a removed domain no longer routes, and another app may take it", async () => {
