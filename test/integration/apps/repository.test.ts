@@ -6,7 +6,7 @@ import { createHmac, generateKeyPairSync, verify } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { TestServer } from "../../helpers/server";
-import { deleteAllApps, viaProxy, waitForStatus } from "../../helpers/apps";
+import { appZip, deleteAllApps, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
 import { startGitServer, type GitServer } from "../../helpers/git-server";
 import { tempDir } from "../../helpers/temp";
 
@@ -339,6 +339,11 @@ describe("repository options", () => {
     expect(server.output).not.toContain(git.token);
     const app = await server.request("GET", `/api/apps/${withToken.body.app.id}`, { key });
     expect(JSON.stringify(app.body)).not.toContain(git.token);
+
+    // "" removes the stored token: the next clone is refused again.
+    const cleared = await deployFromRepo({ name: "git-private", repository: reference, accessToken: "" });
+    expect(cleared.body.app.repository.hasAccessToken).toBe(false);
+    expect((await finished(cleared.body.app.id, cleared.body.buildId)).build.error).toContain("asked for credentials");
   });
 
   test("owner, name, branch and path that could act as options or leave the clone are refused with 400", async () => {
@@ -412,4 +417,33 @@ describe("repository options", () => {
       await small.stop();
     }
   }, 120_000);
+
+  test("a ZIP app's deploy hook rebuilds its kept tree; a ZIP upload queued on a repository app never takes a push", async () => {
+    const zip = await deployZip(server, key, { name: "zip-hooked", runtime: "node", memoryMB: "64" }, appZip({ "index.html": "<p>zipped</p>" }));
+    await finished(zip.body.app.id, zip.body.buildId);
+    const { url } = (await server.request("GET", `/api/apps/${zip.body.app.id}/deploy-hook`, { key })).body.deployHook;
+    const called = (await (await fetch(url, { method: "POST" })).json()) as any;
+    const rebuilt = await finished(zip.body.app.id, called.deployHookRun.buildId);
+    expect(rebuilt.build).toMatchObject({ status: "succeeded", trigger: "deploy-hook", commitSha: null });
+    await serves(zip.body.app.subdomain, "zipped");
+
+    // A repository app: a ZIP upload queued behind a push's running build is not what a later push joins.
+    await git.createRepo("acme", "mixed", { files: site("from git") });
+    const mixed = await deployFromRepo({ name: "git-mixed", autoDeploy: true, repository: { id: "12", owner: "acme", name: "mixed", branch: "main" } });
+    const mixedId = mixed.body.app.id;
+    await finished(mixedId, mixed.body.buildId);
+    await settled(mixedId);
+    const first = await deliver("push", push("acme", "mixed", "main", 12));
+    expect(first.body.delivery.started).toBe(1);
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline; await Bun.sleep(50)) {
+      if ((await buildsOf(mixedId))[0].status !== "queued") break;
+    }
+    const upload = await deployZip(server, key, { name: "git-mixed", runtime: "node", memoryMB: "64" }, appZip({ "index.html": "<p>uploaded</p>" }));
+    expect(upload.status).toBe(202);
+    await git.commit("acme", "mixed", { files: site("from git, second push"), message: "second" });
+    const later = await deliver("push", push("acme", "mixed", "main", 12));
+    expect(later.body.delivery).toMatchObject({ started: 1, coalesced: 0 });
+    await settled(mixedId);
+    await serves(mixed.body.app.subdomain, "from git, second push");
+  });
 });
