@@ -2,6 +2,7 @@
 // Every setting is documented in README.md with its default; keep the two in step.
 import { resolve } from "node:path";
 import { availableParallelism, hostname } from "node:os";
+import { isIP } from "node:net";
 import { parseCidr, parseCidrList, type CidrRange } from "../http/trusted-proxies";
 
 export type Runtime = "node" | "bun" | "python";
@@ -51,6 +52,26 @@ export interface GitSettings {
   webhookSecret: string | undefined;
 }
 
+/** HTTPS at the public proxy: its listener, the platform's own certificate, ACME (src/certificates). */
+export interface TlsSettings {
+  /** Port of the HTTPS listener; it opens once a certificate exists. */
+  port: number;
+  /** The platform's own certificate and key files (PLATFORM_TLS_CERT/KEY): first for the hosts it covers. */
+  ownCertificate: { certFile: string; keyFile: string } | null;
+  /** Automatic certificates by ACME HTTP-01; null unless PLATFORM_ACME_EMAIL is set. */
+  acme: { email: string; directoryUrl: string; caFile: string | undefined } | null;
+  /** Croner schedule of the check that orders missing certificates and renews old ones. */
+  renewalSchedule: string;
+  /** The host name the API and dashboard answer at through the proxy; null: not through the proxy. */
+  apiDomain: string | null;
+  /** This server's public addresses, which custom domains should resolve to; empty: detected. */
+  publicIps: string[];
+  /** DNS servers (host or host:port) for the check of custom domains; empty: the system's. */
+  dnsServers: string[];
+}
+
+export const LETS_ENCRYPT_DIRECTORY = "https://acme-v02.api.letsencrypt.org/directory";
+
 export interface Config {
   dataDir: string;
   databaseFile: string;
@@ -91,6 +112,11 @@ export interface Config {
   passwordHashing: { concurrency: number; queueLimit: number };
   /** Peers whose X-Forwarded-For, -Proto and -Host are believed. */
   trustedProxies: CidrRange[];
+  /**
+   * Whose X-Forwarded-* the API believes: the trusted proxies, and with PLATFORM_API_DOMAIN the
+   * public proxy itself, which reaches the API over loopback.
+   */
+  apiTrustedProxies: CidrRange[];
   /** Host names the dashboard may be reached by (besides IP literals and localhost); "*" allows any. */
   apiHosts: string[];
   sessionTtlSeconds: number;
@@ -111,6 +137,7 @@ export interface Config {
   /** uid[:gid] app containers run as; undefined: the image's own user (root in the runtime images). */
   appUser: string | undefined;
   egress: { firewall: boolean; blockedCidrs: string[] };
+  tls: TlsSettings;
 }
 
 /** Per-workspace limits; see "Isolation" in README.md. */
@@ -247,6 +274,33 @@ function gitSettings(env: Record<string, string | undefined>): GitSettings {
   };
 }
 
+function tlsSettings(env: Record<string, string | undefined>): TlsSettings {
+  const certFile = env.PLATFORM_TLS_CERT || undefined;
+  const keyFile = env.PLATFORM_TLS_KEY || undefined;
+  if (Boolean(certFile) !== Boolean(keyFile)) throw new Error("PLATFORM_TLS_CERT and PLATFORM_TLS_KEY go together: set both or neither");
+  const email = env.PLATFORM_ACME_EMAIL || undefined;
+  if (email !== undefined && !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(email)) throw new Error(`PLATFORM_ACME_EMAIL must be an email address, got "${email}"`);
+  const apiDomain = env.PLATFORM_API_DOMAIN ? hostListSetting(env, "PLATFORM_API_DOMAIN", [])[0]! : null;
+  if (apiDomain === "*" || env.PLATFORM_API_DOMAIN?.includes(",")) throw new Error("PLATFORM_API_DOMAIN must be one host name");
+  const publicIps = (env.PLATFORM_PUBLIC_IP ?? "").split(",").map((item) => item.trim()).filter(Boolean);
+  const badIp = publicIps.find((item) => isIP(item) === 0);
+  if (badIp !== undefined) throw new Error(`PLATFORM_PUBLIC_IP must be comma-separated IP addresses, got "${badIp}"`);
+  const dnsServers = (env.PLATFORM_DNS_SERVERS ?? "").split(",").map((item) => item.trim()).filter(Boolean);
+  const badServer = dnsServers.find((item) => isIP(item) === 0 && isIP(item.replace(/^\[(.*)\]:\d{1,5}$/, "$1").replace(/^([\d.]+):\d{1,5}$/, "$1")) === 0);
+  if (badServer !== undefined) throw new Error(`PLATFORM_DNS_SERVERS must be comma-separated IP addresses, each with an optional :port, got "${badServer}"`);
+  return {
+    port: integerSetting(env, "PLATFORM_PROXY_TLS_PORT", 443),
+    ownCertificate: certFile && keyFile ? { certFile: resolve(certFile), keyFile: resolve(keyFile) } : null,
+    acme: email
+      ? { email, directoryUrl: baseUrlSetting(env, "PLATFORM_ACME_DIRECTORY", LETS_ENCRYPT_DIRECTORY), caFile: env.PLATFORM_ACME_CA_FILE ? resolve(env.PLATFORM_ACME_CA_FILE) : undefined }
+      : null,
+    renewalSchedule: textSetting(env, "PLATFORM_CERTIFICATE_SCHEDULE", "0 */10 * * * *"),
+    apiDomain,
+    publicIps,
+    dnsServers,
+  };
+}
+
 function textSetting(env: Record<string, string | undefined>, name: string, fallback: string): string {
   const raw = env[name];
   return raw === undefined || raw === "" ? fallback : raw;
@@ -266,6 +320,8 @@ function portRangeSetting(env: Record<string, string | undefined>, name: string,
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const dataDir = resolve(textSetting(env, "PLATFORM_DATA_DIR", "./data"));
+  const trustedProxies = trustedProxiesSetting(env, "PLATFORM_TRUSTED_PROXIES");
+  const tls = tlsSettings(env);
   return {
     dataDir,
     databaseFile: resolve(dataDir, "platform.sqlite"),
@@ -333,12 +389,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       concurrency: integerSetting(env, "PLATFORM_PASSWORD_HASH_CONCURRENCY", availableParallelism(), 1),
       queueLimit: integerSetting(env, "PLATFORM_PASSWORD_HASH_QUEUE", 32, 0),
     },
-    trustedProxies: trustedProxiesSetting(env, "PLATFORM_TRUSTED_PROXIES"),
-    apiHosts: hostListSetting(env, "PLATFORM_API_HOSTS", [
-      hostname(),
-      textSetting(env, "PLATFORM_PUBLIC_HOST", "localhost"),
-      textSetting(env, "PLATFORM_DOMAIN", "localhost"),
-    ]),
+    trustedProxies,
+    apiTrustedProxies: tls.apiDomain ? [...trustedProxies, ...parseCidrList("127.0.0.0/8,::1/128")] : trustedProxies,
+    apiHosts: [
+      ...hostListSetting(env, "PLATFORM_API_HOSTS", [hostname(), textSetting(env, "PLATFORM_PUBLIC_HOST", "localhost"), textSetting(env, "PLATFORM_DOMAIN", "localhost")]),
+      ...(tls.apiDomain ? [tls.apiDomain] : []),
+    ],
     sessionTtlSeconds: integerSetting(env, "PLATFORM_SESSION_TTL_HOURS", 168, 1) * 3600,
     reconcileSchedule: textSetting(env, "PLATFORM_RECONCILE_SCHEDULE", "*/30 * * * * *"),
     buildRetention: integerSetting(env, "PLATFORM_BUILD_RETENTION", 50, 1),
@@ -363,5 +419,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       firewall: onOffSetting(env, "PLATFORM_EGRESS_FIREWALL", true),
       blockedCidrs: ipv4CidrListSetting(env, "PLATFORM_EGRESS_BLOCKED", "169.254.0.0/16"),
     },
+    tls,
   };
 }

@@ -12,6 +12,7 @@ import m0006 from "./migrations/0006_backup_schedules_and_copies.sql" with { typ
 import m0007 from "./migrations/0007_app_file_changes.sql" with { type: "text" };
 import m0008 from "./migrations/0008_git_deploys.sql" with { type: "text" };
 import m0009 from "./migrations/0009_app_domains.sql" with { type: "text" };
+import m0010 from "./migrations/0010_certificates.sql" with { type: "text" };
 
 export const EMBEDDED_MIGRATIONS: Record<string, string> = {
   "0000_init": m0000,
@@ -24,6 +25,7 @@ export const EMBEDDED_MIGRATIONS: Record<string, string> = {
   "0007_app_file_changes": m0007,
   "0008_git_deploys": m0008,
   "0009_app_domains": m0009,
+  "0010_certificates": m0010,
 };
 
 export interface MigrationMeta {

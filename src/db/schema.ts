@@ -144,6 +144,10 @@ export const apps = sqliteTable(
     filesChangedAt: integer("files_changed_at"),
     /** How images are built: auto, dockerfile (see src/apps/model.ts BUILDERS). */
     builder: text("builder").notNull().default("auto"),
+    /** Plain HTTP requests are redirected to HTTPS once the app's host has a certificate. */
+    httpsRedirect: integer("https_redirect", { mode: "boolean" }).notNull().default(true),
+    /** HTTPS answers carry Strict-Transport-Security (opt-in: browsers remember it for a year). */
+    hsts: integer("hsts", { mode: "boolean" }).notNull().default(false),
     /** The repository a repository deploy clones (src/apps/repository); null for ZIP apps. */
     repoId: text("repo_id"),
     repoOwner: text("repo_owner"),
@@ -204,6 +208,26 @@ export const appDomains = sqliteTable("app_domains", {
   /** Lowercase ASCII (an IDN as punycode), without a trailing dot. */
   domain: text("domain").notNull().unique(),
   createdAt: integer("created_at").notNull(),
+});
+
+/**
+ * The certificate of each host the proxy serves over HTTPS (src/certificates): ordered by ACME or
+ * uploaded. The PEM files are under the data dir; this row says what they hold and how ordering went.
+ */
+export const certificates = sqliteTable("certificates", {
+  host: text("host").primaryKey(),
+  /** acme, uploaded. */
+  source: text("source").notNull(),
+  /** The files' validity, null until the first certificate is in place. */
+  notBefore: integer("not_before"),
+  notAfter: integer("not_after"),
+  /** The last failed order (the CA's words) and how many failed in a row; cleared by a success. */
+  lastError: text("last_error"),
+  lastAttemptAt: integer("last_attempt_at"),
+  failures: integer("failures").notNull().default(0),
+  /** No order before this time (backoff after failures). */
+  nextAttemptAt: integer("next_attempt_at"),
+  updatedAt: integer("updated_at").notNull(),
 });
 
 /** Edits of an app's source tree through the file system API: who, when, which paths. */

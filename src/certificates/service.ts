@@ -1,0 +1,322 @@
+// The certificates the public proxy serves over HTTPS, by host, and the work that keeps them fresh.
+//
+// Which certificate a host gets (first that applies): one uploaded for it, the platform's own
+// files (PLATFORM_TLS_CERT/KEY) when they cover it, one ordered by ACME (./acme.ts). The proxy's
+// TLS listener asks `secureContextFor` at each handshake (SNI), so a renewed certificate serves
+// from the next handshake on while connections made before keep theirs: nothing is dropped.
+//
+// A check on a croner schedule, and every change of the hosts, orders what is missing and renews
+// what has lived two thirds of its lifetime: one order at a time platform-wide (never two for one
+// host), and after a failure no new order for that host before a backoff that doubles each time.
+import { Cron } from "croner";
+import { eq } from "drizzle-orm";
+import { readFileSync, statSync } from "node:fs";
+import { createSecureContext, type SecureContext } from "node:tls";
+import type { Static } from "@sinclair/typebox";
+import type { Config } from "../config";
+import type { PlatformDb } from "../db";
+import { certificates } from "../db/schema";
+import type { AcmeIssuer } from "./acme";
+import type { CertificateFiles, StoredPair } from "./files";
+import type { CertificateStatusSchema } from "./model";
+import { CertificateProblem, certificateInfo, checkedPair, covers, type CertificateInfo } from "./pem";
+
+export type CertificateStatus = Static<typeof CertificateStatusSchema>;
+type CertificateRow = typeof certificates.$inferSelect;
+
+/** The first retry after a failed order, doubled at each failure up to MAX_BACKOFF_MS. */
+const FIRST_BACKOFF_MS = 5 * 60_000;
+const MAX_BACKOFF_MS = 6 * 3600_000;
+/** After the CA said "too many" (urn:ietf:params:acme:error:rateLimited), at least this long. */
+const RATE_LIMITED_BACKOFF_MS = 3600_000;
+const MAX_ERROR_LENGTH = 1000;
+
+interface Served {
+  context: SecureContext;
+  info: CertificateInfo;
+}
+
+interface StoredCertificate extends Served {
+  source: "acme" | "uploaded";
+}
+
+interface OwnCertificate extends Served {
+  pair: StoredPair;
+  /** The files' modification times when read: a change is read again at the next check. */
+  modified: string;
+}
+
+export interface CertificatesDeps {
+  db: PlatformDb;
+  config: Pick<Config, "tls">;
+  files: CertificateFiles;
+  /** Null when ACME is off (PLATFORM_ACME_EMAIL unset). */
+  issuer: AcmeIssuer | null;
+  /** Every host the proxy serves: app subdomains, custom domains, the API domain. */
+  wantedHosts: () => string[];
+}
+
+const served = (pair: StoredPair, info: CertificateInfo): Served => ({ context: createSecureContext({ cert: pair.chainPem, key: pair.keyPem }), info });
+
+/** Names no public CA signs (RFC 6761): never ordered. */
+const orderable = (host: string) => host !== "localhost" && !host.endsWith(".localhost");
+
+export class Certificates {
+  private readonly stored = new Map<string, StoredCertificate>();
+  private own: OwnCertificate | null = null;
+  /** Which hosts the own certificate covers, as asked so far. */
+  private readonly ownCovers = new Map<string, boolean>();
+  private readonly queue = new Set<string>();
+  private ordering: string | null = null;
+  private job: Cron | null = null;
+  /** Called once a certificate exists, the first time (the proxy opens its HTTPS listener then). */
+  onAvailable: (() => void) | null = null;
+
+  constructor(private readonly deps: CertificatesDeps) {}
+
+  /** Reads the own certificate (a bad one stops the start) and the stored ones (a bad one is logged). */
+  load() {
+    this.readOwn(true);
+    for (const row of this.deps.db.select().from(certificates).all()) {
+      const pair = this.deps.files.read(row.host);
+      if (!pair) continue;
+      try {
+        this.stored.set(row.host, { ...served(pair, certificateInfo(pair.chainPem)), source: row.source === "uploaded" ? "uploaded" : "acme" });
+      } catch (error) {
+        console.error(`[certificates] the stored certificate of ${row.host} cannot be read: ${(error as Error).message}`);
+      }
+    }
+  }
+
+  private readOwn(atStart: boolean) {
+    const files = this.deps.config.tls.ownCertificate;
+    if (!files) return;
+    try {
+      const modified = `${statSync(files.certFile).mtimeMs}/${statSync(files.keyFile).mtimeMs}`;
+      if (this.own?.modified === modified) return;
+      const pair = { chainPem: readFileSync(files.certFile, "utf8"), keyPem: readFileSync(files.keyFile, "utf8") };
+      const info = checkedPair(pair.chainPem, pair.keyPem, null);
+      this.own = { ...served(pair, info), pair, modified };
+      this.ownCovers.clear();
+    } catch (error) {
+      const message = `PLATFORM_TLS_CERT/PLATFORM_TLS_KEY: ${(error as Error).message}`;
+      if (atStart) throw new Error(message);
+      console.error(`[certificates] ${message}; the certificate read before keeps serving`);
+    }
+  }
+
+  start() {
+    if (this.available()) this.onAvailable?.();
+    this.job = new Cron(this.deps.config.tls.renewalSchedule, { protect: true }, () => this.check());
+    this.check();
+  }
+
+  stop() {
+    this.job?.stop();
+    this.job = null;
+  }
+
+  private available(): boolean {
+    return this.own !== null || this.stored.size > 0;
+  }
+
+  private ownCovering(host: string): OwnCertificate | null {
+    if (!this.own) return null;
+    let covered = this.ownCovers.get(host);
+    if (covered === undefined) {
+      covered = covers(this.own.info.leaf, host);
+      this.ownCovers.set(host, covered);
+    }
+    return covered ? this.own : null;
+  }
+
+  private row(host: string): CertificateRow | undefined {
+    return this.deps.db.select().from(certificates).where(eq(certificates.host, host)).get();
+  }
+
+  /** What serves `host`, by the order of precedence above. */
+  private servedFor(host: string): { served: Served; source: "uploaded" | "platform" | "acme" } | null {
+    const stored = this.stored.get(host);
+    if (stored?.source === "uploaded") return { served: stored, source: "uploaded" };
+    const own = this.ownCovering(host);
+    if (own) return { served: own, source: "platform" };
+    return stored ? { served: stored, source: "acme" } : null;
+  }
+
+  /** The certificate for a TLS handshake that asked for `serverName`; undefined: the listener's default. */
+  secureContextFor(serverName: string): SecureContext | undefined {
+    return this.servedFor(serverName.toLowerCase().replace(/\.$/, ""))?.served.context;
+  }
+
+  /** The certificate for handshakes without a known name: the own one, else any. */
+  defaultPair(): StoredPair | null {
+    if (this.own) return this.own.pair;
+    for (const host of this.stored.keys()) {
+      const pair = this.deps.files.read(host);
+      if (pair) return pair;
+    }
+    return null;
+  }
+
+  /** A certificate valid now serves `host` (plain HTTP may then redirect to HTTPS). */
+  servesHttps(host: string, now = Date.now()): boolean {
+    const found = this.servedFor(host);
+    return found !== null && found.served.info.notBefore <= now && now < found.served.info.notAfter;
+  }
+
+  statusOf(host: string, now = Date.now()): CertificateStatus {
+    const row = this.row(host);
+    const found = this.servedFor(host);
+    const info = found?.served.info;
+    const valid = info !== undefined && info.notBefore <= now && now < info.notAfter;
+    const willOrder = this.deps.issuer !== null && orderable(host) && found?.source !== "platform" && found?.source !== "uploaded";
+    const status = valid
+      ? "issued"
+      : info
+        ? "expired"
+        : this.ordering === host || this.queue.has(host)
+          ? "pending"
+          : row?.lastError
+            ? "failed"
+            : willOrder
+              ? "pending"
+              : "none";
+    return {
+      status,
+      source: found?.source ?? (willOrder ? "acme" : null),
+      issuer: info?.issuer ?? null,
+      notBefore: info ? new Date(info.notBefore).toISOString() : null,
+      expiresAt: info ? new Date(info.notAfter).toISOString() : null,
+      renewsAt: info && found?.source === "acme" ? new Date(renewalTime(info)).toISOString() : null,
+      lastError: row?.lastError ?? null,
+      lastAttemptAt: row?.lastAttemptAt ? new Date(row.lastAttemptAt).toISOString() : null,
+      nextAttemptAt: row?.lastError && row.nextAttemptAt ? new Date(row.nextAttemptAt).toISOString() : null,
+    };
+  }
+
+  /** The key authorization of an ACME HTTP-01 challenge in progress. */
+  challengeAnswer(token: string): string | undefined {
+    return this.deps.issuer?.challengeAnswer(token);
+  }
+
+  /** The hosts changed (an app or a domain came or went): order what is now missing. */
+  hostsChanged() {
+    this.check();
+  }
+
+  /**
+   * Orders the certificates missing or due for renewal, and forgets those of hosts no longer
+   * served. Also reads the own certificate files again when they changed.
+   */
+  check(now = Date.now()) {
+    this.readOwn(false);
+    const wanted = new Set(this.deps.wantedHosts());
+    for (const row of this.deps.db.select().from(certificates).all()) {
+      if (!wanted.has(row.host)) this.forget(row.host);
+    }
+    if (!this.deps.issuer) return;
+    for (const host of wanted) {
+      if (this.queue.has(host) || this.ordering === host || !orderable(host)) continue;
+      const found = this.servedFor(host);
+      if (found && found.source !== "acme") continue;
+      if (found && now < renewalTime(found.served.info)) continue;
+      const row = this.row(host);
+      if (row?.nextAttemptAt && row.lastError && now < row.nextAttemptAt) continue;
+      this.queue.add(host);
+    }
+    void this.work();
+  }
+
+  private async work() {
+    if (this.ordering !== null) return;
+    for (const host of this.queue) {
+      this.queue.delete(host);
+      this.ordering = host;
+      try {
+        await this.orderFor(host);
+      } finally {
+        this.ordering = null;
+      }
+    }
+  }
+
+  private async orderFor(host: string) {
+    const startedAt = Date.now();
+    const before = this.row(host);
+    try {
+      const pair = await this.deps.issuer!.order(host);
+      const info = checkedPair(pair.chainPem, pair.keyPem, host);
+      // The host may have gone while the CA worked.
+      if (!this.deps.wantedHosts().includes(host)) return;
+      this.deps.files.write(host, pair);
+      this.saveRow(host, { source: "acme", notBefore: info.notBefore, notAfter: info.notAfter, lastError: null, lastAttemptAt: startedAt, failures: 0, nextAttemptAt: null });
+      this.put(host, { ...served(pair, info), source: "acme" });
+      console.log(`[certificates] ${host}: certificate in place until ${new Date(info.notAfter).toISOString()}`);
+    } catch (error) {
+      const message = errorText(error);
+      const failures = (before?.failures ?? 0) + 1;
+      let backoff = Math.min(FIRST_BACKOFF_MS * 2 ** (failures - 1), MAX_BACKOFF_MS);
+      if (message.includes("rateLimited")) backoff = Math.max(backoff, RATE_LIMITED_BACKOFF_MS);
+      this.saveRow(host, {
+        source: before?.source ?? "acme",
+        notBefore: before?.notBefore ?? null,
+        notAfter: before?.notAfter ?? null,
+        lastError: message,
+        lastAttemptAt: startedAt,
+        failures,
+        nextAttemptAt: Date.now() + backoff,
+      });
+      console.warn(`[certificates] ${host}: order failed (${failures} in a row, next try in ${Math.round(backoff / 60_000)} min): ${message}`);
+    }
+  }
+
+  private put(host: string, certificate: StoredCertificate) {
+    const first = !this.available();
+    this.stored.set(host, certificate);
+    if (first) this.onAvailable?.();
+  }
+
+  private saveRow(host: string, values: Omit<CertificateRow, "host" | "updatedAt">) {
+    const row = { host, ...values, updatedAt: Date.now() };
+    this.deps.db.insert(certificates).values(row).onConflictDoUpdate({ target: certificates.host, set: row }).run();
+  }
+
+  /**
+   * `host` serves this certificate, whatever else would (a custom domain's own). Throws a
+   * CertificateProblem when it does not fit the host.
+   */
+  upload(host: string, chainPem: string, keyPem: string): CertificateStatus {
+    const info = checkedPair(chainPem, keyPem, host);
+    const pair = { chainPem, keyPem };
+    this.deps.files.write(host, pair);
+    this.saveRow(host, { source: "uploaded", notBefore: info.notBefore, notAfter: info.notAfter, lastError: null, lastAttemptAt: null, failures: 0, nextAttemptAt: null });
+    this.put(host, { ...served(pair, info), source: "uploaded" });
+    return this.statusOf(host);
+  }
+
+  /** The uploaded certificate of `host` goes; ACME takes over when it is on. */
+  removeUpload(host: string): boolean {
+    if (this.row(host)?.source !== "uploaded") return false;
+    this.forget(host);
+    this.check();
+    return true;
+  }
+
+  /** Everything stored for `host` goes (its domain or app was removed). */
+  forget(host: string) {
+    this.queue.delete(host);
+    this.stored.delete(host);
+    this.deps.db.delete(certificates).where(eq(certificates.host, host)).run();
+    this.deps.files.remove(host);
+  }
+}
+
+/** Two thirds into the certificate's lifetime. */
+export function renewalTime(info: Pick<CertificateInfo, "notBefore" | "notAfter">): number {
+  return info.notBefore + ((info.notAfter - info.notBefore) * 2) / 3;
+}
+
+function errorText(error: unknown): string {
+  const text = error instanceof CertificateProblem ? `The CA's certificate was refused: ${error.message}` : error instanceof Error ? error.message : String(error);
+  return text.length > MAX_ERROR_LENGTH ? `${text.slice(0, MAX_ERROR_LENGTH)}…` : text;
+}
