@@ -27,6 +27,9 @@ apt_install() {
 
 # git: repository deploys clone with it, and the tests serve repositories with git http-backend.
 command -v git >/dev/null && [ -x /usr/lib/git-core/git-http-backend ] || apt_install git
+# Pebble (Let's Encrypt's test ACME server) and openssl: the HTTPS tests order and make certificates.
+command -v pebble >/dev/null && command -v pebble-challtestsrv >/dev/null || apt_install pebble
+command -v openssl >/dev/null || apt_install openssl
 
 # --- 2. Images ---------------------------------------------------------------------------------
 # First Debian mirror from the apt sources (deb822 first, then the classic list); never hard-coded.

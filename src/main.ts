@@ -23,6 +23,8 @@ Usage:
 
 Settings are PLATFORM_* environment variables; see README.md.`;
 
+/** The API limits its own clients: at the proxy, the API domain's route refuses nothing. */
+const API_ROUTE_LIMITS = { perClient: { burst: 1e9, refillPerSecond: 1e9 }, perHost: { burst: 1e9, refillPerSecond: 1e9 } };
 /** How long a shutdown waits for deletions in progress. */
 const SHUTDOWN_GRACE_MS = 15_000;
 /** How long requests in flight through the public proxy may take to finish at shutdown. */
@@ -33,7 +35,23 @@ function serve() {
   const db = openDatabase(config.databaseFile);
   const ctx = createServerContext(config, db);
   const server = createServer(ctx).listen({ hostname: config.host, port: config.port });
-  const proxy = startProxy({ hostname: config.host, port: config.proxyPort, domain: config.domain, routes: ctx.proxyRoutes, traffic: ctx.traffic, config });
+  const { certificates } = ctx;
+  certificates.load();
+  const proxy = startProxy({
+    hostname: config.host,
+    port: config.proxyPort,
+    domain: config.domain,
+    routes: ctx.proxyRoutes,
+    traffic: ctx.traffic,
+    config,
+    tls: {
+      port: config.tls.port,
+      secureContextFor: (serverName) => certificates.secureContextFor(serverName),
+      defaultPair: () => certificates.defaultPair(),
+      servesHttps: (host) => certificates.servesHttps(host),
+      challengeAnswer: (token) => certificates.challengeAnswer(token),
+    },
+  });
   // Watched from here: building the routes above blocks the loop too, but before anyone can wait on it.
   const stopWatchingLoop = config.eventLoopWarnMs > 0 ? watchEventLoop(config.eventLoopWarnMs, (stall) => console.warn(describeStall(stall))) : () => {};
   ctx.apps.proxyPort = proxy.port!;
@@ -41,6 +59,19 @@ function serve() {
     (outcome.startsWith("WARNING") ? console.warn : console.log)(`[egress] ${outcome}`),
   );
   console.log(`proxy listening on http://${config.host}:${proxy.port} for *.${config.domain}`);
+  if (config.tls.apiDomain) {
+    // Through the proxy the API sees the client's address in X-Forwarded-For (config.apiTrustedProxies).
+    ctx.proxyRoutes.setApi(config.tls.apiDomain, { host: "127.0.0.1", port: server.server!.port!, rateLimits: API_ROUTE_LIMITS, httpsRedirect: true, hsts: false });
+  }
+  certificates.onAvailable = () => {
+    try {
+      ctx.apps.tlsPort = proxy.startTls();
+      console.log(`proxy listening on https://${config.host}:${ctx.apps.tlsPort}`);
+    } catch (error) {
+      console.error(`[proxy] the HTTPS listener cannot open on port ${config.tls.port}: ${(error as Error).message}`);
+    }
+  };
+  certificates.start();
   void ctx.apps.recovery
     .recoverAfterRestart()
     .catch((error) => console.error("[apps] recovery after restart:", error))
@@ -62,6 +93,7 @@ function serve() {
     // The proxy takes no new connection from now on; requests in flight may finish, within reason.
     const proxyDrained = Promise.race([proxy.stop(), Bun.sleep(PROXY_DRAIN_MS)]);
     ctx.reconciler.stop();
+    certificates.stop();
     housekeeping.stop();
     stopWatchingLoop();
     // A DELETE answers before its containers are gone: let those removals finish, within reason.

@@ -9,6 +9,8 @@ import type { Config } from "../config";
 import type { SecretBox } from "../crypto/secrets";
 import type { Machines } from "../machines/service";
 import type { ProxyRoutes } from "../proxy/routes";
+import type { Certificates } from "../certificates/service";
+import type { DnsChecker } from "../certificates/dns-check";
 import type { DockerDriver } from "../docker/driver";
 import { LABEL_APP, LABEL_BUILD, LABEL_MANAGED, LABEL_WORKSPACE } from "../docker/container-spec";
 import { ensureWorkspaceNetwork, workspaceNetworkName } from "../docker/workspace-network";
@@ -20,7 +22,7 @@ import type { AppStorage } from "./sources";
 import type { BuildLogs } from "./build-logs";
 import { waitUntilListening } from "./readiness";
 import { DEFAULT_EXPOSE_PORT, type AppStatus } from "./model";
-import { effectiveRateLimits } from "./rate-limits";
+import { routePolicyOf } from "./rate-limits";
 import { removeImagesBeyondRetention } from "./image-retention";
 
 export type AppRow = typeof apps.$inferSelect;
@@ -33,6 +35,9 @@ export interface AppsContext {
   storage: AppStorage;
   buildLogs: BuildLogs;
   proxyRoutes: ProxyRoutes;
+  certificates: Certificates;
+  /** The DNS check of custom domains. */
+  dns: DnsChecker;
 }
 
 const START_TIMEOUT_MS = 60_000;
@@ -157,7 +162,11 @@ export class Deployer {
       const previous = this.app(appId);
       if (!previous || previous.status === "deleting") throw new ReleaseFailed("the app was deleted during the deploy");
       this.setStatus(appId, "running", null, { containerId, hostPort, servingPort: upstream.port, currentBuildId: buildId });
-      if (previous.subdomain) this.ctx.proxyRoutes.set(previous.subdomain, { ...upstream, rateLimits: effectiveRateLimits(previous, this.ctx.config.proxyRateLimits) });
+      if (previous.subdomain) {
+        this.ctx.proxyRoutes.set(previous.subdomain, { ...upstream, ...routePolicyOf(previous, this.ctx.config.proxyRateLimits) });
+        // A first release: its host gets a certificate now rather than at the next scheduled check.
+        this.ctx.certificates.hostsChanged();
+      }
       log(`==> Serving from container ${containerId.slice(0, 12)} on port ${upstream.port}`);
       onServing?.();
       if (previous.containerId && previous.containerId !== containerId) {

@@ -1,5 +1,6 @@
 // Schemas, limits and status values of /api/apps.
 import { t } from "elysia";
+import { CertificateStatusSchema } from "../certificates/model";
 import { CONTAINER_CPUS } from "../config";
 import { DEFAULT_RANGE_BYTES, MAX_RANGE_BYTES } from "./build-logs";
 import { oneOf, ref, resource, timestamp } from "../http/responses";
@@ -103,6 +104,8 @@ export const settingsBody = t.Object({
   autoDeploy: t.Optional(t.Boolean({ description: "Repository apps: a push to the branch (POST /api/webhooks/github) starts a deploy" })),
   builder: t.Optional(builderInput),
   rateLimits: t.Optional(rateLimits),
+  httpsRedirect: t.Optional(t.Boolean({ description: "Plain HTTP requests get a 308 to HTTPS once a certificate serves the host (default true; ACME challenges are never redirected)" })),
+  hsts: t.Optional(t.Boolean({ description: "HTTPS answers carry `Strict-Transport-Security: max-age=31536000` (default false: browsers remember it for a year)" })),
 });
 
 const zipFile = t.String({ format: "binary", contentMediaType: "application/zip", description: "The app's source as a ZIP" });
@@ -206,6 +209,9 @@ export const AppSchema = resource(
     repository: t.Nullable(ref(RepositorySchema), { description: "The repository and branch it deploys from; null for an app deployed from ZIPs" }),
     rateLimits: t.Nullable(ref(AppRateLimitOverridesSchema), { description: "The app's own rate limits at the public proxy, as set in its settings; null when it has none" }),
     effectiveRateLimits: ref(AppRateLimitsSchema),
+    httpsRedirect: t.Boolean({ description: "Plain HTTP is redirected to HTTPS once a certificate serves the host" }),
+    hsts: t.Boolean({ description: "HTTPS answers carry Strict-Transport-Security" }),
+    certificate: t.Nullable(ref(CertificateStatusSchema), { description: "The HTTPS certificate of its subdomain; null without a subdomain" }),
     machineId: t.String(),
     currentBuildId: t.Nullable(t.String({ description: "The build the serving container runs" })),
     filesChangedSinceBuild: t.Boolean({

@@ -1,8 +1,9 @@
-// An app's rate limits at the public proxy: its own (settings `rateLimits`, four nullable columns
+// An app's rate limits at the public proxy, and what its route carries: its own (settings `rateLimits`, four nullable columns
 // of `apps`) over the platform's defaults (PLATFORM_PROXY_IP_*, PLATFORM_PROXY_HOST_*). The apps
 // service puts the result on the app's route, which is where the proxy reads it per request.
 import type { Static } from "@sinclair/typebox";
 import type { ProxyRateLimits } from "../proxy/rate-limit";
+import type { RoutePolicy } from "../proxy/routes";
 import type { AppRow } from "./deployer";
 import type { AppRateLimitOverridesSchema, AppRateLimitsSchema } from "./model";
 
@@ -40,6 +41,11 @@ export function effectiveRateLimits(app: RateLimitColumns, defaults: ProxyRateLi
     perClient: { burst: app.proxyClientBurst ?? defaults.perClient.burst, refillPerSecond: app.proxyClientRps ?? defaults.perClient.refillPerSecond },
     perHost: { burst: app.proxyHostBurst ?? defaults.perHost.burst, refillPerSecond: app.proxyHostRps ?? defaults.perHost.refillPerSecond },
   };
+}
+
+/** What the app's route carries: its limits and HTTPS rules (settings `rateLimits`, `httpsRedirect`, `hsts`). */
+export function routePolicyOf(app: RateLimitColumns & Pick<AppRow, "httpsRedirect" | "hsts">, defaults: ProxyRateLimits): RoutePolicy {
+  return { rateLimits: effectiveRateLimits(app, defaults), httpsRedirect: app.httpsRedirect, hsts: app.hsts };
 }
 
 /** The limits as the App resource shows them (`effectiveRateLimits`). */

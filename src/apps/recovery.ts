@@ -9,7 +9,7 @@ import { workspaceNetworkName } from "../docker/workspace-network";
 import type { ContainerOwner, ManagedContainer } from "../machines/reconciler";
 import type { AppRow, AppsContext, Deployer } from "./deployer";
 import { DEFAULT_EXPOSE_PORT, SERVING_STATUSES, UNFINISHED_BUILD_STATUSES } from "./model";
-import { effectiveRateLimits } from "./rate-limits";
+import { routePolicyOf } from "./rate-limits";
 
 export class AppRecovery implements ContainerOwner {
   readonly label = LABEL_APP;
@@ -60,7 +60,7 @@ export class AppRecovery implements ContainerOwner {
       this.ctx.proxyRoutes.set(now.subdomain, {
         host,
         port: now.servingPort ?? now.exposePort ?? DEFAULT_EXPOSE_PORT,
-        rateLimits: effectiveRateLimits(now, this.ctx.config.proxyRateLimits),
+        ...routePolicyOf(now, this.ctx.config.proxyRateLimits),
       });
     } catch (error) {
       console.warn(`[apps] could not restore the route of ${app.id}: ${(error as Error).message}`);

@@ -26,8 +26,8 @@ import { RepositoryDeploys } from "./repository/service";
 import { AppDomains } from "./domains/service";
 import { AppRecovery } from "./recovery";
 import { AppRollbacks } from "./rollback";
-import { appView } from "./view";
-import { effectiveRateLimits, rateLimitColumnsAfter, sameRateLimits, type RateLimitsInput } from "./rate-limits";
+import { appView, type PublicAddresses } from "./view";
+import { rateLimitColumnsAfter, routePolicyOf, sameRateLimits, type RateLimitsInput } from "./rate-limits";
 import { assertWithinQuota, bytesToMB } from "../quotas/limits";
 import { treeBytes, workspaceUsage, WorkspaceDisk } from "../quotas/usage";
 
@@ -43,6 +43,8 @@ export interface SettingsInput {
   autoDeploy?: boolean;
   builder?: BuilderSetting;
   rateLimits?: RateLimitsInput;
+  httpsRedirect?: boolean;
+  hsts?: boolean;
 }
 
 export class AppsService {
@@ -65,8 +67,18 @@ export class AppsService {
   readonly disk = new WorkspaceDisk();
   /** Bytes of each app's source tree: measured once, asynchronously, then known from each accepted upload. */
   private readonly sourceBytes = new Map<string, Promise<number>>();
-  /** Port of the public proxy in app URLs: the configured one, or the one bound when it was 0. */
+  /** Ports of the public proxy in app URLs: the configured ones, or those bound when they were 0. */
   proxyPort: number;
+  tlsPort: number;
+  /** App URLs and certificates (./view.ts). */
+  readonly addresses: PublicAddresses = {
+    urlOf: (host) => {
+      const https = this.ctx.certificates.servesHttps(host);
+      const port = https ? this.tlsPort : this.proxyPort;
+      return `${https ? "https" : "http"}://${host}${port === (https ? 443 : 80) ? "" : `:${port}`}`;
+    },
+    certificateOf: (host) => this.ctx.certificates.statusOf(host),
+  };
 
   constructor(private readonly ctx: AppsContext) {
     this.deployer = new Deployer(ctx);
@@ -79,7 +91,8 @@ export class AppsService {
       this.deployer.schedule(app.id, (signal) => this.deployer.buildAndRelease(app.id, buildId, source, signal));
     });
     this.proxyPort = ctx.config.proxyPort;
-    this.domains = new AppDomains(ctx, (workspaceId, appId) => this.get(workspaceId, appId), () => this.proxyPort);
+    this.tlsPort = ctx.config.tls.port;
+    this.domains = new AppDomains(ctx, (workspaceId, appId) => this.get(workspaceId, appId), this.addresses, ctx.dns);
     this.domains.routeAll();
     ctx.proxyRoutes.setUnroutedLookup((subdomain) => {
       const app = this.ctx.db.select({ status: apps.status }).from(apps).where(eq(apps.subdomain, subdomain)).get();
@@ -93,7 +106,7 @@ export class AppsService {
   }
 
   publicApp(app: AppRow): Static<typeof AppSchema> {
-    return appView(app, this.ctx.config, this.proxyPort);
+    return appView(app, this.ctx.config, this.addresses);
   }
 
 
@@ -191,15 +204,17 @@ export class AppsService {
       autoDeploy: input.autoDeploy ?? app.autoDeploy,
       builder: input.builder ?? app.builder,
       ...rateLimitColumnsAfter(app, input.rateLimits),
+      httpsRedirect: input.httpsRedirect ?? app.httpsRedirect,
+      hsts: input.hsts ?? app.hsts,
     };
     const rebuild = next.runtime !== app.runtime || next.startupCommand !== app.startupCommand || next.builder !== app.builder;
     const restart = rebuild || next.memoryMB !== app.memoryMB || next.cpus !== app.cpus || next.exposePort !== app.exposePort;
     assertWithinQuota("memoryMB", workspaceUsage(this.ctx.db, workspaceId).memoryMB, next.memoryMB - app.memoryMB, this.ctx.config.quotas.memoryMB);
     this.ctx.db.update(apps).set({ ...next, updatedAt: Date.now() }).where(eq(apps.id, app.id)).run();
     if (next.subdomain !== app.subdomain) this.moveRoute(app, next.subdomain);
-    else if (next.subdomain && !sameRateLimits(next, app)) {
-      // The route carries the limits: the next request through the proxy is held to the new ones.
-      this.ctx.proxyRoutes.setRateLimits(next.subdomain, effectiveRateLimits(next, this.ctx.config.proxyRateLimits));
+    else if (next.subdomain && (!sameRateLimits(next, app) || next.httpsRedirect !== app.httpsRedirect || next.hsts !== app.hsts)) {
+      // The route carries the limits and HTTPS rules: the next request through the proxy follows the new ones.
+      this.ctx.proxyRoutes.setPolicy(next.subdomain, routePolicyOf(next, this.ctx.config.proxyRateLimits));
     }
     if (next.autoRestart !== app.autoRestart && app.containerId && !restart) {
       // Applied to the running container in place: changing it alone restarts nothing.
@@ -229,6 +244,7 @@ export class AppsService {
   moveRoute(app: AppRow, subdomain: string | null) {
     if (app.subdomain) this.ctx.proxyRoutes.delete(app.subdomain);
     this.domains.subdomainChanged(app.id, subdomain);
+    this.ctx.certificates.hostsChanged();
     if (subdomain && app.containerId && SERVING_STATUSES.has(app.status)) void this.recovery.restoreRoute(app.id);
   }
 
@@ -359,6 +375,8 @@ export class AppsService {
     this.ctx.db.delete(apps).where(eq(apps.id, app.id)).run();
     await this.ctx.storage.removeApp(app.id);
     this.sourceBytes.delete(app.id);
+    // Its hosts' certificates go.
+    this.ctx.certificates.hostsChanged();
   }
 
   /**

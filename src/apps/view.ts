@@ -1,12 +1,20 @@
 // An app as the API shows it: its row, with what is derived from the platform's settings (its URL,
-// its CPUs and rate limits where it has none of its own).
+// its CPUs and rate limits where it has none of its own, its certificate).
 import type { Static } from "@sinclair/typebox";
 import type { Config, Runtime } from "../config";
+import type { CertificateStatus } from "../certificates/service";
 import type { AppRow } from "./deployer";
 import { AppSchema, type AppStatus, type BuilderSetting } from "./model";
 import { effectiveRateLimits, rateLimitOverridesOf, rateLimitsView } from "./rate-limits";
 
-export function appView(app: AppRow, config: Pick<Config, "defaultCpus" | "domain" | "proxyRateLimits" | "git">, proxyPort: number): Static<typeof AppSchema> {
+/** Where the public proxy serves a host, and with which certificate (AppsService). */
+export interface PublicAddresses {
+  urlOf(host: string): string;
+  certificateOf(host: string): CertificateStatus;
+}
+
+export function appView(app: AppRow, config: Pick<Config, "defaultCpus" | "domain" | "proxyRateLimits" | "git">, addresses: PublicAddresses): Static<typeof AppSchema> {
+  const host = app.subdomain ? `${app.subdomain}.${config.domain}` : null;
   return {
     id: app.id,
     name: app.name,
@@ -18,7 +26,7 @@ export function appView(app: AppRow, config: Pick<Config, "defaultCpus" | "domai
     exposePort: app.exposePort,
     servingPort: app.containerId ? app.servingPort : null,
     subdomain: app.subdomain,
-    url: app.subdomain ? `http://${app.subdomain}.${config.domain}${proxyPort === 80 ? "" : `:${proxyPort}`}` : null,
+    url: host === null ? null : addresses.urlOf(host),
     startupCommand: app.startupCommand,
     autoRestart: app.autoRestart,
     autoDeploy: app.autoDeploy,
@@ -26,6 +34,9 @@ export function appView(app: AppRow, config: Pick<Config, "defaultCpus" | "domai
     repository: repositoryView(app, config.git.baseUrl),
     rateLimits: rateLimitOverridesOf(app),
     effectiveRateLimits: rateLimitsView(effectiveRateLimits(app, config.proxyRateLimits)),
+    httpsRedirect: app.httpsRedirect,
+    hsts: app.hsts,
+    certificate: host === null ? null : addresses.certificateOf(host),
     machineId: app.machineId,
     currentBuildId: app.currentBuildId,
     filesChangedSinceBuild: app.filesChangedAt !== null,

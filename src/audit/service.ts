@@ -34,6 +34,8 @@ export const AUDIT_ACTIONS = [
   "app.deploy_hook_rotated",
   "app.domain_added",
   "app.domain_removed",
+  "app.certificate_uploaded",
+  "app.certificate_removed",
   "database.created",
   "database.started",
   "database.stopped",

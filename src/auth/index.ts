@@ -43,7 +43,7 @@ export function authRoutes(ctx: ServerContext) {
       "/setup",
       ({ request, server }) => {
         const { peerAddress } = requestSourceOf(ctx.config, server, request);
-        const fromThisMachine = setupFromThisMachine(request, peerAddress, ctx.config.trustedProxies);
+        const fromThisMachine = setupFromThisMachine(request, peerAddress, ctx.config.apiTrustedProxies);
         return ok({
           setupRequired: setupRequired(ctx.db),
           keyRequired: setupKeyRequired(ctx.db),
@@ -76,7 +76,7 @@ export function authRoutes(ctx: ServerContext) {
       async ({ body, request, server, set }) => {
         const source = passwordFormSource(ctx.config, server, request);
         const { setupToken, ...credentials } = body;
-        const fromThisMachine = setupFromThisMachine(request, source.peerAddress, ctx.config.trustedProxies);
+        const fromThisMachine = setupFromThisMachine(request, source.peerAddress, ctx.config.apiTrustedProxies);
         // The setup is one account, but failures from elsewhere must not keep the operator on the
         // machine itself from finishing it: that caller has a bucket of its own.
         const account = fromThisMachine ? "setup:this-machine" : "setup";

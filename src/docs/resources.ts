@@ -6,6 +6,7 @@ import { AppHistoryEventSchema } from "../apps/history";
 import { REPOSITORY_RESOURCES } from "../apps/repository/model";
 import { WEBHOOK_RESOURCES } from "../webhooks/model";
 import { DOMAIN_RESOURCES } from "../apps/domains/model";
+import { CERTIFICATE_RESOURCES } from "../certificates/model";
 import { API_KEY_RESOURCES } from "../api-keys/model";
 import { DATABASE_RESOURCES } from "../databases/model";
 import { MACHINE_RESOURCES } from "../machines/model";
@@ -21,6 +22,7 @@ export const RESOURCES = [
   ...REPOSITORY_RESOURCES,
   ...WEBHOOK_RESOURCES,
   ...DOMAIN_RESOURCES,
+  ...CERTIFICATE_RESOURCES,
   ...API_KEY_RESOURCES,
   ...DATABASE_RESOURCES,
   ...MACHINE_RESOURCES,

@@ -12,6 +12,10 @@ import { TrafficRecorder } from "../proxy/traffic";
 import { AppsService } from "../apps/service";
 import { AppStorage } from "../apps/sources";
 import { BuildLogs } from "../apps/build-logs";
+import { Certificates } from "../certificates/service";
+import { CertificateFiles } from "../certificates/files";
+import { AcmeIssuer } from "../certificates/acme";
+import { DnsChecker, detectPublicAddresses } from "../certificates/dns-check";
 
 export interface ServerContext {
   config: Config;
@@ -36,6 +40,8 @@ export interface ServerContext {
   /** Where apps' sources and build logs live under the data dir. */
   storage: AppStorage;
   apps: AppsService;
+  /** HTTPS certificates of every host the proxy serves. */
+  certificates: Certificates;
 }
 
 function encryptedDataExists(db: PlatformDb): boolean {
@@ -56,7 +62,17 @@ export function createServerContext(config: Config, db: PlatformDb): ServerConte
   const storage = new AppStorage(config.dataDir);
   const buildLogs = new BuildLogs((appId, buildId) => storage.buildLogFile(appId, buildId), config.buildLogMaxBytes);
   const reconciler = new Reconciler(machines);
-  const apps = new AppsService({ db, config, machines, secrets, storage, buildLogs, proxyRoutes });
+  const certificateFiles = new CertificateFiles(config.dataDir);
+  const certificates: Certificates = new Certificates({
+    db,
+    config,
+    files: certificateFiles,
+    issuer: config.tls.acme ? new AcmeIssuer(config.tls.acme, certificateFiles) : null,
+    wantedHosts: (): string[] => [...apps.domains.servedHosts(), ...(config.tls.apiDomain ? [config.tls.apiDomain] : [])],
+  });
+  const publicIps = config.tls.publicIps.length ? config.tls.publicIps : detectPublicAddresses();
+  const dns = new DnsChecker({ expected: publicIps, servers: config.tls.dnsServers });
+  const apps: AppsService = new AppsService({ db, config, machines, secrets, storage, buildLogs, proxyRoutes, certificates, dns });
   reconciler.register(apps.recovery);
   return {
     config,
@@ -75,5 +91,6 @@ export function createServerContext(config: Config, db: PlatformDb): ServerConte
     traffic: new TrafficRecorder(),
     storage,
     apps,
+    certificates,
   };
 }

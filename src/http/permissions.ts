@@ -78,6 +78,9 @@ export const PERMISSIONS: Record<string, RoutePermission> = {
   "GET /api/apps/:appId/domains": { roles: EVERYONE },
   "POST /api/apps/:appId/domains": { roles: OPERATORS, audit: "app.domain_added" },
   "DELETE /api/apps/:appId/domains/:domainId": { roles: OPERATORS, audit: "app.domain_removed" },
+  "GET /api/apps/:appId/domains/:domainId": { roles: EVERYONE },
+  "PUT /api/apps/:appId/domains/:domainId/certificate": { roles: OPERATORS, audit: "app.certificate_uploaded" },
+  "DELETE /api/apps/:appId/domains/:domainId/certificate": { roles: OPERATORS, audit: "app.certificate_removed" },
   "GET /api/apps/:appId/deploy-hook": { roles: OPERATORS },
   "POST /api/apps/:appId/deploy-hook": { roles: OPERATORS, audit: "app.deploy_hook_rotated" },
   // App files. A source tree may hold secrets (an .env file): as for env values, viewers list names only.

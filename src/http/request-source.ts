@@ -20,15 +20,15 @@ export interface RequestSource {
 
 type PeerLookup = { requestIP(request: Request): { address: string } | null } | null;
 
-export function requestSourceOf(config: Pick<Config, "trustedProxies">, server: PeerLookup, request: Request): RequestSource {
+export function requestSourceOf(config: Pick<Config, "apiTrustedProxies">, server: PeerLookup, request: Request): RequestSource {
   const peerAddress = server?.requestIP(request)?.address ?? null;
   const host = request.headers.get("host") ?? new URL(request.url).host;
   const https = request.url.startsWith("https:");
-  if (!inAnyRange(config.trustedProxies, peerAddress)) return { peerAddress, clientAddress: peerAddress, host, https };
+  if (!inAnyRange(config.apiTrustedProxies, peerAddress)) return { peerAddress, clientAddress: peerAddress, host, https };
   const forwardedProto = lastHeaderValue(request.headers.get("x-forwarded-proto"))?.toLowerCase();
   return {
     peerAddress,
-    clientAddress: clientBehindProxies(config.trustedProxies, peerAddress, request.headers.get("x-forwarded-for")),
+    clientAddress: clientBehindProxies(config.apiTrustedProxies, peerAddress, request.headers.get("x-forwarded-for")),
     host: lastHeaderValue(request.headers.get("x-forwarded-host")) ?? host,
     https: forwardedProto === undefined ? https : forwardedProto === "https",
   };
@@ -78,7 +78,7 @@ export function assertSameOrigin(request: Request, source: RequestSource, requir
  * The source of a password form (setup, login, invitation acceptance): a browser's request like a
  * cookie one, so the Host must be allowed and a cross-site Origin is refused (it may have none).
  */
-export function passwordFormSource(config: Pick<Config, "trustedProxies" | "apiHosts">, server: PeerLookup, request: Request): RequestSource {
+export function passwordFormSource(config: Pick<Config, "apiTrustedProxies" | "apiHosts">, server: PeerLookup, request: Request): RequestSource {
   const source = requestSourceOf(config, server, request);
   assertAllowedHost(config, source);
   assertSameOrigin(request, source, false);

@@ -11,9 +11,9 @@ import type { CidrRange } from "../http/trusted-proxies";
 import { Exchange } from "./exchange";
 import { HeadError, headText, indexOfHeadEnd, MAX_HEAD_BYTES, parseRequestHead, type RequestHead } from "./http1";
 import { clientIdentityOf, headerValue, requestIdOf, upstreamRequestHead } from "./forwarding";
-import { proxyErrorAnswer, type ProxyErrorCode } from "./pages";
+import { challengeAnswer, httpsRedirectAnswer, proxyErrorAnswer, type ProxyErrorCode } from "./pages";
 import { refusalHeaders, type ProxyRateLimiter } from "./rate-limit";
-import { subdomainOf, type ProxyRoutes } from "./routes";
+import { hostNameOf, type ProxyRoutes } from "./routes";
 import type { TrafficRecorder } from "./traffic";
 import type { UpstreamPools } from "./upstream-pool";
 import { headForSocket, joined, SocketWriter } from "./socket-writer";
@@ -35,11 +35,25 @@ export interface RelayContext {
   pools: UpstreamPools;
   trustedProxies: readonly CidrRange[];
   timeouts: ProxyTimeouts;
-  /** The port clients reach the proxy on (X-Forwarded-Port when the Host has none). */
+  /** The ports clients reach the proxy on, plain and HTTPS (X-Forwarded-Port when the Host has none). */
   port: number;
+  tlsPort: number;
+  /** Certificates and ACME challenges; null when the proxy speaks plain HTTP only. */
+  https: ProxyHttps | null;
   /** The proxy is stopping: connections close after their current exchange. */
   stopping: boolean;
 }
+
+/** What the proxy needs of the certificates (src/certificates). */
+export interface ProxyHttps {
+  /** A valid certificate serves `host` now: plain HTTP to it may be redirected. */
+  servesHttps(host: string): boolean;
+  /** The key authorization answered for an ACME HTTP-01 challenge token, while its order waits. */
+  challengeAnswer(token: string): string | undefined;
+}
+
+/** Where an ACME CA asks for the answer to an HTTP-01 challenge (RFC 8555 8.3). */
+export const CHALLENGE_PATH_PREFIX = "/.well-known/acme-challenge/";
 
 /** How long a client is told to wait before asking a stopped app again. */
 const NOT_RUNNING_RETRY_SECONDS = 30;
@@ -75,6 +89,8 @@ export class ClientConnection {
     readonly context: RelayContext,
     readonly peerAddress: string,
     private readonly onClosed: (connection: ClientConnection) => void,
+    /** It came through the HTTPS listener. */
+    readonly secure: boolean,
   ) {
     this.writer = new SocketWriter(socket);
   }
@@ -130,11 +146,13 @@ export class ClientConnection {
 
   private startExchange(text: string, head: RequestHead) {
     const context = this.context;
+    const challenge = !this.secure && head.target.startsWith(CHALLENGE_PATH_PREFIX);
+    if (challenge && context.https && this.answerChallenge(head)) return;
     // A keep-alive client asks for the same host again and again. An app's own domain is looked up
     // each time: it may be added or removed between two requests.
     if (head.host !== this.lastHost) {
       this.lastHost = head.host;
-      this.lastSubdomain = subdomainOf(head.host, context.domain);
+      this.lastSubdomain = context.routes.fixedRouteOf(head.host, context.domain);
     }
     const subdomain = this.lastSubdomain ?? context.routes.subdomainOfDomain(head.host);
     const upstream = subdomain === null ? undefined : context.routes.get(subdomain);
@@ -148,7 +166,15 @@ export class ClientConnection {
       }
       return;
     }
-    const identity = clientIdentityOf(head, this.peerAddress, context.trustedProxies, context.port, false);
+    // A challenge this proxy does not know is the app's own (it may run its own ACME client): never redirected.
+    if (!this.secure && !challenge && upstream.httpsRedirect && context.https) {
+      const host = hostNameOf(head.host);
+      if (host !== null && context.https.servesHttps(host)) {
+        this.answerRedirect(head, host, subdomain!, mustClose);
+        return;
+      }
+    }
+    const identity = clientIdentityOf(head, this.peerAddress, context.trustedProxies, this.secure ? context.tlsPort : context.port, this.secure);
     // A WebSocket counts once against the limits, at its upgrade.
     const refusal = context.limiter.admit(subdomain!, identity.clientAddress, upstream.rateLimits);
     if (refusal) {
@@ -167,6 +193,31 @@ export class ClientConnection {
     const rest = early?.byteLength ? exchange.requestBytes(early) : null;
     if (rest?.byteLength) this.holdEarly(rest);
     exchange.start();
+  }
+
+  /** An ACME challenge (whatever the host) answered from the certificates; false when none waits for this token. */
+  private answerChallenge(head: RequestHead): boolean {
+    const answer = this.context.https!.challengeAnswer(head.target.slice(CHALLENGE_PATH_PREFIX.length));
+    if (answer === undefined) return false;
+    this.reply(challengeAnswer(answer, head.framing.kind !== "none" || !head.keepAlive), head);
+    return true;
+  }
+
+  /** 308 to the HTTPS address of the same request. */
+  private answerRedirect(head: RequestHead, host: string, subdomain: string, close: boolean) {
+    const port = this.context.tlsPort === 443 ? "" : `:${this.context.tlsPort}`;
+    const path = head.absoluteForm ? head.target.replace(/^[a-z]+:\/\/[^/?#]*/i, "") || "/" : head.target;
+    this.context.traffic.record(subdomain, { status: 308, bytesIn: 0, bytesOut: 0, upstreamMs: null });
+    this.reply(httpsRedirectAnswer(`https://${host}${port}${path}`, close), head);
+  }
+
+  /** A whole answer of the proxy's own; the connection closes after it when the head said so (or must). */
+  private reply(answer: string, head: RequestHead) {
+    const shut = head.framing.kind !== "none" || !head.keepAlive || this.context.stopping;
+    this.answered++;
+    this.write(answer);
+    if (shut) this.end();
+    else this.waitingSince = performance.now();
   }
 
   /** The proxy's own answer; the connection closes after it when `close`, else the next request is read. */

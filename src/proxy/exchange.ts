@@ -233,7 +233,7 @@ export class Exchange implements UpstreamListener {
       if (framing.kind === "close" || head.minorVersion === 0 || head.connection.includes("close")) this.reuseUpstream = false;
       // An answer before the whole request body: where the next request would start is unknown.
       if (framing.kind === "close" || !this.requestDone || this.client.context.stopping) this.closeClient = true;
-      const answerHead = clientResponseHead(text, head, this.requestId, this.closeClient);
+      const answerHead = clientResponseHead(text, head, this.requestId, this.closeClient, this.client.secure && this.address.hsts === true);
       let bodyEnd: number;
       try {
         bodyEnd = this.responseBody.feed(data);

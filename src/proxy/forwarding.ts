@@ -13,6 +13,8 @@ const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "upg
 /** A message's framing and target: kept whatever its Connection field names. */
 const NEVER_NAMED = new Set(["content-length", "transfer-encoding", "host"]);
 const CLIENT_IDENTITY = new Set(["x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-forwarded-port", "x-real-ip", "forwarded", "x-request-id"]);
+/** What an app with the `hsts` setting answers over HTTPS (in place of its own): browsers then use HTTPS only, for a year. */
+const HSTS_LINE = "strict-transport-security: max-age=31536000\r\n";
 /** A client's own request id is kept when it is this tame (it ends up in the app's logs). */
 const REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
@@ -109,13 +111,17 @@ function statusLine(text: string, head: ResponseHead): string {
 /**
  * The response head as the client receives it, CRLF CRLF included; `text` is the app's head without
  * them. `close`: the proxy closes the client's connection after this response. A 101 keeps its
- * Upgrade and says `Connection: upgrade`.
+ * Upgrade and says `Connection: upgrade`. `hsts`: the answer carries the proxy's Strict-Transport-Security.
  */
-export function clientResponseHead(text: string, head: ResponseHead, requestId: string, close: boolean): string {
+export function clientResponseHead(text: string, head: ResponseHead, requestId: string, close: boolean, hsts = false): string {
   const switching = head.status === 101;
-  const lines = keptLines(text, head, (_index, lower) => lower === "x-request-id" || dropped(lower, head.connection, switching));
+  const lines = keptLines(
+    text,
+    head,
+    (_index, lower) => lower === "x-request-id" || (hsts && lower === "strict-transport-security") || dropped(lower, head.connection, switching),
+  );
   const connection = switching ? "connection: upgrade\r\n" : close ? "connection: close\r\n" : "";
-  return `${statusLine(text, head)}${lines}${connection}x-request-id: ${requestId}\r\n\r\n`;
+  return `${statusLine(text, head)}${lines}${connection}${hsts ? HSTS_LINE : ""}x-request-id: ${requestId}\r\n\r\n`;
 }
 
 /** An informational (1xx) answer as the client receives it: its fields, without hop-by-hop ones. */

@@ -80,3 +80,16 @@ export function proxyErrorAnswer(
   if (close) head += "connection: close\r\n";
   return Buffer.concat([Buffer.from(`${head}\r\n`, "latin1"), bytes]);
 }
+
+/** The answer to an ACME HTTP-01 challenge: the key authorization as plain text. */
+export function challengeAnswer(keyAuthorization: string, close: boolean): string {
+  return (
+    `HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: ${keyAuthorization.length}\r\ncache-control: no-store\r\n` +
+    `${close ? "connection: close\r\n" : ""}\r\n${keyAuthorization}`
+  );
+}
+
+/** 308 to the same request over HTTPS: unlike 301, the method and body are kept. */
+export function httpsRedirectAnswer(location: string, close: boolean): string {
+  return `HTTP/1.1 308 Permanent Redirect\r\nlocation: ${location}\r\ncontent-length: 0\r\n${close ? "connection: close\r\n" : ""}\r\n`;
+}

@@ -9,7 +9,14 @@ export interface Upstream {
   port: number;
   /** The app's limits: the platform defaults with its own overrides; absent, the defaults. */
   rateLimits?: ProxyRateLimits;
+  /** Plain HTTP is redirected to HTTPS once a certificate serves the host. */
+  httpsRedirect?: boolean;
+  /** HTTPS answers carry Strict-Transport-Security. */
+  hsts?: boolean;
 }
+
+/** What an app's settings say about how the proxy treats its requests. */
+export type RoutePolicy = Pick<Upstream, "rateLimits" | "httpsRedirect" | "hsts">;
 
 /** What the proxy needs to know of an app that is published at a subdomain but has no route now. */
 export interface UnroutedApp {
@@ -38,11 +45,31 @@ export function hostNameOf(hostHeader: string | null): string | null {
   return host.replace(/:\d*$/, "").replace(/\.$/, "");
 }
 
+/** The route of the platform's own API and dashboard at PLATFORM_API_DOMAIN: no app can have this subdomain. */
+export const API_ROUTE = "\u0000api";
+
 export class ProxyRoutes {
   private readonly bySubdomain = new Map<string, Upstream>();
+  /** PLATFORM_API_DOMAIN, routed to API_ROUTE ahead of any app. */
+  private apiDomain: string | null = null;
   /** An app's own domains (custom domains), each to the subdomain its app is routed by. */
   private readonly domains = new Map<string, string>();
   private lookupUnrouted: (subdomain: string) => UnroutedApp | undefined = () => undefined;
+
+  /** Requests for `domain` go to the platform's API at `upstream`. */
+  setApi(domain: string, upstream: Upstream) {
+    this.apiDomain = domain;
+    this.bySubdomain.set(API_ROUTE, upstream);
+  }
+
+  /**
+   * The route a Host names that does not change while the platform runs: the API domain's, or an
+   * app's subdomain (`subdomainOf`). Null for any other host (perhaps an app's own domain).
+   */
+  fixedRouteOf(hostHeader: string | null, domain: string): string | null {
+    if (this.apiDomain !== null && hostNameOf(hostHeader) === this.apiDomain) return API_ROUTE;
+    return subdomainOf(hostHeader, domain);
+  }
 
   set(subdomain: string, upstream: Upstream) {
     this.bySubdomain.set(subdomain, upstream);
@@ -52,10 +79,10 @@ export class ProxyRoutes {
     this.bySubdomain.delete(subdomain);
   }
 
-  /** New limits for the app routed at the subdomain, from its next request; nothing when it has no route. */
-  setRateLimits(subdomain: string, rateLimits: ProxyRateLimits) {
+  /** New limits and HTTPS rules for the app routed at the subdomain, from its next request; nothing when it has no route. */
+  setPolicy(subdomain: string, policy: RoutePolicy) {
     const upstream = this.bySubdomain.get(subdomain);
-    if (upstream) this.bySubdomain.set(subdomain, { ...upstream, rateLimits });
+    if (upstream) this.bySubdomain.set(subdomain, { ...upstream, ...policy });
   }
 
   get(subdomain: string): Upstream | undefined {

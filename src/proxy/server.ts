@@ -6,20 +6,34 @@
 // and time out a request head that trickles in (slowloris) while letting a slow answer through.
 // What the proxy answers itself (no such app, app not running, app not answering, too many
 // requests) is a small page with a stable code (./pages.ts).
-import type { Socket, TCPSocketListener } from "bun";
+// The same connections come over TLS on PLATFORM_PROXY_TLS_PORT once a certificate exists, each
+// handshake served the certificate of the host it names (src/certificates).
+import type { Socket, SocketHandler, TCPSocketListener } from "bun";
+import type { SecureContext } from "node:tls";
 import type { Config } from "../config";
 import { inAnyRange } from "../http/trusted-proxies";
-import { ClientConnection, type RelayContext } from "./client-connection";
+import { ClientConnection, type ProxyHttps, type RelayContext } from "./client-connection";
 import { proxyErrorAnswer } from "./pages";
 import { clientKey, ProxyRateLimiter } from "./rate-limit";
 import type { ProxyRoutes } from "./routes";
 import type { TrafficRecorder } from "./traffic";
 import { UpstreamPools } from "./upstream-pool";
 
+/** The HTTPS side: certificates by server name (src/certificates), and the ACME challenges. */
+export interface ProxyTls extends ProxyHttps {
+  port: number;
+  /** The certificate for a handshake that names this host (SNI); undefined: the default one. */
+  secureContextFor(serverName: string): SecureContext | undefined;
+  /** For handshakes without a name the proxy knows. */
+  defaultPair(): { chainPem: string; keyPem: string } | null;
+}
+
 export interface ProxyOptions {
   hostname: string;
   port: number;
   domain: string;
+  /** Absent: plain HTTP only. */
+  tls?: ProxyTls;
   routes: ProxyRoutes;
   traffic: TrafficRecorder;
   config: Pick<Config, "trustedProxies" | "proxyRateLimits" | "proxyTimeouts" | "proxyMaxConnectionsPerClient">;
@@ -27,6 +41,11 @@ export interface ProxyOptions {
 
 export interface PublicProxy {
   port: number;
+  /**
+   * Opens the HTTPS listener, once a certificate exists (it needs a default one); returns its port.
+   * Opened already: its port.
+   */
+  startTls(): number;
   /**
    * Stops taking connections; idle ones close at once, the others after their current exchange.
    * Resolves once all are closed. `force`: closes everything now.
@@ -62,6 +81,8 @@ export function startProxy(options: ProxyOptions): PublicProxy {
       upstreamMs: config.proxyTimeouts.upstreamSeconds * 1000,
     },
     port: options.port,
+    tlsPort: options.tls?.port ?? 0,
+    https: options.tls ?? null,
     stopping: false,
   };
   let drained: (() => void) | null = null;
@@ -77,47 +98,70 @@ export function startProxy(options: ProxyOptions): PublicProxy {
     if (!clients.size) drained?.();
   };
 
-  const listener: TCPSocketListener<ClientConnection> = Bun.listen<ClientConnection>({
-    hostname: options.hostname,
-    port: options.port,
-    socket: {
-      open(socket: Socket<ClientConnection>) {
-        const peer = socket.remoteAddress;
-        // A trusted front proxy carries many clients on its connections: it is not limited.
-        if (!inAnyRange(config.trustedProxies, peer)) {
-          const key = clientKey(peer);
-          const open = connectionsPerClient.get(key) ?? 0;
-          if (open >= config.proxyMaxConnectionsPerClient) {
-            socket.write(proxyErrorAnswer(429, "TOO_MANY_CONNECTIONS", `Too many connections from one address (at most ${config.proxyMaxConnectionsPerClient}).`, null, {}, true));
-            socket.end();
-            return;
-          }
-          connectionsPerClient.set(key, open + 1);
+  const handlers = (secure: boolean): SocketHandler<ClientConnection> => ({
+    open(socket: Socket<ClientConnection>) {
+      const peer = socket.remoteAddress;
+      // A trusted front proxy carries many clients on its connections: it is not limited.
+      if (!inAnyRange(config.trustedProxies, peer)) {
+        const key = clientKey(peer);
+        const open = connectionsPerClient.get(key) ?? 0;
+        if (open >= config.proxyMaxConnectionsPerClient) {
+          socket.write(proxyErrorAnswer(429, "TOO_MANY_CONNECTIONS", `Too many connections from one address (at most ${config.proxyMaxConnectionsPerClient}).`, null, {}, true));
+          socket.end();
+          return;
         }
-        socket.setNoDelay(true);
-        const connection = new ClientConnection(socket, context, peer, closed);
-        socket.data = connection;
-        clients.add(connection);
-        if (context.stopping) connection.end();
-      },
-      data(socket, chunk) {
-        socket.data?.onData(chunk);
-      },
-      drain(socket) {
-        socket.data?.onDrain();
-      },
-      close(socket) {
-        socket.data?.onClose();
-      },
-      end(socket) {
-        if (socket.data) socket.data.onEnd();
-        else socket.end();
-      },
-      error() {
-        // close follows.
-      },
+        connectionsPerClient.set(key, open + 1);
+      }
+      socket.setNoDelay(true);
+      const connection = new ClientConnection(socket, context, peer, closed, secure);
+      socket.data = connection;
+      clients.add(connection);
+      if (context.stopping) connection.end();
+    },
+    data(socket, chunk) {
+      socket.data?.onData(chunk);
+    },
+    drain(socket) {
+      socket.data?.onDrain();
+    },
+    close(socket) {
+      socket.data?.onClose();
+    },
+    end(socket) {
+      if (socket.data) socket.data.onEnd();
+      else socket.end();
+    },
+    error() {
+      // close follows.
     },
   });
+
+  const listener: TCPSocketListener<ClientConnection> = Bun.listen<ClientConnection>({ hostname: options.hostname, port: options.port, socket: handlers(false) });
+  let tlsListener: TCPSocketListener<ClientConnection> | null = null;
+
+  const startTls = (): number => {
+    if (tlsListener) return tlsListener.port;
+    const tls = options.tls;
+    const pair = tls?.defaultPair();
+    if (!tls || !pair) throw new Error("the HTTPS listener needs a certificate");
+    tlsListener = Bun.listen<ClientConnection>({
+      hostname: options.hostname,
+      port: tls.port,
+      tls: { cert: pair.chainPem, key: pair.keyPem },
+      socket: {
+        ...handlers(true),
+        // Called at each handshake with the name the client asked for (SNI). Bun.listen does not
+        // document this handler; it is the one Bun's own node:tls server uses (its SNICallback),
+        // and it returns the native context inside a node:tls SecureContext. The HTTPS tests check
+        // that each host gets its own certificate, so a Bun without it fails them.
+        serverName(_listener: unknown, serverName: string) {
+          return (tls.secureContextFor(serverName) as { context?: unknown } | undefined)?.context;
+        },
+      } as SocketHandler<ClientConnection>,
+    });
+    context.tlsPort = tlsListener.port;
+    return tlsListener.port;
+  };
 
   // Port 0 asks the system for one: the forwarded port is the one it gave.
   context.port = listener.port;
@@ -131,9 +175,11 @@ export function startProxy(options: ProxyOptions): PublicProxy {
 
   return {
     port: listener.port,
+    startTls,
     stop(force = false) {
       context.stopping = true;
       listener.stop();
+      tlsListener?.stop();
       if (force) {
         for (const connection of clients) connection.destroy();
       } else {

@@ -1,5 +1,6 @@
 // Helpers for app tests: ZIPs made in the test, deploys through the real API, waiting for a
 // status, and requests to an app through the platform's public proxy.
+import { selfSignedCertificate } from "./certificates";
 import { zipSync, strToU8 } from "fflate";
 import type { TestServer } from "./server";
 import type { AuthenticatedRoute, Tenant } from "./auth-matrix";
@@ -104,7 +105,25 @@ const appDomainOf = async (server: TestServer, owner: Tenant) => {
   const { appId } = await appOf(server, owner);
   const made = await server.request("POST", `/api/apps/${appId}/domains`, { key: owner.key, body: { domain: `${uniqueName("matrix")}.example.test` } });
   if (made.status !== 201) throw new Error(`could not add a matrix domain: ${JSON.stringify(made.body)}`);
-  return { appId, domainId: made.body.domain.id as string };
+  return { appId, domainId: made.body.domain.id as string, domain: made.body.domain.domain as string };
+};
+
+/** A domain of the owner's matrix app with a certificate made for it (params `certificate`, `privateKey`), not uploaded yet. */
+const appDomainAndCertificateOf = async (server: TestServer, owner: Tenant) => {
+  const params = await appDomainOf(server, owner);
+  const made = await selfSignedCertificate([params.domain]);
+  return { ...params, certificate: made.certPem, privateKey: made.keyPem };
+};
+
+/** A domain of the owner's matrix app serving an uploaded certificate, for the route that removes it. */
+const uploadedCertificateOf = async (server: TestServer, owner: Tenant) => {
+  const params = await appDomainAndCertificateOf(server, owner);
+  const uploaded = await server.request("PUT", `/api/apps/${params.appId}/domains/${params.domainId}/certificate`, {
+    key: owner.key,
+    body: { certificate: params.certificate, privateKey: params.privateKey },
+  });
+  if (uploaded.status !== 200) throw new Error(`could not upload a matrix certificate: ${JSON.stringify(uploaded.body)}`);
+  return params;
 };
 
 export const APP_ROUTES: AuthenticatedRoute[] = [
@@ -132,6 +151,14 @@ export const APP_ROUTES: AuthenticatedRoute[] = [
   { method: "POST", path: "/api/apps/:appId/builds/:buildId/rollback", resource: appOf },
   { method: "GET", path: "/api/apps/:appId/domains", resource: appOf },
   { method: "POST", path: "/api/apps/:appId/domains", body: () => ({ domain: `${uniqueName("matrix")}.example.test` }), resource: appOf },
+  { method: "GET", path: "/api/apps/:appId/domains/:domainId", resource: appDomainOf },
+  {
+    method: "PUT",
+    path: "/api/apps/:appId/domains/:domainId/certificate",
+    body: ({ certificate, privateKey }: Record<string, string>) => ({ certificate, privateKey }),
+    resource: appDomainAndCertificateOf,
+  },
+  { method: "DELETE", path: "/api/apps/:appId/domains/:domainId/certificate", resource: uploadedCertificateOf, consumesResource: true },
   { method: "DELETE", path: "/api/apps/:appId/domains/:domainId", resource: appDomainOf, consumesResource: true },
   { method: "GET", path: "/api/apps/:appId/deploy-hook", resource: appOf },
   { method: "POST", path: "/api/apps/:appId/deploy-hook", resource: appOf },

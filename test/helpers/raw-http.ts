@@ -1,8 +1,10 @@
 // HTTP/1.1 by hand over a TCP socket, for tests that need what fetch hides: a request head sent
 // byte by byte, malformed framing, a connection held open or left idle, a chosen loopback source
 // address (127.0.0.x is another client), reading paused to make backpressure, and the exact bytes
-// of an answer (no decompression, no redirects followed).
+// of an answer (no decompression, no redirects followed). Also over TLS, with the name asked for
+// (SNI) chosen by the test and the certificate the server presented.
 import net from "node:net";
+import tls from "node:tls";
 
 export interface RawResponse {
   status: number;
@@ -55,6 +57,26 @@ export class RawConnection {
       });
       socket.once("error", reject);
     });
+  }
+
+  /**
+   * Connects over TLS to 127.0.0.1:`port` asking for `serverName` (SNI), trusting only `ca`; rejects
+   * when the certificate does not verify for that name.
+   */
+  static openTls(port: number, serverName: string, ca: string): Promise<RawConnection> {
+    return new Promise((resolve, reject) => {
+      const socket = tls.connect({ host: "127.0.0.1", port, servername: serverName, ca });
+      socket.once("secureConnect", () => {
+        socket.off("error", reject);
+        resolve(new RawConnection(socket));
+      });
+      socket.once("error", reject);
+    });
+  }
+
+  /** The certificate the server presented, on a TLS connection. */
+  get peerCertificate(): tls.PeerCertificate {
+    return (this.socket as tls.TLSSocket).getPeerCertificate();
   }
 
   /** Writes, waiting for the socket to drain when its buffer is full. Rejects once the connection is closed. */

@@ -1,4 +1,4 @@
-// Routes of /api/apps/{appId}/domains: an app's own domains (./service.ts).
+// Routes of /api/apps/{appId}/domains: an app's own domains and their certificates (./service.ts).
 import { Elysia, t } from "elysia";
 import type { ServerContext } from "../../http/context";
 import { authPlugin } from "../../http/auth";
@@ -7,26 +7,40 @@ import { json, ref, responses } from "../../http/responses";
 import { appIdParams } from "../model";
 import { AppDomainSchema, domainBody, domainParams } from "./model";
 import { MAX_DOMAINS_PER_APP } from "./service";
+import { certificateUploadBody } from "../../certificates/model";
 
 export function appDomainsRoutes(ctx: ServerContext) {
   const domains = ctx.apps.domains;
   return new Elysia({ prefix: "/api/apps", tags: ["Apps"] })
     .use(authPlugin(ctx))
-    .get("/:appId/domains", ({ principal, params }) => ok({ domains: domains.list(principal.workspaceId, params.appId) }), {
+    .get("/:appId/domains", async ({ principal, params }) => ok({ domains: await domains.list(principal.workspaceId, params.appId) }), {
       auth: true,
       params: appIdParams,
       detail: {
         operationId: "listAppDomains",
         responses: responses({ 200: json("The app's own domains", { domains: t.Array(ref(AppDomainSchema)) }) }, "NOT_FOUND"),
         summary: "List an app's domains",
-        description: "The host names the app answers at through the public proxy besides its subdomain, oldest first.",
+        description:
+          "The host names the app answers at through the public proxy besides its subdomain, oldest first, each with its " +
+          "certificate (status, expiry, the last order's error) and whether its DNS points at this server.",
+      },
+    })
+    .get("/:appId/domains/:domainId", async ({ principal, params }) => ok({ domain: await domains.get(principal.workspaceId, params.appId, params.domainId) }), {
+      auth: true,
+      params: domainParams,
+      detail: {
+        operationId: "getAppDomain",
+        responses: responses({ 200: json("The domain", { domain: ref(AppDomainSchema) }) }, "NOT_FOUND"),
+        summary: "Get one of an app's domains",
+        description: "With its certificate status and DNS check (the DNS is looked up again when the last check is over a minute old).",
       },
     })
     .post(
       "/:appId/domains",
-      ({ principal, params, body, set }) => {
+      async ({ principal, params, body, set }) => {
+        const domain = await domains.add(principal.workspaceId, params.appId, body.domain);
         set.status = 201;
-        return ok({ domain: domains.add(principal.workspaceId, params.appId, body.domain) });
+        return ok({ domain });
       },
       {
         auth: true,
@@ -46,14 +60,48 @@ export function appDomainsRoutes(ctx: ServerContext) {
         },
       },
     )
-    .delete("/:appId/domains/:domainId", ({ principal, params }) => ok({ domain: domains.remove(principal.workspaceId, params.appId, params.domainId) }), {
+    .put(
+      "/:appId/domains/:domainId/certificate",
+      async ({ principal, params, body }) => ok({ domain: await domains.uploadCertificate(principal.workspaceId, params.appId, params.domainId, body.certificate, body.privateKey) }),
+      {
+        auth: true,
+        params: domainParams,
+        body: certificateUploadBody,
+        detail: {
+          operationId: "uploadAppDomainCertificate",
+          responses: responses({ 200: json("The domain, served with this certificate", { domain: ref(AppDomainSchema) }) }, "NOT_FOUND", "VALIDATION_FAILED", "INVALID_CERTIFICATE"),
+          summary: "Upload a domain's own certificate",
+          description:
+            "The domain is served over HTTPS with this certificate from the next TLS handshake on, in place of an ACME one or " +
+            "the platform's PLATFORM_TLS_CERT, and ACME orders nothing for it; its expiry shows in `certificate`. PEM text: " +
+            "`certificate` is the certificate then its intermediates, `privateKey` its unencrypted key. 400 " +
+            "`INVALID_CERTIFICATE` when either cannot be read, the key is not the certificate's, the certificate does not name " +
+            "the domain or has expired. Stored under the data dir, readable by the platform only.",
+        },
+      },
+    )
+    .delete(
+      "/:appId/domains/:domainId/certificate",
+      async ({ principal, params }) => ok({ domain: await domains.removeCertificate(principal.workspaceId, params.appId, params.domainId) }),
+      {
+        auth: true,
+        params: domainParams,
+        detail: {
+          operationId: "removeAppDomainCertificate",
+          responses: responses({ 200: json("The domain, back to automatic certificates", { domain: ref(AppDomainSchema) }) }, "NOT_FOUND"),
+          summary: "Remove a domain's uploaded certificate",
+          description: "ACME orders one for it from now on (when PLATFORM_ACME_EMAIL is set). 404 when the domain has no uploaded certificate.",
+        },
+      },
+    )
+    .delete("/:appId/domains/:domainId", async ({ principal, params }) => ok({ domain: await domains.remove(principal.workspaceId, params.appId, params.domainId) }), {
       auth: true,
       params: domainParams,
       detail: {
         operationId: "removeAppDomain",
         responses: responses({ 200: json("The domain removed", { domain: ref(AppDomainSchema) }) }, "NOT_FOUND"),
         summary: "Remove a domain from an app",
-        description: "The proxy stops routing it at once (404 for a request with that Host); any app may add it again.",
+        description: "The proxy stops routing it at once (404 for a request with that Host) and its certificate is deleted; any app may add it again.",
       },
     });
 }

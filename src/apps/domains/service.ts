@@ -1,14 +1,18 @@
 // An app's own domains (custom domains): host names it answers at through the public proxy besides
 // its subdomain. Each belongs to one app platform-wide. The proxy maps each to its app's subdomain
 // (src/proxy/routes.ts), so it follows whatever container serves the app, and its limits and
-// traffic are the app's.
-import { and, eq } from "drizzle-orm";
+// traffic are the app's. Each shows its certificate and whether its DNS points here; a certificate
+// may be uploaded for it in place of the one ACME orders.
+import { and, eq, isNotNull, ne } from "drizzle-orm";
 import { domainToUnicode } from "node:url";
 import type { Static } from "@sinclair/typebox";
 import { appDomains, apps } from "../../db/schema";
 import { newId } from "../../crypto/tokens";
 import { ApiError } from "../../http/errors";
 import type { AppRow, AppsContext } from "../deployer";
+import type { PublicAddresses } from "../view";
+import type { DnsChecker } from "../../certificates/dns-check";
+import { CertificateProblem } from "../../certificates/pem";
 import { normalizedDomain } from "./names";
 import type { AppDomainSchema } from "./model";
 
@@ -17,12 +21,18 @@ export const MAX_DOMAINS_PER_APP = 50;
 type DomainRow = typeof appDomains.$inferSelect;
 
 export class AppDomains {
+  private get certificates() {
+    return this.ctx.certificates;
+  }
+
   constructor(
     private readonly ctx: AppsContext,
     /** The workspace's app, or NOT_FOUND (AppsService.get). */
     private readonly getApp: (workspaceId: string, appId: string) => AppRow,
-    /** The public proxy's port, as app URLs show it. */
-    private readonly proxyPort: () => number,
+    /** URLs and certificates of hosts. */
+    private readonly addresses: PublicAddresses,
+    /** The DNS check of custom domains (src/certificates/dns-check.ts). */
+    private readonly dns: DnsChecker,
   ) {}
 
   /** Every app's domains into the proxy's table (at start). */
@@ -31,14 +41,23 @@ export class AppDomains {
     for (const { domain, subdomain } of rows) if (subdomain) this.ctx.proxyRoutes.setDomain(domain, subdomain);
   }
 
-  view(row: DomainRow): Static<typeof AppDomainSchema> {
-    const port = this.proxyPort();
+  /** Every host name an app answers at: subdomains and own domains (apps being deleted left out). */
+  servedHosts(): string[] {
+    const live = ne(apps.status, "deleting");
+    const subdomains = this.ctx.db.select({ subdomain: apps.subdomain }).from(apps).where(and(live, isNotNull(apps.subdomain))).all();
+    const domains = this.ctx.db.select({ domain: appDomains.domain }).from(appDomains).innerJoin(apps, eq(apps.id, appDomains.appId)).where(live).all();
+    return [...subdomains.map(({ subdomain }) => `${subdomain}.${this.ctx.config.domain}`), ...domains.map(({ domain }) => domain)];
+  }
+
+  async view(row: DomainRow): Promise<Static<typeof AppDomainSchema>> {
     return {
       id: row.id,
       appId: row.appId,
       domain: row.domain,
       unicodeDomain: domainToUnicode(row.domain),
-      url: `http://${row.domain}${port === 80 ? "" : `:${port}`}`,
+      url: this.addresses.urlOf(row.domain),
+      certificate: this.addresses.certificateOf(row.domain),
+      dns: await this.dns.check(row.domain),
       createdAt: new Date(row.createdAt).toISOString(),
     };
   }
@@ -48,7 +67,37 @@ export class AppDomains {
   }
 
   list(workspaceId: string, appId: string) {
-    return this.rowsOf(this.getApp(workspaceId, appId).id).map((row) => this.view(row));
+    return Promise.all(this.rowsOf(this.getApp(workspaceId, appId).id).map((row) => this.view(row)));
+  }
+
+  private ownRow(workspaceId: string, appId: string, domainId: string): DomainRow {
+    const app = this.getApp(workspaceId, appId);
+    const row = this.ctx.db.select().from(appDomains).where(and(eq(appDomains.id, domainId), eq(appDomains.appId, app.id))).get();
+    if (!row) throw new ApiError("NOT_FOUND", "Domain not found");
+    return row;
+  }
+
+  get(workspaceId: string, appId: string, domainId: string) {
+    return this.view(this.ownRow(workspaceId, appId, domainId));
+  }
+
+  /** The domain serves this certificate from now on (and ACME leaves it alone). */
+  uploadCertificate(workspaceId: string, appId: string, domainId: string, certificate: string, privateKey: string) {
+    const row = this.ownRow(workspaceId, appId, domainId);
+    try {
+      this.certificates.upload(row.domain, certificate, privateKey);
+    } catch (error) {
+      if (error instanceof CertificateProblem) throw new ApiError("INVALID_CERTIFICATE", error.message);
+      throw error;
+    }
+    return this.view(row);
+  }
+
+  /** The uploaded certificate goes: ACME orders one when it is on. */
+  removeCertificate(workspaceId: string, appId: string, domainId: string) {
+    const row = this.ownRow(workspaceId, appId, domainId);
+    if (!this.certificates.removeUpload(row.domain)) throw new ApiError("NOT_FOUND", `${row.domain} has no uploaded certificate`);
+    return this.view(row);
   }
 
   add(workspaceId: string, appId: string, input: string) {
@@ -60,16 +109,18 @@ export class AppDomains {
     const row: DomainRow = { id: newId("dom"), appId: app.id, domain, createdAt: Date.now() };
     this.ctx.db.insert(appDomains).values(row).run();
     if (app.subdomain) this.ctx.proxyRoutes.setDomain(domain, app.subdomain);
+    this.dns.forget(domain);
+    this.certificates.hostsChanged();
     return this.view(row);
   }
 
-  remove(workspaceId: string, appId: string, domainId: string) {
-    const app = this.getApp(workspaceId, appId);
-    const row = this.ctx.db.select().from(appDomains).where(and(eq(appDomains.id, domainId), eq(appDomains.appId, app.id))).get();
-    if (!row) throw new ApiError("NOT_FOUND", "Domain not found");
+  async remove(workspaceId: string, appId: string, domainId: string) {
+    const row = this.ownRow(workspaceId, appId, domainId);
+    const view = await this.view(row);
     this.ctx.db.delete(appDomains).where(eq(appDomains.id, row.id)).run();
     this.ctx.proxyRoutes.deleteDomain(row.domain);
-    return this.view(row);
+    this.certificates.forget(row.domain);
+    return view;
   }
 
   /** The app is routed by another subdomain now (or none): its domains follow. */

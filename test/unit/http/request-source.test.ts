@@ -12,7 +12,7 @@ const forwarded = {
   "x-forwarded-proto": "https",
 };
 const request = (headers: Record<string, string>) => new Request("http://127.0.0.1:3000/api/auth/login", { method: "POST", headers });
-const config = { trustedProxies: parseCidrList("10.0.0.0/8"), apiHosts: ["paas.example.com"] };
+const config = { apiTrustedProxies: parseCidrList("10.0.0.0/8"), apiHosts: ["paas.example.com"] };
 
 describe("the request's source", () => {
   test("from an untrusted peer the forwarded headers are ignored", () => {

@@ -123,8 +123,8 @@ test("an app's route carries its limits; new ones replace them in place, and an 
   const routes = new ProxyRoutes();
   routes.set("shop", { host: "10.0.0.2", port: 3000 });
   const strict = { perClient: { burst: 2, refillPerSecond: 1 }, perHost: defaults.perHost };
-  routes.setRateLimits("shop", strict);
-  routes.setRateLimits("stopped", strict);
+  routes.setPolicy("shop", { rateLimits: strict });
+  routes.setPolicy("stopped", { rateLimits: strict });
   expect(routes.get("shop")).toEqual({ host: "10.0.0.2", port: 3000, rateLimits: strict });
   expect(routes.get("stopped")).toBeUndefined();
 });

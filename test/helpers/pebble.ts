@@ -1,0 +1,128 @@
+// Pebble, Let's Encrypt's test ACME server, and pebble-challtestsrv as its DNS, both on loopback
+// (Debian's `pebble` package). Every name resolves to 127.0.0.1 unless a test says otherwise, and
+// Pebble validates HTTP-01 challenges on the port given: the platform's public proxy.
+import { spawn, type Subprocess } from "bun";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { tempDir } from "./temp";
+
+export interface Pebble {
+  /** The ACME directory URL to give the platform. */
+  directoryUrl: string;
+  /** Trust anchor for Pebble's own HTTPS listener (PLATFORM_ACME_CA_FILE). */
+  listenerCaFile: string;
+  /** The DNS server Pebble and the platform resolve test names with, as host:port. */
+  dnsServer: string;
+  /** The root of the certificates Pebble issues (it makes a new one at every start). */
+  issuingRootPem(): Promise<string>;
+  /** Makes `host` resolve to `address` instead of 127.0.0.1. */
+  resolve(host: string, address: string): Promise<void>;
+  /** Everything Pebble printed, for failure messages. */
+  output(): string;
+  stop(): Promise<void>;
+}
+
+export interface PebbleOptions {
+  /** The port Pebble sends HTTP-01 validation requests to. */
+  httpPort: number;
+  /** How long the certificates it issues are valid, in seconds. */
+  validitySeconds?: number;
+}
+
+/** A port nothing listens on right now. */
+function freePort(): number {
+  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const port = probe.port;
+  probe.stop(true);
+  return port;
+}
+
+async function run(command: string[]) {
+  const child = spawn(command, { stdout: "ignore", stderr: "pipe" });
+  if ((await child.exited) !== 0) throw new Error(`${command.join(" ")}: ${await new Response(child.stderr).text()}`);
+}
+
+export async function startPebble(options: PebbleOptions): Promise<Pebble> {
+  const dir = tempDir("pebble-");
+  const listenerCaFile = join(dir, "listener.crt");
+  const listenerKey = join(dir, "listener.key");
+  await run([
+    "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+    "-keyout", listenerKey, "-out", listenerCaFile, "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+  ]);
+  const acmePort = freePort();
+  const managementPort = freePort();
+  const dnsPort = freePort();
+  const challengeManagementPort = freePort();
+  const configFile = join(dir, "pebble.json");
+  writeFileSync(
+    configFile,
+    JSON.stringify({
+      pebble: {
+        listenAddress: `127.0.0.1:${acmePort}`,
+        managementListenAddress: `127.0.0.1:${managementPort}`,
+        certificate: listenerCaFile,
+        privateKey: listenerKey,
+        httpPort: options.httpPort,
+        tlsPort: freePort(),
+        ocspResponderURL: "",
+        externalAccountBindingRequired: false,
+        ...(options.validitySeconds ? { certificateValidityPeriod: options.validitySeconds } : {}),
+      },
+    }),
+  );
+  let output = "";
+  const collect = async (stream: ReadableStream<Uint8Array>) => {
+    for await (const chunk of stream) output += new TextDecoder().decode(chunk);
+  };
+  const dns: Subprocess = spawn(
+    ["pebble-challtestsrv", "-http01", "", "-https01", "", "-tlsalpn01", "", "-dns01", `127.0.0.1:${dnsPort}`, "-management", `127.0.0.1:${challengeManagementPort}`, "-defaultIPv6", ""],
+    { stdout: "pipe", stderr: "pipe" },
+  );
+  void collect(dns.stdout as ReadableStream<Uint8Array>);
+  void collect(dns.stderr as ReadableStream<Uint8Array>);
+  const pebble: Subprocess = spawn(["pebble", "-config", configFile, "-dnsserver", `127.0.0.1:${dnsPort}`], {
+    // No artificial validation delays; no nonces refused at random (tests must not depend on luck).
+    env: { ...process.env, PEBBLE_VA_NOSLEEP: "1", PEBBLE_WFE_NONCEREJECT: "0" },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  void collect(pebble.stdout as ReadableStream<Uint8Array>);
+  void collect(pebble.stderr as ReadableStream<Uint8Array>);
+
+  const ca = await Bun.file(listenerCaFile).text();
+  const directoryUrl = `https://127.0.0.1:${acmePort}/dir`;
+  const management = `https://127.0.0.1:${managementPort}`;
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const up = await fetch(directoryUrl, { tls: { ca } }).then((response) => response.ok, () => false);
+    if (up) break;
+    if (Date.now() > deadline) throw new Error(`pebble did not start:\n${output}`);
+    await Bun.sleep(100);
+  }
+
+  return {
+    directoryUrl,
+    listenerCaFile,
+    dnsServer: `127.0.0.1:${dnsPort}`,
+    async issuingRootPem() {
+      const response = await fetch(`${management}/roots/0`, { tls: { ca } });
+      if (!response.ok) throw new Error(`pebble root: ${response.status}`);
+      return response.text();
+    },
+    async resolve(host, address) {
+      const name = host.endsWith(".") ? host : `${host}.`;
+      // add-a adds to the name's addresses: clear them first.
+      for (const [path, body] of [["clear-a", { host: name }], ["add-a", { host: name, addresses: [address] }]] as const) {
+        const response = await fetch(`http://127.0.0.1:${challengeManagementPort}/${path}`, { method: "POST", body: JSON.stringify(body) });
+        if (!response.ok) throw new Error(`challtestsrv ${path}: ${response.status} ${await response.text()}`);
+      }
+    },
+    output: () => output,
+    async stop() {
+      pebble.kill();
+      dns.kill();
+      await Promise.all([pebble.exited, dns.exited]);
+    },
+  };
+}

@@ -1,0 +1,212 @@
+// HTTPS with certificates from a real ACME server: Pebble on loopback, its DNS answering every name
+// with 127.0.0.1 and its HTTP-01 checks sent to the platform's proxy port. Certificates live 60 s
+// here, so renewal (at two thirds, 40 s) happens within the test.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readdirSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { TestServer } from "../../helpers/server";
+import { appZip, deleteAllApps, deployZip, waitForStatus } from "../../helpers/apps";
+import { startPebble, type Pebble } from "../../helpers/pebble";
+import { RawConnection, requestHead } from "../../helpers/raw-http";
+import { selfSignedCertificate, type TestCertificate } from "../../helpers/certificates";
+
+const DOMAIN = "apps.test";
+const SHOP = `shop.${DOMAIN}`;
+const WWW = "www.shop.example.test";
+const BROKEN = "broken.shop.example.test";
+/** Covered by the platform's own certificate (PLATFORM_TLS_CERT): never ordered. */
+const OWN = "own.shop.example.test";
+const VALIDITY_SECONDS = 60;
+
+let pebble: Pebble;
+let server: TestServer;
+let key: string;
+let appId: string;
+let root: string;
+let proxyPort: number;
+let tlsPort: number;
+let ownCertificate: TestCertificate;
+
+function freePort(): number {
+  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const port = probe.port;
+  probe.stop(true);
+  return port;
+}
+
+beforeAll(async () => {
+  proxyPort = freePort();
+  tlsPort = freePort();
+  pebble = await startPebble({ httpPort: proxyPort, validitySeconds: VALIDITY_SECONDS });
+  root = await pebble.issuingRootPem();
+  ownCertificate = await selfSignedCertificate([OWN]);
+  server = await TestServer.start({
+    PLATFORM_DOMAIN: DOMAIN,
+    PLATFORM_PROXY_PORT: String(proxyPort),
+    PLATFORM_PROXY_TLS_PORT: String(tlsPort),
+    PLATFORM_ACME_EMAIL: "ops@example.test",
+    PLATFORM_ACME_DIRECTORY: pebble.directoryUrl,
+    PLATFORM_ACME_CA_FILE: pebble.listenerCaFile,
+    PLATFORM_CERTIFICATE_SCHEDULE: "* * * * * *",
+    PLATFORM_DNS_SERVERS: pebble.dnsServer,
+    PLATFORM_PUBLIC_IP: "127.0.0.1",
+    PLATFORM_TLS_CERT: ownCertificate.certFile,
+    PLATFORM_TLS_KEY: ownCertificate.keyFile,
+  });
+  key = (await server.createKey("https")).key;
+  const response = await deployZip(server, key, { name: "shop", runtime: "node", memoryMB: "64" }, appZip({ "index.html": "<p>the shop</p>" }));
+  appId = response.body.app.id;
+  await waitForStatus(server, key, appId, ["running"]);
+}, 180_000);
+
+afterAll(async () => {
+  await deleteAllApps(server, key);
+  await server.stop();
+  await pebble.stop();
+}, 60_000);
+
+/** GET over HTTPS to the proxy asking for `host` by SNI and Host; the answer and the certificate served. */
+async function httpsGet(host: string, path = "/", ca = root) {
+  const connection = await RawConnection.openTls(tlsPort, host, ca);
+  await connection.write(requestHead("GET", path, host, { connection: "close" }));
+  const response = await connection.readResponse();
+  return { response, certificate: connection.peerCertificate };
+}
+
+/** A plain HTTP GET to the proxy for `host`. */
+async function httpGet(host: string, path = "/") {
+  const connection = await RawConnection.open(proxyPort);
+  await connection.write(requestHead("GET", path, host, { connection: "close" }));
+  return connection.readResponse();
+}
+
+/** The value `read` gives once `done` holds for it, or a failure naming the last one after `timeoutMs`. */
+async function eventually<Value>(read: () => Promise<Value>, done: (value: Value) => boolean, timeoutMs = 30_000): Promise<Value> {
+  const deadline = Date.now() + timeoutMs;
+  let value = await read();
+  while (!done(value)) {
+    if (Date.now() > deadline) throw new Error(`still not there after ${timeoutMs} ms: ${JSON.stringify(value)}\n${server.output.slice(-3000)}`);
+    await Bun.sleep(200);
+    value = await read();
+  }
+  return value;
+}
+
+const appCertificate = async () => (await server.request("GET", `/api/apps/${appId}`, { key })).body.app.certificate;
+const domainsByName = async (): Promise<Record<string, any>> =>
+  Object.fromEntries((await server.request("GET", `/api/apps/${appId}/domains`, { key })).body.domains.map((domain: any) => [domain.domain, domain]));
+
+let shopSerial = "";
+
+describe("HTTPS with ACME certificates", () => {
+  test("the app's subdomain gets a certificate by HTTP-01 and is served over HTTPS with it", async () => {
+    const certificate = await eventually(appCertificate, (status) => status.status === "issued");
+    expect(certificate).toMatchObject({ source: "acme", lastError: null });
+    expect(Date.parse(certificate.expiresAt) - Date.parse(certificate.notBefore)).toBeLessThanOrEqual(VALIDITY_SECONDS * 1000);
+    expect((await server.request("GET", `/api/apps/${appId}`, { key })).body.app.url).toBe(`https://${SHOP}:${tlsPort}`);
+    const { response, certificate: served } = await httpsGet(SHOP);
+    expect(response.status).toBe(200);
+    expect(response.text()).toBe("<p>the shop</p>");
+    expect(served.subjectaltname).toBe(`DNS:${SHOP}`);
+    shopSerial = served.serialNumber;
+  });
+
+  test("a custom domain gets its own certificate, and SNI picks the right one for each name", async () => {
+    const added = await server.request("POST", `/api/apps/${appId}/domains`, { key, body: { domain: WWW } });
+    expect(added.status).toBe(201);
+    expect(added.body.domain.dns).toMatchObject({ status: "ok", addresses: ["127.0.0.1"], expected: ["127.0.0.1"] });
+    const www = await eventually(domainsByName, (domains) => domains[WWW]?.certificate.status === "issued");
+    expect(www[WWW]).toMatchObject({ url: `https://${WWW}:${tlsPort}`, certificate: { source: "acme" } });
+    const viaWww = await httpsGet(WWW);
+    expect([viaWww.response.status, viaWww.response.text(), viaWww.certificate.subjectaltname]).toEqual([200, "<p>the shop</p>", `DNS:${WWW}`]);
+    expect((await httpsGet(SHOP)).certificate.subjectaltname).toBe(`DNS:${SHOP}`);
+    // Asking for a name with the other's certificate fails verification: each handshake got its own.
+    await expect(RawConnection.openTls(tlsPort, "nothing-here.example.test", root)).rejects.toThrow();
+  });
+
+  test("a domain the platform's own certificate covers is served with it, and nothing is ordered for it", async () => {
+    const added = await server.request("POST", `/api/apps/${appId}/domains`, { key, body: { domain: OWN } });
+    expect(added.body.domain.certificate).toMatchObject({ status: "issued", source: "platform", renewsAt: null });
+    const { response, certificate } = await httpsGet(OWN, "/", ownCertificate.certPem);
+    expect([response.status, certificate.subjectaltname]).toEqual([200, `DNS:${OWN}`]);
+    await Bun.sleep(1500); // a few scheduled checks
+    expect(server.output).not.toContain(`${OWN}: `);
+  });
+
+  test("plain HTTP redirects to HTTPS, except the ACME challenge path; both are settings", async () => {
+    const redirected = await httpGet(SHOP, "/cart?item=1");
+    expect(redirected.status).toBe(308);
+    expect(redirected.headers.get("location")).toBe(`https://${SHOP}:${tlsPort}/cart?item=1`);
+    // An unknown challenge token is the app's business: passed on, not redirected.
+    expect((await httpGet(SHOP, "/.well-known/acme-challenge/not-ours")).status).not.toBe(308);
+    expect((await httpsGet(SHOP)).response.headers.get("strict-transport-security")).toBeNull();
+
+    const changed = await server.request("PUT", `/api/apps/${appId}/settings`, { key, body: { httpsRedirect: false, hsts: true } });
+    expect(changed.body.app).toMatchObject({ httpsRedirect: false, hsts: true });
+    const plain = await httpGet(SHOP);
+    expect([plain.status, plain.text()]).toEqual([200, "<p>the shop</p>"]);
+    expect((await httpsGet(SHOP)).response.headers.get("strict-transport-security")).toBe("max-age=31536000");
+    await server.request("PUT", `/api/apps/${appId}/settings`, { key, body: { httpsRedirect: true, hsts: false } });
+    expect((await httpGet(SHOP)).status).toBe(308);
+  });
+
+  test("an order the CA cannot validate shows its error on the domain and leaves the others serving", async () => {
+    // Nothing listens on 127.0.0.9: Pebble's HTTP-01 check of this name is refused.
+    await pebble.resolve(BROKEN, "127.0.0.9");
+    expect((await server.request("POST", `/api/apps/${appId}/domains`, { key, body: { domain: BROKEN } })).status).toBe(201);
+    const domains = await eventually(domainsByName, (all) => all[BROKEN]?.certificate.status === "failed");
+    const broken = domains[BROKEN];
+    expect(broken.certificate.lastError).toContain("127.0.0.9");
+    expect(Date.parse(broken.certificate.nextAttemptAt)).toBeGreaterThan(Date.now() + 60_000);
+    expect(broken.dns).toMatchObject({ status: "mismatch", addresses: ["127.0.0.9"] });
+    expect(broken.url).toBe(`http://${BROKEN}:${proxyPort}`);
+    // Without a certificate it is not redirected: plain HTTP still serves it.
+    expect((await httpGet(BROKEN)).status).toBe(200);
+    expect((await httpsGet(SHOP)).response.status).toBe(200);
+    expect((await httpsGet(WWW)).response.status).toBe(200);
+  });
+
+  test("certificates and the account key are stored readable by the platform only, and a restart serves them at once without a new order", async () => {
+    const dir = join(server.dataDir, "certificates");
+    const modes = Object.fromEntries(readdirSync(dir).map((name) => [name, (statSync(join(dir, name)).mode & 0o777).toString(8)]));
+    // The own certificate's files stay where the operator put them.
+    expect(modes).toEqual({ "acme-account.key": "600", [`${SHOP}.crt`]: "600", [`${SHOP}.key`]: "600", [`${WWW}.crt`]: "600", [`${WWW}.key`]: "600" });
+    expect((statSync(dir).mode & 0o777).toString(8)).toBe("700");
+    await server.stop();
+    await server.boot();
+    const { certificate } = await httpsGet(SHOP);
+    expect(certificate.serialNumber).toBe(shopSerial);
+    expect(server.output).not.toContain(`${SHOP}: certificate in place`);
+    // The failed order is remembered: no new try before its backoff ends.
+    const broken = (await domainsByName())[BROKEN];
+    expect(broken.certificate).toMatchObject({ status: "failed", lastError: expect.stringContaining("127.0.0.9") });
+  });
+
+  test("renewal at two thirds of the lifetime swaps the certificate without dropping a request or a connection", async () => {
+    // A keep-alive connection made before the swap, used all along: it keeps the certificate it was given.
+    const kept = await RawConnection.openTls(tlsPort, SHOP, root);
+    const firstSerial = kept.peerCertificate.serialNumber;
+    const failures: string[] = [];
+    let requests = 0;
+    let renewedSerial = "";
+    const deadline = Date.now() + VALIDITY_SECONDS * 1000;
+    while (!renewedSerial && Date.now() < deadline) {
+      try {
+        const { response, certificate } = await httpsGet(SHOP);
+        await kept.write(requestHead("GET", "/", SHOP, {}));
+        const keptResponse = await kept.readResponse();
+        requests += 2;
+        if (response.status !== 200 || keptResponse.status !== 200) failures.push(`status ${response.status}, on the kept connection ${keptResponse.status}`);
+        if (certificate.serialNumber !== firstSerial) renewedSerial = certificate.serialNumber;
+      } catch (error) {
+        failures.push((error as Error).message);
+      }
+      await Bun.sleep(100);
+    }
+    expect(renewedSerial).not.toBe("");
+    expect({ requests: requests > 10, failures }).toEqual({ requests: true, failures: [] });
+    expect(kept.peerCertificate.serialNumber).toBe(firstSerial);
+    const status = await appCertificate();
+    expect(status.status).toBe("issued");
+  }, 120_000);
+});
