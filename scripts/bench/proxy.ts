@@ -5,9 +5,19 @@
 //   nginx   wrk -> nginx (1 worker, upstream keepalive pool) on a loopback port -> the container
 //   bare-bun  wrk -> scripts/bench/bare-relay.ts -> the container: the least a proxy in JavaScript
 //           on Bun's sockets can do (no parsing, no headers, no limits), i.e. the ceiling for ours
-//   ours    wrk -> the platform's public proxy with `Host: <subdomain>.localhost` -> the container
+//   ours    wrk -> the platform's public proxy with `Host: <subdomain>.bench.localhost` -> the container
 // and prints req/s, p99, ours/nginx, and the platform process's VmRSS before and after its runs.
 // Targets: ours >= 1.0x nginx req/s at both counts, p99 no worse than nginx, RSS growth < 30 MB.
+//
+// Then HTTPS, nginx against ours only, at the same counts, keep-alive and new connections (wrk
+// sends `Connection: close`, so every request pays a TCP connect and a TLS handshake). Both serve
+// one self-signed ECDSA P-256 certificate for `*.bench.localhost`, made with openssl; wrk asks for
+// `https://<subdomain>.bench.localhost:<port>/`, so the SNI name and Host are the app's. nginx
+// keeps its TLS defaults (no ssl_session_cache, session tickets on) except ssl_protocols, which
+// gets 1.23.4's default TLSv1.2 TLSv1.3 (Debian's 1.22 would stop at TLSv1.2). wrk keeps a
+// connection's TLS session across its reconnects, so "new connections" measures resumed
+// handshakes wherever the server resumes TLS 1.3 sessions: the bench prints which do (openssl
+// s_client). Informational: no target yet.
 //
 //   bun scripts/bench/proxy.ts [--rebuild]
 //
@@ -15,11 +25,12 @@
 //
 // The proxy's rate and connection limits (PLATFORM_PROXY_*) are set out of reach for the run. BENCH_BINARY=path
 // benchmarks another build of the platform instead of ./platform (not rebuilt).
-// Settings: BENCH_DURATION (wrk -d, default 10s), BENCH_CONNECTIONS (default 64,256),
-// BENCH_NGINX_KEEPALIVE (nginx upstream keepalive pool, default 256).
+// Settings: BENCH_DURATION (wrk -d, default 10s), BENCH_HTTPS_DURATION (wrk -d of the HTTPS runs,
+// default 5s), BENCH_CONNECTIONS (default 64,256), BENCH_NGINX_KEEPALIVE (nginx upstream
+// keepalive pool, default 256).
 // Traffic goes only to 127.0.0.1 and the bench's own container; the app is deleted through the
 // API, nginx and the bare relay stopped, the server stopped and temp dirs removed at the end.
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
@@ -28,14 +39,18 @@ import { useStandInImages } from "../../test/helpers/stand-ins";
 import { removeTempDirs, tempDir } from "../../test/helpers/temp";
 import type { TestServer } from "../../test/helpers/server";
 import { ensureBinary, residentMegabytes, startBinary, printServerTail, runBenchmark } from "./binary";
+import { resumesTls13Sessions, wildcardCertificate, type CertificateFiles } from "./tls-cert";
 
 useStandInImages();
 
 const DURATION = process.env.BENCH_DURATION ?? "10s";
+const HTTPS_DURATION = process.env.BENCH_HTTPS_DURATION ?? "5s";
 const CONNECTIONS = (process.env.BENCH_CONNECTIONS ?? "64,256").split(",").map(Number);
 const NGINX_KEEPALIVE = Number(process.env.BENCH_NGINX_KEEPALIVE ?? 256);
 const RSS_TARGET_MB = 30;
 const DEPLOY_TIMEOUT_MS = 180_000;
+/** The platform's domain: app hosts are `<subdomain>.bench.localhost`, covered by the bench's certificate. */
+const BENCH_DOMAIN = "bench.localhost";
 
 interface WrkResult {
   requestsPerSecond: number;
@@ -45,6 +60,7 @@ interface WrkResult {
 }
 
 function ensureTools() {
+  if (!Bun.which("openssl")) throw new Error("openssl is missing: it makes the bench's certificate (apt-get install openssl)");
   const missing = ["wrk", "nginx"].filter((tool) => !Bun.which(tool, { PATH: `${process.env.PATH}:/usr/sbin:/sbin` }));
   if (!missing.length) return;
   console.log(`installing wrk and nginx-light with apt-get (missing: ${missing.join(", ")})...`);
@@ -80,10 +96,22 @@ function freePort(): Promise<number> {
   });
 }
 
-async function waitForHttp(url: string, headers: Record<string, string> = {}, timeoutMs = 20_000) {
+/**
+ * A wrk script that connects to 127.0.0.1 whatever the URL's host: names under `localhost` do not
+ * resolve on every machine (not without nss-myhostname), and /etc/hosts is not the bench's to edit.
+ * The URL's host still gives the SNI name and the Host header.
+ */
+function loopbackWrkScript(dir: string): string {
+  const file = join(dir, "loopback.lua");
+  writeFileSync(file, 'function wrk.resolve(host, service)\n  wrk.addrs = wrk.lookup("127.0.0.1", service)\nend\n');
+  return file;
+}
+
+/** Waits for 200 with 1 KiB; `tls` is for an https URL: the SNI name and the certificate to trust. */
+async function waitForHttp(url: string, headers: Record<string, string> = {}, tls?: { serverName: string; ca: string }, timeoutMs = 20_000) {
   const started = performance.now();
   while (performance.now() - started < timeoutMs) {
-    const response = await fetch(url, { headers }).catch(() => null);
+    const response = await fetch(url, { headers, tls }).catch(() => null);
     if (response) {
       const text = await response.text();
       if (response.status === 200 && text.length === 1024) return;
@@ -100,8 +128,19 @@ function toMs(value: string): number {
   return match[2] === "us" ? number / 1000 : match[2] === "ms" ? number : match[2] === "s" ? number * 1000 : number * 60_000;
 }
 
-async function wrk(url: string, connections: number, duration: string, host?: string): Promise<WrkResult> {
-  const args = ["wrk", "-t2", `-c${connections}`, `-d${duration}`, "--latency", ...(host ? ["-H", `Host: ${host}`] : []), url];
+interface WrkOptions {
+  host?: string;
+  /** `Connection: close` on every request: a new connection (and TLS handshake) each. */
+  newConnections?: boolean;
+  script?: string;
+}
+
+async function wrk(url: string, connections: number, duration: string, options: WrkOptions = {}): Promise<WrkResult> {
+  const args = ["wrk", "-t2", `-c${connections}`, `-d${duration}`, "--latency"];
+  if (options.host) args.push("-H", `Host: ${options.host}`);
+  if (options.newConnections) args.push("-H", "Connection: close");
+  if (options.script) args.push("-s", options.script);
+  args.push(url);
   const child = Bun.spawn(args, { stdout: "pipe", stderr: "pipe" });
   const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
   if (code !== 0) throw new Error(`${args.join(" ")} failed (${code}):\n${out}${err}`);
@@ -112,7 +151,16 @@ async function wrk(url: string, connections: number, duration: string, host?: st
   return { requestsPerSecond: rps, p50Ms: p50, p99Ms: p99, errors };
 }
 
-function nginxConfig(dir: string, port: number, upstream: string): string {
+function nginxConfig(dir: string, port: number, tlsPort: number, upstream: string, certificate: CertificateFiles): string {
+  const location = `location / {
+      proxy_pass http://app;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $host;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-Host $host;
+      proxy_set_header X-Forwarded-Proto $scheme;
+    }`;
   return `worker_processes 1;
 daemon off;
 pid ${dir}/nginx.pid;
@@ -131,21 +179,59 @@ http {
   }
   server {
     listen 127.0.0.1:${port} reuseport backlog=4096;
-    location / {
-      proxy_pass http://app;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host $host;
-      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-      proxy_set_header X-Forwarded-Host $host;
-      proxy_set_header X-Forwarded-Proto $scheme;
-    }
+    ${location}
+  }
+  server {
+    listen 127.0.0.1:${tlsPort} ssl reuseport backlog=4096;
+    ssl_certificate ${certificate.certFile};
+    ssl_certificate_key ${certificate.keyFile};
+    ssl_protocols TLSv1.2 TLSv1.3;
+    ${location}
   }
 }
 `;
 }
 
 const fmt = (value: number, digits = 0) => (Number.isFinite(value) ? value.toFixed(digits) : "n/a");
+
+interface Target extends WrkOptions {
+  name: string;
+  url: string;
+}
+
+/** One wrk run per connection count and target, in that order; keyed `<target>@<connections>`. */
+async function measure(targets: Target[], duration: string): Promise<Map<string, WrkResult>> {
+  const results = new Map<string, WrkResult>();
+  for (const connections of CONNECTIONS) {
+    for (const target of targets) results.set(`${target.name}@${connections}`, await wrk(target.url, connections, duration, target));
+  }
+  return results;
+}
+
+/** The results table; each row's ratio is to `baselineOf(target)` at the same connection count. */
+function printTable(targets: Target[], results: Map<string, WrkResult>, baselineOf: (name: string) => string) {
+  console.log(`\n| target | conns | req/s | p50 ms | p99 ms | vs nginx req/s | errors |`);
+  console.log(`|---|---|---|---|---|---|---|`);
+  for (const connections of CONNECTIONS) {
+    for (const target of targets) {
+      const result = results.get(`${target.name}@${connections}`)!;
+      const baseline = results.get(`${baselineOf(target.name)}@${connections}`)!;
+      const versus = `${(result.requestsPerSecond / baseline.requestsPerSecond).toFixed(2)}x`;
+      console.log(`| ${target.name} | ${connections} | ${fmt(result.requestsPerSecond)} | ${fmt(result.p50Ms, 2)} | ${fmt(result.p99Ms, 2)} | ${versus} | ${result.errors || "-"} |`);
+    }
+  }
+}
+
+/** Until the platform prints that its HTTPS listener is up; its port. */
+async function waitForHttpsListener(server: TestServer, timeoutMs = 20_000): Promise<number> {
+  const started = performance.now();
+  while (performance.now() - started < timeoutMs) {
+    const listening = /proxy listening on https:\/\/\S+:(\d+)/.exec(server.output);
+    if (listening) return Number(listening[1]);
+    await Bun.sleep(50);
+  }
+  throw new Error(`the platform printed no "proxy listening on https://" within ${timeoutMs / 1000} s: does this build have the HTTPS listener (PLATFORM_PROXY_TLS_PORT)?`);
+}
 
 async function main() {
   ensureTools();
@@ -154,7 +240,7 @@ async function main() {
   let key = "";
   const appIds = new Set<string>();
   const children: Subprocess[] = [];
-  const api = (method: string, path: string, body?: FormData) => server!.request(method, path, { key, body });
+  const api = (method: string, path: string, body?: unknown) => server!.request(method, path, { key, body });
 
   let cleanedUp = false;
   const cleanUp = async () => {
@@ -178,7 +264,19 @@ async function main() {
     const unlimited = { PLATFORM_PROXY_IP_BURST: "1000000000", PLATFORM_PROXY_IP_RPS: "1000000000", PLATFORM_PROXY_HOST_BURST: "1000000000", PLATFORM_PROXY_HOST_RPS: "1000000000", PLATFORM_PROXY_IP_MAX_CONNECTIONS: "100000" };
     // The event-loop watch at its default: the test servers' 20 ms makes it read /proc a hundred
     // times a second, about 2% of the proxy's CPU under this load (seen in a CPU profile).
-    server = await startBinary({ ...unlimited, PLATFORM_EVENT_LOOP_WARN_MS: "200" });
+    const certificateDir = tempDir("platform-bench-tls-");
+    const certificate = wildcardCertificate(certificateDir, BENCH_DOMAIN);
+    const ca = readFileSync(certificate.certFile, "utf8");
+    const wrkScript = loopbackWrkScript(certificateDir);
+    server = await startBinary({
+      ...unlimited,
+      PLATFORM_EVENT_LOOP_WARN_MS: "200",
+      PLATFORM_DOMAIN: BENCH_DOMAIN,
+      PLATFORM_PROXY_TLS_PORT: String(await freePort()),
+      PLATFORM_TLS_CERT: certificate.certFile,
+      PLATFORM_TLS_KEY: certificate.keyFile,
+    });
+    const proxyTlsPort = await waitForHttpsListener(server);
     key = (await server.createKey("bench")).key;
     const pid = server.process!.pid;
 
@@ -202,24 +300,31 @@ async function main() {
       if (performance.now() - started > DEPLOY_TIMEOUT_MS) throw new Error("the app did not start in time");
       await Bun.sleep(200);
     }
+    // With a certificate for its host, plain HTTP would answer 308 to HTTPS: the HTTP runs need it off.
+    const settings = await api("PUT", `/api/apps/${appId}/settings`, { httpsRedirect: false });
+    if (settings.status !== 200) throw new Error(`PUT settings {httpsRedirect: false} answered ${settings.status}: ${JSON.stringify(settings.body)}`);
     const containerId = Bun.spawnSync(["docker", "ps", "-q", "--filter", `label=platform.app=${appId}`]).stdout.toString().trim().split("\n")[0];
     if (!containerId) throw new Error(`no running container of app ${appId}`);
     const inspected = Bun.spawnSync(["docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}", containerId]);
     const containerIp = inspected.stdout.toString().trim().split(/\s+/)[0];
     if (!containerIp) throw new Error(`no address for container ${containerId}: ${inspected.stderr.toString()}`);
     const upstream = `${containerIp}:${app.servingPort}`;
-    const proxyHost = `${subdomain}.localhost`;
+    const proxyHost = `${subdomain}.${BENCH_DOMAIN}`;
     const proxyUrl = `http://127.0.0.1:${server.proxyPort}/`;
+    const tls = { serverName: proxyHost, ca };
     await waitForHttp(`http://${upstream}/`);
     await waitForHttp(proxyUrl, { host: proxyHost });
+    await waitForHttp(`https://127.0.0.1:${proxyTlsPort}/`, { host: proxyHost }, tls);
 
     // ---- nginx ----
     const nginxDir = tempDir("platform-bench-nginx-");
     const nginxPort = await freePort();
-    writeFileSync(join(nginxDir, "nginx.conf"), nginxConfig(nginxDir, nginxPort, upstream));
+    const nginxTlsPort = await freePort();
+    writeFileSync(join(nginxDir, "nginx.conf"), nginxConfig(nginxDir, nginxPort, nginxTlsPort, upstream, certificate));
     const nginx = Bun.spawn([nginxBinary(), "-p", nginxDir, "-c", join(nginxDir, "nginx.conf")], { stdout: "ignore", stderr: "pipe" });
     children.push(nginx);
     await waitForHttp(`http://127.0.0.1:${nginxPort}/`);
+    await waitForHttp(`https://127.0.0.1:${nginxTlsPort}/`, { host: proxyHost }, tls);
 
     // ---- the ceiling of a proxy in JavaScript on Bun: scripts/bench/bare-relay.ts ----
     const barePort = await freePort();
@@ -232,41 +337,37 @@ async function main() {
     await waitForHttp(`http://127.0.0.1:${barePort}/`);
 
     console.log(`\nupstream ${upstream} (bun app, 1 KiB answers); nginx 1 worker, keepalive ${NGINX_KEEPALIVE}; wrk -t2 -d${DURATION} --latency`);
-    const targets: { name: string; url: string; host?: string }[] = [
+    const targets: Target[] = [
       { name: "direct", url: `http://${upstream}/` },
       { name: "nginx", url: `http://127.0.0.1:${nginxPort}/` },
       { name: "bare-bun", url: `http://127.0.0.1:${barePort}/` },
       { name: "ours", url: proxyUrl, host: proxyHost },
     ];
+    const httpsTargets: Target[] = [
+      { name: "nginx https", url: `https://${proxyHost}:${nginxTlsPort}/`, script: wrkScript },
+      { name: "ours https", url: `https://${proxyHost}:${proxyTlsPort}/`, script: wrkScript },
+      { name: "nginx https new-conn", url: `https://${proxyHost}:${nginxTlsPort}/`, script: wrkScript, newConnections: true },
+      { name: "ours https new-conn", url: `https://${proxyHost}:${proxyTlsPort}/`, script: wrkScript, newConnections: true },
+    ];
     // A short warm-up of each target (JIT, connection pools), not counted.
-    for (const target of targets) await wrk(target.url, CONNECTIONS[0]!, "2s", target.host);
+    for (const target of [...targets, ...httpsTargets]) await wrk(target.url, CONNECTIONS[0]!, "2s", target);
 
     const rssBefore = residentMegabytes(pid);
     let rssPeak = rssBefore;
     const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, residentMegabytes(pid))), 200);
-    const results = new Map<string, WrkResult>();
+    let results: Map<string, WrkResult>;
+    let rssAfterHttp: number;
+    let httpsResults: Map<string, WrkResult>;
     try {
-      for (const connections of CONNECTIONS) {
-        for (const target of targets) {
-          const result = await wrk(target.url, connections, DURATION, target.host);
-          results.set(`${target.name}@${connections}`, result);
-        }
-      }
+      results = await measure(targets, DURATION);
+      rssAfterHttp = residentMegabytes(pid);
+      httpsResults = await measure(httpsTargets, HTTPS_DURATION);
     } finally {
       clearInterval(sampler);
     }
     const rssAfter = residentMegabytes(pid);
 
-    console.log(`\n| target | conns | req/s | p50 ms | p99 ms | vs nginx req/s | errors |`);
-    console.log(`|---|---|---|---|---|---|---|`);
-    for (const connections of CONNECTIONS) {
-      const nginxResult = results.get(`nginx@${connections}`)!;
-      for (const target of targets) {
-        const result = results.get(`${target.name}@${connections}`)!;
-        const versus = target.name === "nginx" ? "1.00x" : `${(result.requestsPerSecond / nginxResult.requestsPerSecond).toFixed(2)}x`;
-        console.log(`| ${target.name} | ${connections} | ${fmt(result.requestsPerSecond)} | ${fmt(result.p50Ms, 2)} | ${fmt(result.p99Ms, 2)} | ${versus} | ${result.errors || "-"} |`);
-      }
-    }
+    printTable(targets, results, () => "nginx");
     console.log("");
     for (const connections of CONNECTIONS) {
       const ours = results.get(`ours@${connections}`)!;
@@ -276,8 +377,25 @@ async function main() {
       const invalid = ours.errors || nginxResult.errors ? ` (NOT VALID: ${ours.errors || nginxResult.errors})` : "";
       console.log(`ours/nginx at ${connections}: ${ratio.toFixed(2)}x req/s (target >= 1.00x), p99 ${fmt(ours.p99Ms, 2)} ms vs ${fmt(nginxResult.p99Ms, 2)} ms: ${verdict} the target${invalid}`);
     }
+
+    console.log(`\nHTTPS (ECDSA P-256 *.${BENCH_DOMAIN}, SNI ${proxyHost}; new-conn: Connection: close); wrk -t2 -d${HTTPS_DURATION} --latency`);
+    printTable(httpsTargets, httpsResults, (name) => name.replace("ours", "nginx"));
+    const resumes = async (port: number) => ((await resumesTls13Sessions(port, proxyHost, certificateDir)) ? "yes" : "no");
+    console.log(`\nTLS 1.3 session resumption (wrk's reconnects resume when the server lets them): nginx ${await resumes(nginxTlsPort)}, ours ${await resumes(proxyTlsPort)}`);
+    console.log("");
+    for (const connections of CONNECTIONS) {
+      for (const mode of ["https", "https new-conn"]) {
+        const ours = httpsResults.get(`ours ${mode}@${connections}`)!;
+        const nginxResult = httpsResults.get(`nginx ${mode}@${connections}`)!;
+        const invalid = ours.errors || nginxResult.errors ? ` (NOT VALID: ${ours.errors || nginxResult.errors})` : "";
+        console.log(
+          `ours/nginx ${mode} at ${connections}: ${(ours.requestsPerSecond / nginxResult.requestsPerSecond).toFixed(2)}x req/s, p99 ${fmt(ours.p99Ms, 2)} ms vs ${fmt(nginxResult.p99Ms, 2)} ms${invalid}`,
+        );
+      }
+    }
     console.log(
-      `platform RSS: ${rssBefore.toFixed(1)} MB before, ${rssAfter.toFixed(1)} MB at the end (peak ${rssPeak.toFixed(1)} MB): growth ${(rssAfter - rssBefore).toFixed(1)} MB (target < ${RSS_TARGET_MB} MB)`,
+      `platform RSS: ${rssBefore.toFixed(1)} MB before, ${rssAfterHttp.toFixed(1)} MB after the HTTP runs: growth ${(rssAfterHttp - rssBefore).toFixed(1)} MB (target < ${RSS_TARGET_MB} MB); ` +
+        `${rssAfter.toFixed(1)} MB after the HTTPS runs (peak ${rssPeak.toFixed(1)} MB)`,
     );
   } catch (error) {
     printServerTail(server);
