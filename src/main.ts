@@ -61,13 +61,15 @@ function serve() {
   console.log(`proxy listening on http://${config.host}:${proxy.port} for *.${config.domain}`);
   if (config.tls.apiDomain) {
     // Through the proxy the API sees the client's address in X-Forwarded-For (config.apiTrustedProxies).
-    ctx.proxyRoutes.setApi(config.tls.apiDomain, { host: "127.0.0.1", port: server.server!.port!, rateLimits: API_ROUTE_LIMITS, httpsRedirect: true, hsts: false });
+    ctx.proxyRoutes.setApi(config.tls.apiDomain, { host: config.apiRouteHost, port: server.server!.port!, rateLimits: API_ROUTE_LIMITS, httpsRedirect: true, hsts: false });
   }
   certificates.onAvailable = () => {
+    if (ctx.apps.tlsPort) return;
     try {
       ctx.apps.tlsPort = proxy.startTls();
       console.log(`proxy listening on https://${config.host}:${ctx.apps.tlsPort}`);
     } catch (error) {
+      // Tried again at the next check; until then nothing is redirected to HTTPS.
       console.error(`[proxy] the HTTPS listener cannot open on port ${config.tls.port}: ${(error as Error).message}`);
     }
   };

@@ -67,13 +67,14 @@ export class AppsService {
   readonly disk = new WorkspaceDisk();
   /** Bytes of each app's source tree: measured once, asynchronously, then known from each accepted upload. */
   private readonly sourceBytes = new Map<string, Promise<number>>();
-  /** Ports of the public proxy in app URLs: the configured ones, or those bound when they were 0. */
+  /** Port of the public proxy in app URLs: the configured one, or the one bound when it was 0. */
   proxyPort: number;
-  tlsPort: number;
+  /** Port of its HTTPS listener once it is open (0 until then: URLs stay http). */
+  tlsPort = 0;
   /** App URLs and certificates (./view.ts). */
   readonly addresses: PublicAddresses = {
     urlOf: (host) => {
-      const https = this.ctx.certificates.servesHttps(host);
+      const https = this.tlsPort > 0 && this.ctx.certificates.servesHttps(host);
       const port = https ? this.tlsPort : this.proxyPort;
       return `${https ? "https" : "http"}://${host}${port === (https ? 443 : 80) ? "" : `:${port}`}`;
     },
@@ -91,7 +92,6 @@ export class AppsService {
       this.deployer.schedule(app.id, (signal) => this.deployer.buildAndRelease(app.id, buildId, source, signal));
     });
     this.proxyPort = ctx.config.proxyPort;
-    this.tlsPort = ctx.config.tls.port;
     this.domains = new AppDomains(ctx, (workspaceId, appId) => this.get(workspaceId, appId), this.addresses, ctx.dns);
     this.domains.routeAll();
     ctx.proxyRoutes.setUnroutedLookup((subdomain) => {

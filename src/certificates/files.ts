@@ -45,7 +45,9 @@ export class CertificateFiles {
     this.writePrivate(this.pathOf(host, "crt"), pair.chainPem);
   }
 
+  /** Nothing can be stored under a name that is not file-safe: nothing to remove then. */
   remove(host: string) {
+    if (!FILE_SAFE_HOST.test(host)) return;
     rmSync(this.pathOf(host, "crt"), { force: true });
     rmSync(this.pathOf(host, "key"), { force: true });
   }

@@ -58,12 +58,13 @@ export const covers = (leaf: X509Certificate, host: string): boolean => leaf.che
 
 /**
  * A certificate and key fit to serve `host` now: the key is the certificate's, the certificate
- * names the host and has not expired. Returns what the chain says.
+ * names the host and is valid now. Returns what the chain says.
  */
 export function checkedPair(chainPem: string, keyPem: string, host: string | null, now = Date.now()): CertificateInfo {
   const info = certificateInfo(chainPem);
   if (!info.leaf.checkPrivateKey(privateKeyOf(keyPem))) throw new CertificateProblem("The private key does not belong to the certificate (the first one of the chain).");
   if (host !== null && !covers(info.leaf, host)) throw new CertificateProblem(`The certificate is not valid for ${host}: it names ${info.names.join(", ") || "no host names"}.`);
   if (info.notAfter <= now) throw new CertificateProblem(`The certificate expired on ${new Date(info.notAfter).toISOString()}.`);
+  if (info.notBefore > now) throw new CertificateProblem(`The certificate is not valid before ${new Date(info.notBefore).toISOString()}.`);
   return info;
 }

@@ -27,8 +27,14 @@ type CertificateRow = typeof certificates.$inferSelect;
 /** The first retry after a failed order, doubled at each failure up to MAX_BACKOFF_MS. */
 const FIRST_BACKOFF_MS = 5 * 60_000;
 const MAX_BACKOFF_MS = 6 * 3600_000;
-/** After the CA said "too many" (urn:ietf:params:acme:error:rateLimited), at least this long. */
+/**
+ * After the CA said "too many" (urn:ietf:params:acme:error:rateLimited), at least this long.
+ * acme-client keeps only the problem's detail, so it is told by its words.
+ */
 const RATE_LIMITED_BACKOFF_MS = 3600_000;
+const RATE_LIMITED = /rate.?limit|too many/i;
+/** Names asked for whose coverage by the own certificate is remembered; any name may be asked. */
+const MAX_COVERAGE_ANSWERS = 10_000;
 const MAX_ERROR_LENGTH = 1000;
 
 interface Served {
@@ -69,7 +75,10 @@ export class Certificates {
   private readonly queue = new Set<string>();
   private ordering: string | null = null;
   private job: Cron | null = null;
-  /** Called once a certificate exists, the first time (the proxy opens its HTTPS listener then). */
+  /**
+   * Called when a certificate exists: at start, when the first one comes, and at every check after
+   * (the proxy opens its HTTPS listener then, or tries again when it could not).
+   */
   onAvailable: (() => void) | null = null;
 
   constructor(private readonly deps: CertificatesDeps) {}
@@ -106,7 +115,6 @@ export class Certificates {
   }
 
   start() {
-    if (this.available()) this.onAvailable?.();
     this.job = new Cron(this.deps.config.tls.renewalSchedule, { protect: true }, () => this.check());
     this.check();
   }
@@ -125,6 +133,7 @@ export class Certificates {
     let covered = this.ownCovers.get(host);
     if (covered === undefined) {
       covered = covers(this.own.info.leaf, host);
+      if (this.ownCovers.size >= MAX_COVERAGE_ANSWERS) this.ownCovers.clear();
       this.ownCovers.set(host, covered);
     }
     return covered ? this.own : null;
@@ -210,6 +219,7 @@ export class Certificates {
    */
   check(now = Date.now()) {
     this.readOwn(false);
+    if (this.available()) this.onAvailable?.();
     const wanted = new Set(this.deps.wantedHosts());
     for (const row of this.deps.db.select().from(certificates).all()) {
       if (!wanted.has(row.host)) this.forget(row.host);
@@ -246,8 +256,8 @@ export class Certificates {
     try {
       const pair = await this.deps.issuer!.order(host);
       const info = checkedPair(pair.chainPem, pair.keyPem, host);
-      // The host may have gone while the CA worked.
-      if (!this.deps.wantedHosts().includes(host)) return;
+      // The host may have gone, or got an uploaded certificate, while the CA worked.
+      if (!this.deps.wantedHosts().includes(host) || this.stored.get(host)?.source === "uploaded") return;
       this.deps.files.write(host, pair);
       this.saveRow(host, { source: "acme", notBefore: info.notBefore, notAfter: info.notAfter, lastError: null, lastAttemptAt: startedAt, failures: 0, nextAttemptAt: null });
       this.put(host, { ...served(pair, info), source: "acme" });
@@ -256,7 +266,8 @@ export class Certificates {
       const message = errorText(error);
       const failures = (before?.failures ?? 0) + 1;
       let backoff = Math.min(FIRST_BACKOFF_MS * 2 ** (failures - 1), MAX_BACKOFF_MS);
-      if (message.includes("rateLimited")) backoff = Math.max(backoff, RATE_LIMITED_BACKOFF_MS);
+      if (RATE_LIMITED.test(message)) backoff = Math.max(backoff, RATE_LIMITED_BACKOFF_MS);
+      if (!this.deps.wantedHosts().includes(host) || this.stored.get(host)?.source === "uploaded") return;
       this.saveRow(host, {
         source: before?.source ?? "acme",
         notBefore: before?.notBefore ?? null,

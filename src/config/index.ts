@@ -117,6 +117,8 @@ export interface Config {
    * public proxy itself, which reaches the API over loopback.
    */
   apiTrustedProxies: CidrRange[];
+  /** Where the proxy reaches the API for PLATFORM_API_DOMAIN: PLATFORM_HOST, or loopback when that is a wildcard. */
+  apiRouteHost: string;
   /** Host names the dashboard may be reached by (besides IP literals and localhost); "*" allows any. */
   apiHosts: string[];
   sessionTtlSeconds: number;
@@ -322,13 +324,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const dataDir = resolve(textSetting(env, "PLATFORM_DATA_DIR", "./data"));
   const trustedProxies = trustedProxiesSetting(env, "PLATFORM_TRUSTED_PROXIES");
   const tls = tlsSettings(env);
+  const host = textSetting(env, "PLATFORM_HOST", "0.0.0.0");
+  const apiRouteHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
   return {
     dataDir,
     databaseFile: resolve(dataDir, "platform.sqlite"),
-    host: textSetting(env, "PLATFORM_HOST", "0.0.0.0"),
+    host,
     port: integerSetting(env, "PLATFORM_PORT", 3000),
     proxyPort: integerSetting(env, "PLATFORM_PROXY_PORT", 80),
-    domain: textSetting(env, "PLATFORM_DOMAIN", "localhost"),
+    // Hosts are compared, and certificates stored, by their lowercase name.
+    domain: textSetting(env, "PLATFORM_DOMAIN", "localhost").toLowerCase().replace(/\.$/, ""),
     publicHost: textSetting(env, "PLATFORM_PUBLIC_HOST", "localhost"),
     dockerHost: env.PLATFORM_DOCKER_HOST || env.DOCKER_HOST || undefined,
     dbBindAddress: textSetting(env, "PLATFORM_DB_BIND_ADDRESS", "127.0.0.1"),
@@ -390,7 +395,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       queueLimit: integerSetting(env, "PLATFORM_PASSWORD_HASH_QUEUE", 32, 0),
     },
     trustedProxies,
-    apiTrustedProxies: tls.apiDomain ? [...trustedProxies, ...parseCidrList("127.0.0.0/8,::1/128")] : trustedProxies,
+    apiTrustedProxies: tls.apiDomain ? [...trustedProxies, ...parseCidrList(`127.0.0.0/8,::1/128${isIP(apiRouteHost) ? `,${apiRouteHost}` : ""}`)] : trustedProxies,
+    apiRouteHost,
     apiHosts: [
       ...hostListSetting(env, "PLATFORM_API_HOSTS", [hostname(), textSetting(env, "PLATFORM_PUBLIC_HOST", "localhost"), textSetting(env, "PLATFORM_DOMAIN", "localhost")]),
       ...(tls.apiDomain ? [tls.apiDomain] : []),

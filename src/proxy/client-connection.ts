@@ -166,15 +166,17 @@ export class ClientConnection {
       }
       return;
     }
-    // A challenge this proxy does not know is the app's own (it may run its own ACME client): never redirected.
-    if (!this.secure && !challenge && upstream.httpsRedirect && context.https) {
+    const identity = clientIdentityOf(head, this.peerAddress, context.trustedProxies, this.secure ? context.tlsPort : context.port, this.secure);
+    // Plain HTTP (not TLS ended by a trusted proxy in front) to a host with a certificate, once the
+    // HTTPS listener is open. A challenge this proxy does not know is the app's own (it may run its
+    // own ACME client): never redirected; nor is `OPTIONS *`, which names no path.
+    if (!identity.https && upstream.httpsRedirect && context.https && context.tlsPort && !challenge && head.target !== "*") {
       const host = hostNameOf(head.host);
       if (host !== null && context.https.servesHttps(host)) {
-        this.answerRedirect(head, host, subdomain!, mustClose);
+        this.answerRedirect(head, host, subdomain!);
         return;
       }
     }
-    const identity = clientIdentityOf(head, this.peerAddress, context.trustedProxies, this.secure ? context.tlsPort : context.port, this.secure);
     // A WebSocket counts once against the limits, at its upgrade.
     const refusal = context.limiter.admit(subdomain!, identity.clientAddress, upstream.rateLimits);
     if (refusal) {
@@ -186,7 +188,7 @@ export class ClientConnection {
     const websocket = isWebSocketUpgrade(head);
     const upstreamHead = headForSocket(upstreamRequestHead(text, head, identity, requestId, websocket), head.ascii);
     this.state = "exchange";
-    const exchange = new Exchange(this, head, subdomain!, upstream, requestId, upstreamHead, websocket);
+    const exchange = new Exchange(this, head, subdomain!, upstream, requestId, upstreamHead, websocket, identity.https && upstream.hsts === true);
     this.exchange = exchange;
     const early = this.buffered;
     this.buffered = null;
@@ -199,23 +201,25 @@ export class ClientConnection {
   private answerChallenge(head: RequestHead): boolean {
     const answer = this.context.https!.challengeAnswer(head.target.slice(CHALLENGE_PATH_PREFIX.length));
     if (answer === undefined) return false;
-    this.reply(challengeAnswer(answer, head.framing.kind !== "none" || !head.keepAlive), head);
+    this.reply((close) => challengeAnswer(answer, head.method === "HEAD", close), head);
     return true;
   }
 
-  /** 308 to the HTTPS address of the same request. */
-  private answerRedirect(head: RequestHead, host: string, subdomain: string, close: boolean) {
+  /** 308 to the HTTPS address of the same request (the parser made its target a path). */
+  private answerRedirect(head: RequestHead, host: string, subdomain: string) {
     const port = this.context.tlsPort === 443 ? "" : `:${this.context.tlsPort}`;
-    const path = head.absoluteForm ? head.target.replace(/^[a-z]+:\/\/[^/?#]*/i, "") || "/" : head.target;
     this.context.traffic.record(subdomain, { status: 308, bytesIn: 0, bytesOut: 0, upstreamMs: null });
-    this.reply(httpsRedirectAnswer(`https://${host}${port}${path}`, close), head);
+    this.reply((close) => httpsRedirectAnswer(`https://${host}${port}${head.target}`, close), head);
   }
 
-  /** A whole answer of the proxy's own; the connection closes after it when the head said so (or must). */
-  private reply(answer: string, head: RequestHead) {
+  /**
+   * A whole answer of the proxy's own, written by `answer` knowing whether the connection closes
+   * after it: when a request body would follow unread, the client asked to, or the proxy stops.
+   */
+  private reply(answer: (close: boolean) => string, head: RequestHead) {
     const shut = head.framing.kind !== "none" || !head.keepAlive || this.context.stopping;
     this.answered++;
-    this.write(answer);
+    this.write(answer(shut));
     if (shut) this.end();
     else this.waitingSince = performance.now();
   }

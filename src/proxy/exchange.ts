@@ -44,6 +44,8 @@ export class Exchange implements UpstreamListener {
     private readonly requestId: string,
     private readonly upstreamHead: string | Uint8Array,
     private readonly websocket: boolean,
+    /** The answer carries the proxy's Strict-Transport-Security (the app's `hsts`, over HTTPS). */
+    private readonly hsts: boolean,
   ) {
     this.requestBody = new BodyTracker(request.framing);
     this.closeClient = !request.keepAlive;
@@ -233,7 +235,7 @@ export class Exchange implements UpstreamListener {
       if (framing.kind === "close" || head.minorVersion === 0 || head.connection.includes("close")) this.reuseUpstream = false;
       // An answer before the whole request body: where the next request would start is unknown.
       if (framing.kind === "close" || !this.requestDone || this.client.context.stopping) this.closeClient = true;
-      const answerHead = clientResponseHead(text, head, this.requestId, this.closeClient, this.client.secure && this.address.hsts === true);
+      const answerHead = clientResponseHead(text, head, this.requestId, this.closeClient, this.hsts);
       let bodyEnd: number;
       try {
         bodyEnd = this.responseBody.feed(data);

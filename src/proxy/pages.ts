@@ -81,11 +81,11 @@ export function proxyErrorAnswer(
   return Buffer.concat([Buffer.from(`${head}\r\n`, "latin1"), bytes]);
 }
 
-/** The answer to an ACME HTTP-01 challenge: the key authorization as plain text. */
-export function challengeAnswer(keyAuthorization: string, close: boolean): string {
+/** The answer to an ACME HTTP-01 challenge: the key authorization as plain text (its head only, to HEAD). */
+export function challengeAnswer(keyAuthorization: string, headOnly: boolean, close: boolean): string {
   return (
     `HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: ${keyAuthorization.length}\r\ncache-control: no-store\r\n` +
-    `${close ? "connection: close\r\n" : ""}\r\n${keyAuthorization}`
+    `${close ? "connection: close\r\n" : ""}\r\n${headOnly ? "" : keyAuthorization}`
   );
 }
 

@@ -81,7 +81,7 @@ export function startProxy(options: ProxyOptions): PublicProxy {
       upstreamMs: config.proxyTimeouts.upstreamSeconds * 1000,
     },
     port: options.port,
-    tlsPort: options.tls?.port ?? 0,
+    tlsPort: 0,
     https: options.tls ?? null,
     stopping: false,
   };
@@ -150,12 +150,21 @@ export function startProxy(options: ProxyOptions): PublicProxy {
       tls: { cert: pair.chainPem, key: pair.keyPem },
       socket: {
         ...handlers(true),
+        // With this handler Bun calls `open` when the connection is accepted, not after the
+        // handshake: the per-address limit and the header timeout then hold for a client that
+        // never finishes (or never starts) one.
+        handshake(socket: Socket<ClientConnection>, success: boolean) {
+          if (!success) socket.end();
+        },
         // Called at each handshake with the name the client asked for (SNI). Bun.listen does not
         // document this handler; it is the one Bun's own node:tls server uses (its SNICallback),
         // and it returns the native context inside a node:tls SecureContext. The HTTPS tests check
         // that each host gets its own certificate, so a Bun without it fails them.
+        // A name without a certificate fails the handshake: the default certificate (another
+        // host's) is not shown to whoever asks for any name.
         serverName(_listener: unknown, serverName: string) {
-          return (tls.secureContextFor(serverName) as { context?: unknown } | undefined)?.context;
+          const context = (tls.secureContextFor(serverName) as { context?: unknown } | undefined)?.context;
+          return context ?? new Error(`no certificate for ${serverName}`);
         },
       } as SocketHandler<ClientConnection>,
     });

@@ -1,6 +1,6 @@
 // Helpers for app tests: ZIPs made in the test, deploys through the real API, waiting for a
 // status, and requests to an app through the platform's public proxy.
-import { selfSignedCertificate } from "./certificates";
+import { makeCertificate } from "./certificates";
 import { zipSync, strToU8 } from "fflate";
 import type { TestServer } from "./server";
 import type { AuthenticatedRoute, Tenant } from "./auth-matrix";
@@ -20,6 +20,14 @@ export async function deployZip(
   for (const [name, value] of Object.entries(fields)) form.set(name, value);
   form.set("file", new File([zip], "app.zip", { type: "application/zip" }));
   return server.request("POST", "/api/apps/deploy", { key, body: form });
+}
+
+/** A static site (one index.html) deployed and running: its app id. */
+export async function deployRunningSite(server: TestServer, key: string, name: string, html: string): Promise<string> {
+  const response = await deployZip(server, key, { name, runtime: "node", memoryMB: "64" }, appZip({ "index.html": html }));
+  if (response.status !== 202) throw new Error(`deploy of ${name} refused: ${JSON.stringify(response.body)}`);
+  await waitForStatus(server, key, response.body.app.id, ["running"]);
+  return response.body.app.id;
 }
 
 /** Polls the app until its status is one of `wanted` (or a final one); returns the app. */
@@ -111,8 +119,8 @@ const appDomainOf = async (server: TestServer, owner: Tenant) => {
 /** A domain of the owner's matrix app with a certificate made for it (params `certificate`, `privateKey`), not uploaded yet. */
 const appDomainAndCertificateOf = async (server: TestServer, owner: Tenant) => {
   const params = await appDomainOf(server, owner);
-  const made = await selfSignedCertificate([params.domain]);
-  return { ...params, certificate: made.certPem, privateKey: made.keyPem };
+  const made = await makeCertificate({ names: [params.domain] });
+  return { ...params, certificate: made.chainPem, privateKey: made.keyPem };
 };
 
 /** A domain of the owner's matrix app serving an uploaded certificate, for the route that removes it. */

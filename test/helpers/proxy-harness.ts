@@ -8,7 +8,7 @@ import net from "node:net";
 import type { RateLimit } from "../../src/config";
 import type { CidrRange } from "../../src/http/trusted-proxies";
 import { ProxyRoutes, type Upstream } from "../../src/proxy/routes";
-import { startProxy, type ProxyOptions, type PublicProxy } from "../../src/proxy/server";
+import { startProxy, type ProxyOptions, type ProxyTls, type PublicProxy } from "../../src/proxy/server";
 import { TrafficRecorder } from "../../src/proxy/traffic";
 
 export const DOMAIN = "apps.test";
@@ -23,6 +23,8 @@ export interface ProxySettings {
   /** In seconds; fractions are fine (the proxy checks its timeouts every 500 ms). */
   timeouts?: Partial<ProxyOptions["config"]["proxyTimeouts"]>;
   maxConnectionsPerClient?: number;
+  /** Certificates and challenges: the proxy can then open its HTTPS listener (`startTls`). */
+  tls?: ProxyTls;
 }
 
 export interface TestProxy {
@@ -30,6 +32,8 @@ export interface TestProxy {
   routes: ProxyRoutes;
   traffic: TrafficRecorder;
   stop(force?: boolean): Promise<void>;
+  /** Opens the HTTPS listener (settings `tls`); its port. */
+  startTls(): number;
   /** Routes `subdomain` to an app. */
   route(subdomain: string, upstream: Upstream): void;
   /** fetch() through the proxy to `subdomain`; redirects are not followed. */
@@ -164,6 +168,7 @@ export class ProxyHarness {
         proxyTimeouts: { headerSeconds: 30, idleSeconds: 30, upstreamSeconds: 30, connectSeconds: 5, ...settings.timeouts },
         proxyMaxConnectionsPerClient: settings.maxConnectionsPerClient ?? 100_000,
       },
+      tls: settings.tls,
     });
     let stopped: Promise<void> | null = null;
     const stop = (force = false) => (stopped = force || !stopped ? proxy.stop(force) : stopped);
@@ -173,6 +178,7 @@ export class ProxyHarness {
       routes,
       traffic,
       stop,
+      startTls: () => proxy.startTls(),
       route: (subdomain, upstream) => routes.set(subdomain, upstream),
       fetch: (subdomain, path = "/", init = {}) => {
         const headers = new Headers(init.headers);

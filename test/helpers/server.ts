@@ -46,6 +46,8 @@ export class TestServer {
       PLATFORM_HOST: "127.0.0.1",
       PLATFORM_PORT: "0",
       PLATFORM_PROXY_PORT: "0",
+      // Once a test uploads a certificate the HTTPS listener opens: on a port of its own.
+      PLATFORM_PROXY_TLS_PORT: "0",
       PLATFORM_DOMAIN: "localhost",
       // Every stall of 20 ms or more is logged, for the event-loop-lag probe (./event-loop-lag.ts).
       PLATFORM_EVENT_LOOP_WARN_MS: "20",

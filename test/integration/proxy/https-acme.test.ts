@@ -5,10 +5,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { TestServer } from "../../helpers/server";
-import { appZip, deleteAllApps, deployZip, waitForStatus } from "../../helpers/apps";
+import { deleteAllApps, deployRunningSite } from "../../helpers/apps";
 import { startPebble, type Pebble } from "../../helpers/pebble";
 import { RawConnection, requestHead } from "../../helpers/raw-http";
-import { selfSignedCertificate, type TestCertificate } from "../../helpers/certificates";
+import { makeCertificate, type TestPair } from "../../helpers/certificates";
 
 const DOMAIN = "apps.test";
 const SHOP = `shop.${DOMAIN}`;
@@ -25,7 +25,7 @@ let appId: string;
 let root: string;
 let proxyPort: number;
 let tlsPort: number;
-let ownCertificate: TestCertificate;
+let ownCertificate: TestPair;
 
 function freePort(): number {
   const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
@@ -39,7 +39,7 @@ beforeAll(async () => {
   tlsPort = freePort();
   pebble = await startPebble({ httpPort: proxyPort, validitySeconds: VALIDITY_SECONDS });
   root = await pebble.issuingRootPem();
-  ownCertificate = await selfSignedCertificate([OWN]);
+  ownCertificate = await makeCertificate({ names: [OWN] });
   server = await TestServer.start({
     PLATFORM_DOMAIN: DOMAIN,
     PLATFORM_PROXY_PORT: String(proxyPort),
@@ -50,13 +50,9 @@ beforeAll(async () => {
     PLATFORM_CERTIFICATE_SCHEDULE: "* * * * * *",
     PLATFORM_DNS_SERVERS: pebble.dnsServer,
     PLATFORM_PUBLIC_IP: "127.0.0.1",
-    PLATFORM_TLS_CERT: ownCertificate.certFile,
-    PLATFORM_TLS_KEY: ownCertificate.keyFile,
   });
   key = (await server.createKey("https")).key;
-  const response = await deployZip(server, key, { name: "shop", runtime: "node", memoryMB: "64" }, appZip({ "index.html": "<p>the shop</p>" }));
-  appId = response.body.app.id;
-  await waitForStatus(server, key, appId, ["running"]);
+  appId = await deployRunningSite(server, key, "shop", "<p>the shop</p>");
 }, 180_000);
 
 afterAll(async () => {
@@ -124,15 +120,6 @@ describe("HTTPS with ACME certificates", () => {
     await expect(RawConnection.openTls(tlsPort, "nothing-here.example.test", root)).rejects.toThrow();
   });
 
-  test("a domain the platform's own certificate covers is served with it, and nothing is ordered for it", async () => {
-    const added = await server.request("POST", `/api/apps/${appId}/domains`, { key, body: { domain: OWN } });
-    expect(added.body.domain.certificate).toMatchObject({ status: "issued", source: "platform", renewsAt: null });
-    const { response, certificate } = await httpsGet(OWN, "/", ownCertificate.certPem);
-    expect([response.status, certificate.subjectaltname]).toEqual([200, `DNS:${OWN}`]);
-    await Bun.sleep(1500); // a few scheduled checks
-    expect(server.output).not.toContain(`${OWN}: `);
-  });
-
   test("plain HTTP redirects to HTTPS, except the ACME challenge path; both are settings", async () => {
     const redirected = await httpGet(SHOP, "/cart?item=1");
     expect(redirected.status).toBe(308);
@@ -169,10 +156,12 @@ describe("HTTPS with ACME certificates", () => {
   test("certificates and the account key are stored readable by the platform only, and a restart serves them at once without a new order", async () => {
     const dir = join(server.dataDir, "certificates");
     const modes = Object.fromEntries(readdirSync(dir).map((name) => [name, (statSync(join(dir, name)).mode & 0o777).toString(8)]));
-    // The own certificate's files stay where the operator put them.
     expect(modes).toEqual({ "acme-account.key": "600", [`${SHOP}.crt`]: "600", [`${SHOP}.key`]: "600", [`${WWW}.crt`]: "600", [`${WWW}.key`]: "600" });
     expect((statSync(dir).mode & 0o777).toString(8)).toBe("700");
     await server.stop();
+    // From now on with an own certificate too (PLATFORM_TLS_CERT): until here the HTTPS listener
+    // opened with the first certificate ordered.
+    Object.assign(server.env, { PLATFORM_TLS_CERT: ownCertificate.certFile, PLATFORM_TLS_KEY: ownCertificate.keyFile });
     await server.boot();
     const { certificate } = await httpsGet(SHOP);
     expect(certificate.serialNumber).toBe(shopSerial);
@@ -180,6 +169,15 @@ describe("HTTPS with ACME certificates", () => {
     // The failed order is remembered: no new try before its backoff ends.
     const broken = (await domainsByName())[BROKEN];
     expect(broken.certificate).toMatchObject({ status: "failed", lastError: expect.stringContaining("127.0.0.9") });
+  });
+
+  test("a domain the platform's own certificate covers is served with it, and nothing is ordered for it", async () => {
+    const added = await server.request("POST", `/api/apps/${appId}/domains`, { key, body: { domain: OWN } });
+    expect(added.body.domain.certificate).toMatchObject({ status: "issued", source: "platform", renewsAt: null });
+    const { response, certificate } = await httpsGet(OWN, "/", ownCertificate.chainPem);
+    expect([response.status, certificate.subjectaltname]).toEqual([200, `DNS:${OWN}`]);
+    await Bun.sleep(1500); // a few scheduled checks
+    expect(server.output).not.toContain(`${OWN}: `);
   });
 
   test("renewal at two thirds of the lifetime swaps the certificate without dropping a request or a connection", async () => {

@@ -3,9 +3,9 @@
 // custom domains.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { TestServer } from "../../helpers/server";
-import { appZip, deleteAllApps, deployZip, waitForStatus } from "../../helpers/apps";
+import { deleteAllApps, deployRunningSite } from "../../helpers/apps";
 import { RawConnection, requestHead } from "../../helpers/raw-http";
-import { selfSignedCertificate, type TestCertificate } from "../../helpers/certificates";
+import { makeCertificate, type TestPair } from "../../helpers/certificates";
 
 const DOMAIN = "apps.test";
 const SHOP = `shop.${DOMAIN}`;
@@ -15,11 +15,11 @@ const WWW = "www.shop.example.test";
 let server: TestServer;
 let key: string;
 let appId: string;
-let wildcard: TestCertificate;
+let wildcard: TestPair;
 let tlsPort: number;
 
 beforeAll(async () => {
-  wildcard = await selfSignedCertificate([`*.${DOMAIN}`]);
+  wildcard = await makeCertificate({ names: [`*.${DOMAIN}`] });
   const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
   tlsPort = probe.port;
   probe.stop(true);
@@ -31,9 +31,7 @@ beforeAll(async () => {
     PLATFORM_API_DOMAIN: CONSOLE,
   });
   key = (await server.createKey("own-certificates")).key;
-  const response = await deployZip(server, key, { name: "shop", runtime: "node", memoryMB: "64" }, appZip({ "index.html": "<p>the shop</p>" }));
-  appId = response.body.app.id;
-  await waitForStatus(server, key, appId, ["running"]);
+  appId = await deployRunningSite(server, key, "shop", "<p>the shop</p>");
 }, 180_000);
 
 afterAll(async () => {
@@ -58,7 +56,7 @@ describe("the platform's own certificate", () => {
     const app = (await server.request("GET", `/api/apps/${appId}`, { key })).body.app;
     expect(app.url).toBe(`https://${SHOP}:${tlsPort}`);
     expect(app.certificate).toMatchObject({ status: "issued", source: "platform", lastError: null });
-    const { response, certificate } = await httpsGet(SHOP, wildcard.certPem);
+    const { response, certificate } = await httpsGet(SHOP, wildcard.chainPem);
     expect([response.status, response.text(), certificate.subjectaltname]).toEqual([200, "<p>the shop</p>", `DNS:*.${DOMAIN}`]);
     const forwarded = response.headers;
     expect(forwarded.get("x-request-id")).toBeTruthy();
@@ -67,10 +65,10 @@ describe("the platform's own certificate", () => {
   });
 
   test("the dashboard and API answer at PLATFORM_API_DOMAIN through the proxy, over HTTPS", async () => {
-    const page = await httpsGet(CONSOLE, wildcard.certPem);
+    const page = await httpsGet(CONSOLE, wildcard.chainPem);
     expect(page.response.status).toBe(200);
     expect(page.response.headers.get("content-type")).toContain("text/html");
-    const me = await httpsGet(CONSOLE, wildcard.certPem, `/api/apps/${appId}`, { authorization: `Bearer ${key}` });
+    const me = await httpsGet(CONSOLE, wildcard.chainPem, `/api/apps/${appId}`, { authorization: `Bearer ${key}` });
     expect([me.response.status, me.response.json().app.id]).toEqual([200, appId]);
     expect((await httpGet(CONSOLE, "/api/apps")).headers.get("location")).toBe(`https://${CONSOLE}:${tlsPort}/api/apps`);
     // Its name is the platform's: no app may take it as its own domain.
@@ -87,34 +85,34 @@ describe("a custom domain's uploaded certificate", () => {
     domainId = added.body.domain.id;
     expect(added.body.domain).toMatchObject({ url: `http://${WWW}:${server.proxyPort}`, certificate: { status: "none", source: null } });
     expect((await httpGet(WWW)).status).toBe(200);
-    await expect(RawConnection.openTls(tlsPort, WWW, wildcard.certPem)).rejects.toThrow();
+    await expect(RawConnection.openTls(tlsPort, WWW, wildcard.chainPem)).rejects.toThrow();
   });
 
   test("an uploaded certificate serves the domain from the next handshake, with its expiry shown", async () => {
-    const own = await selfSignedCertificate([WWW]);
-    const uploaded = await server.request("PUT", `/api/apps/${appId}/domains/${domainId}/certificate`, { key, body: { certificate: own.certPem, privateKey: own.keyPem } });
+    const own = await makeCertificate({ names: [WWW] });
+    const uploaded = await server.request("PUT", `/api/apps/${appId}/domains/${domainId}/certificate`, { key, body: { certificate: own.chainPem, privateKey: own.keyPem } });
     expect(uploaded.status).toBe(200);
     expect(uploaded.body.domain).toMatchObject({ url: `https://${WWW}:${tlsPort}`, certificate: { status: "issued", source: "uploaded", renewsAt: null } });
     expect(Date.parse(uploaded.body.domain.certificate.expiresAt)).toBeGreaterThan(Date.now() + 86_400_000);
-    const { response, certificate } = await httpsGet(WWW, own.certPem);
+    const { response, certificate } = await httpsGet(WWW, own.chainPem);
     expect([response.status, certificate.subjectaltname]).toEqual([200, `DNS:${WWW}`]);
     // The subdomain keeps the wildcard.
-    expect((await httpsGet(SHOP, wildcard.certPem)).certificate.subjectaltname).toBe(`DNS:*.${DOMAIN}`);
+    expect((await httpsGet(SHOP, wildcard.chainPem)).certificate.subjectaltname).toBe(`DNS:*.${DOMAIN}`);
 
     const removed = await server.request("DELETE", `/api/apps/${appId}/domains/${domainId}/certificate`, { key });
     expect(removed.body.domain.certificate).toMatchObject({ status: "none", source: null });
-    await expect(RawConnection.openTls(tlsPort, WWW, own.certPem)).rejects.toThrow();
+    await expect(RawConnection.openTls(tlsPort, WWW, own.chainPem)).rejects.toThrow();
     expect((await server.request("DELETE", `/api/apps/${appId}/domains/${domainId}/certificate`, { key })).status).toBe(404);
   });
 
   test("a certificate that does not fit is refused with the reason, and the domain keeps what it had", async () => {
-    const own = await selfSignedCertificate([WWW]);
-    const other = await selfSignedCertificate(["elsewhere.example.test"]);
+    const own = await makeCertificate({ names: [WWW] });
+    const other = await makeCertificate({ names: ["elsewhere.example.test"] });
     const cases: [string, { certificate: string; privateKey: string }, string][] = [
-      ["another certificate's key", { certificate: own.certPem, privateKey: other.keyPem }, "does not belong"],
-      ["a certificate for another name", { certificate: other.certPem, privateKey: other.keyPem }, "not valid for www.shop.example.test"],
+      ["another certificate's key", { certificate: own.chainPem, privateKey: other.keyPem }, "does not belong"],
+      ["a certificate for another name", { certificate: other.chainPem, privateKey: other.keyPem }, "not valid for www.shop.example.test"],
       ["no PEM at all", { certificate: "hello", privateKey: own.keyPem }, "No PEM certificate"],
-      ["a key that is no key", { certificate: own.certPem, privateKey: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----" }, "cannot be read"],
+      ["a key that is no key", { certificate: own.chainPem, privateKey: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----" }, "cannot be read"],
     ];
     for (const [label, body, reason] of cases) {
       const response = await server.request("PUT", `/api/apps/${appId}/domains/${domainId}/certificate`, { key, body });
