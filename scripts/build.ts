@@ -1,10 +1,11 @@
-// `bun run build`: compiles the platform into the single executable ./platform, with the
-// dashboard, docs assets and migrations embedded.
+// `bun run build`: builds the dashboard (./build-dashboard.ts), then compiles the platform into the
+// single executable ./platform, with the dashboard, docs assets and migrations embedded.
 //
 // dockerode loads @grpc/grpc-js and protobufjs at import for BuildKit sessions (~30 MB of idle
 // memory). The platform builds images with the classic builder only, so in the binary that one
 // module is replaced by a stub that says so.
 import type { BunPlugin } from "bun";
+import { buildDashboard } from "./build-dashboard";
 
 const withoutBuildKitSessions: BunPlugin = {
   name: "dockerode-without-buildkit-sessions",
@@ -17,6 +18,9 @@ const withoutBuildKitSessions: BunPlugin = {
     }));
   },
 };
+
+const pageBytes = await buildDashboard();
+console.log(`built static/app.js: the dashboard page weighs ${(pageBytes / 1024).toFixed(1)} KB uncompressed`);
 
 const result = await Bun.build({
   entrypoints: ["./src/main.ts"],

@@ -8,12 +8,16 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { madeTempDirs, removeTempDirs } from "./helpers/temp";
 import { useStandInImages } from "./helpers/stand-ins";
+import { buildDashboard, dashboardStale } from "../scripts/build-dashboard";
 
 type Kind = "container" | "volume" | "network" | "image";
 
 // Integration tests start real servers and containers. bunfig.toml's `timeout` is not applied by
 // this Bun (tests and hooks were cut at the default 5 s), so the preload sets it.
 setDefaultTimeout(120_000);
+
+// Test servers run from source and serve the built dashboard: built again when static/ui changed.
+if (dashboardStale()) await buildDashboard();
 
 // Workspace networks the run made are removed at the end (the engine refuses while one is in
 // use): each holds one of the engine's ~30 address pools, and workspaces of tests are many.

@@ -1,0 +1,29 @@
+// A table with a caption for screen readers, or a sentence when it has no rows.
+import type { ComponentChildren } from "preact";
+
+export function Table(props: { caption: string; headings: string[]; rows: ComponentChildren[][]; empty: string }) {
+  if (!props.rows.length) return <p class="empty">{props.empty}</p>;
+  return (
+    <div class="table-wrap">
+      <table>
+        <caption class="visually-hidden">{props.caption}</caption>
+        <thead>
+          <tr>
+            {props.headings.map((heading) => (
+              <th scope="col">{heading}</th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {props.rows.map((cells) => (
+            <tr>
+              {cells.map((cell) => (
+                <td>{cell}</td>
+              ))}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}

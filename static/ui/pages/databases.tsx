@@ -1,0 +1,11 @@
+// Databases: the databases of the workspace.
+export function DatabasesSection(_props: { route: string[] }) {
+  return (
+    <>
+      <h1>Databases</h1>
+      <div class="placeholder">
+        <p>No databases yet. Provisioning PostgreSQL, MySQL, MongoDB and Redis from the dashboard comes in a later version.</p>
+      </div>
+    </>
+  );
+}

@@ -1,0 +1,58 @@
+// Who is logged in (GET /api/auth/session), shared with every page of the workspace, and how a
+// page says the session ended (any 401): the dashboard then shows the login again.
+import { createContext } from "preact";
+import { useCallback, useContext, useEffect, useState } from "preact/hooks";
+import { ApiError } from "./api";
+
+export interface Session {
+  user: { id: string; email: string };
+  role: "owner" | "admin" | "member" | "viewer";
+  activeOrganizationId: string;
+  organizations: { id: string; name: string }[];
+}
+
+export interface SessionControl {
+  session: Session;
+  /** Reads the session again (after a workspace switch). */
+  reload(): Promise<void>;
+  /** The session is over: back to the login, with a sentence saying why. */
+  ended(notice?: string): void;
+}
+
+export const SessionContext = createContext<SessionControl | null>(null);
+
+export function useSession(): SessionControl {
+  const control = useContext(SessionContext);
+  if (!control) throw new Error("useSession outside a logged-in page");
+  return control;
+}
+
+export interface Loaded<Data> {
+  data: Data | null;
+  error: string;
+  reload(): Promise<void>;
+}
+
+/**
+ * What a page shows, loaded when it mounts and again on reload(). A 401 ends the session; any other
+ * failure is the page's `error`.
+ */
+export function useLoad<Data>(load: () => Promise<Data>, dependencies: unknown[] = []): Loaded<Data> {
+  const { ended } = useSession();
+  const [data, setData] = useState<Data | null>(null);
+  const [error, setError] = useState("");
+  const reload = useCallback(async () => {
+    try {
+      setData(await load());
+      setError("");
+    } catch (failure) {
+      if (failure instanceof ApiError && failure.status === 401) ended("Your session ended. Log in again.");
+      else setError((failure as Error).message);
+    }
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, dependencies);
+  useEffect(() => {
+    void reload();
+  }, [reload]);
+  return { data, error, reload };
+}
