@@ -1,5 +1,5 @@
 // Builds the dashboard (static/ui, TypeScript and preact) into static/app.js, the one script
-// index.html loads, and prints what the page weighs. `bun run build` runs it before compiling the
+// index.html loads, and static/pages.css, the styles its modules import; prints what the page weighs. `bun run build` runs it before compiling the
 // binary (which embeds static/); the test preload (test/setup.ts) runs it when static/ui changed.
 import { readdirSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -7,6 +7,8 @@ import { join, resolve } from "node:path";
 const ROOT = resolve(import.meta.dir, "..");
 const SOURCES = join(ROOT, "static/ui");
 export const DASHBOARD_BUNDLE = join(ROOT, "static/app.js");
+/** The styles the modules import (each area its own .css beside it), after static/app.css. */
+const DASHBOARD_STYLES = join(ROOT, "static/pages.css");
 /** What the shipped page may weigh, uncompressed (issue: under 300 KB). */
 const MAX_PAGE_BYTES = 300 * 1024;
 
@@ -37,8 +39,12 @@ export async function buildDashboard(): Promise<number> {
     sourcemap: "none",
   });
   if (!result.success) throw new AggregateError(result.logs, "the dashboard does not build");
-  await Bun.write(DASHBOARD_BUNDLE, result.outputs[0]!);
-  const pageBytes = ["static/index.html", "static/app.css", "static/app.js"].reduce((sum, file) => sum + statSync(join(ROOT, file)).size, 0);
+  const script = result.outputs.find((output) => output.kind === "entry-point");
+  const styles = result.outputs.filter((output) => output.path.endsWith(".css"));
+  if (!script) throw new Error("the dashboard build made no script");
+  await Bun.write(DASHBOARD_BUNDLE, script);
+  await Bun.write(DASHBOARD_STYLES, (await Promise.all(styles.map((output) => output.text()))).join("\n"));
+  const pageBytes = ["static/index.html", "static/app.css", "static/app.js", "static/pages.css"].reduce((sum, file) => sum + statSync(join(ROOT, file)).size, 0);
   if (pageBytes > MAX_PAGE_BYTES) throw new Error(`the dashboard weighs ${pageBytes} bytes, over ${MAX_PAGE_BYTES}`);
   return pageBytes;
 }

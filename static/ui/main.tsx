@@ -7,6 +7,7 @@ import { useCallback, useEffect, useMemo, useState } from "preact/hooks";
 import { api, ApiError } from "./api";
 import { Invite, Login, Setup } from "./pages/auth";
 import { Workspace } from "./pages/workspace";
+import { Spinner } from "./components/widgets";
 import { useRoute } from "./router";
 import { SessionContext, type Session, type SessionControl } from "./session";
 
@@ -61,7 +62,11 @@ function App() {
   }
   switch (view.kind) {
     case "loading":
-      return <p class="loading">Loading…</p>;
+      return (
+        <p class="loading">
+          <Spinner />
+        </p>
+      );
     case "unreachable":
       return (
         <p class="error page-error" role="alert">

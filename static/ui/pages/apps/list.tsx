@@ -1,5 +1,5 @@
-// Apps: the apps of the workspace.
-export function AppsSection(_props: { route: string[] }) {
+// The workspace's apps with their live status.
+export function AppList() {
   return (
     <>
       <h1>Apps</h1>

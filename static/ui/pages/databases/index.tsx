@@ -1,4 +1,4 @@
-// Databases: the databases of the workspace.
+// Databases: `#/databases` the list, `#/databases/new`, `#/databases/<databaseId>[/<tab>]`.
 export function DatabasesSection(_props: { route: string[] }) {
   return (
     <>
