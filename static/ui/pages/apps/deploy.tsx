@@ -1,4 +1,41 @@
-// Deploying an app: from a ZIP or from a repository.
+// Deploying an app, from a ZIP (`#/apps/new`) or from a repository (`#/apps/new/repository`); once
+// the API accepted it, the build log and the app's status until it runs or fails.
+import { useEffect, useState } from "preact/hooks";
+import "./apps.css";
+import { Tabs } from "../../components/widgets";
+import { href, useRoute } from "../../router";
+import { DeployProgress, type StartedDeploy } from "./deploy/progress";
+import { RepositoryDeployForm } from "./deploy/repository-form";
+import { ZipDeployForm } from "./deploy/zip-form";
+
+const SOURCES = [
+  { id: "zip", title: "From a ZIP", href: href("apps", "new") },
+  { id: "repository", title: "From a repository", href: href("apps", "new", "repository") },
+];
+
 export function DeployPage() {
-  return <h1>Deploy an app</h1>;
+  const route = useRoute();
+  const source = route[2] === "repository" ? "repository" : "zip";
+  const [started, setStarted] = useState<StartedDeploy | null>(null);
+  // A link to the other way of deploying opens its form, even from a deploy's progress.
+  useEffect(() => setStarted(null), [source]);
+
+  return (
+    <>
+      <p class="deploy-back">
+        <a href="#/apps">← Apps</a>
+      </p>
+      <h1>Deploy an app</h1>
+      {started ? (
+        <DeployProgress key={started.buildId} started={started} onDeployAnother={() => setStarted(null)} />
+      ) : (
+        <>
+          <Tabs label="Deploy from" tabs={SOURCES} current={source} />
+          <section class="panel" aria-label={SOURCES.find((candidate) => candidate.id === source)!.title} key={source}>
+            {source === "zip" ? <ZipDeployForm onStarted={setStarted} /> : <RepositoryDeployForm onStarted={setStarted} />}
+          </section>
+        </>
+      )}
+    </>
+  );
 }

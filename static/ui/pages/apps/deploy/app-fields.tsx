@@ -1,0 +1,30 @@
+// The fields a deploy from a ZIP and one from a repository share: the app's name, runtime, memory
+// and subdomain. The API checks them and names the field at fault; no pattern here would say more.
+import { Field, SelectField } from "../../../components/form";
+
+export const RUNTIMES: [value: string, text: string][] = [
+  ["node", "Node.js"],
+  ["bun", "Bun"],
+  ["python", "Python"],
+];
+
+export function AppFields() {
+  return (
+    <div class="deploy-fields">
+      <Field label="Name" name="name" required maxLength={63} autocomplete="off" spellcheck={false} placeholder="my-site" hint="Lowercase letters, digits and dashes. Deploying an existing name releases a new version of it." />
+      <SelectField label="Runtime" name="runtime" options={RUNTIMES} />
+      <Field label="Memory (MB)" name="memoryMB" type="number" required min={64} max={16384} step={1} defaultValue="256" />
+      <Field label="Subdomain (optional)" name="subdomain" autocomplete="off" spellcheck={false} placeholder="Same as the name" />
+    </div>
+  );
+}
+
+/** The shared fields as the API takes them: memory as a number, an empty subdomain left out. */
+export function appFieldValues(values: Record<string, string>) {
+  return {
+    name: values.name!.trim(),
+    runtime: values.runtime!,
+    memoryMB: Number(values.memoryMB),
+    ...(values.subdomain?.trim() ? { subdomain: values.subdomain.trim() } : {}),
+  };
+}
