@@ -1,4 +1,155 @@
-// One app's page and its tabs.
-export function AppPage({ appId }: { appId: string; tab?: string; rest: string[] }) {
-  return <h1>App {appId}</h1>;
+// One app's page: its name, live status, URL and lifecycle actions, then its tabs (overview, logs,
+// builds, environment, settings, domains, traffic, files), each a hash route of its own.
+import { useEffect, useState } from "preact/hooks";
+import "./app-page.css";
+import { api, segment } from "../../../api";
+import { ActionButton } from "../../../components/form";
+import { ErrorText, When } from "../../../components/text";
+import { ConfirmByName, Spinner, StatusBadge, Tabs } from "../../../components/widgets";
+import { href } from "../../../router";
+import { useLoad } from "../../../session";
+import { FilesTab } from "../files";
+import { BuildsTab } from "./builds";
+import { DomainsTab } from "./domains";
+import { EnvTab } from "./env";
+import { LogsTab } from "./logs";
+import { SettingsTab } from "./settings";
+import { TrafficTab } from "./traffic";
+import type { App, TabProps } from "./types";
+
+const STATUS_REFRESH_MS = 3000;
+
+function OverviewTab({ app }: TabProps) {
+  const rows: [string, preact.ComponentChildren][] = [
+    ["Status", <><StatusBadge status={app.status} /> {app.statusReason && <span class="muted">{app.statusReason}</span>}</>],
+    ["Runtime", app.runtime],
+    ["Memory", `${app.memoryMB} MB`],
+    ["CPUs", String(app.cpus)],
+    ["Subdomain", app.subdomain ?? "None"],
+    ["Serving port", app.servingPort === null ? "Not serving" : String(app.servingPort)],
+    ["Current build", app.currentBuildId ? <a href={href("apps", app.id, "builds", app.currentBuildId)}><code>{app.currentBuildId}</code></a> : "None yet"],
+    ["Source", app.repository ? `${app.repository.owner}/${app.repository.name} (${app.repository.branch})` : "ZIP upload"],
+    [
+      "Certificate",
+      app.certificate ? (
+        <>
+          <StatusBadge status={app.certificate.status} />
+          {app.certificate.expiresAt && <> expires <When iso={app.certificate.expiresAt} /></>}
+          {app.certificate.lastError && <span class="error-inline"> {app.certificate.lastError}</span>}
+        </>
+      ) : (
+        "None (no subdomain)"
+      ),
+    ],
+    ["Created", <When iso={app.createdAt} />],
+  ];
+  return (
+    <>
+      <h2>Overview</h2>
+      {app.filesChangedSinceBuild && <p class="callout">Files were edited since the last build: redeploy to build them.</p>}
+      <dl class="app-facts">
+        {rows.map(([term, value]) => (
+          <div>
+            <dt>{term}</dt>
+            <dd>{value}</dd>
+          </div>
+        ))}
+      </dl>
+    </>
+  );
+}
+
+const TABS: { id: string; title: string; Tab: (props: TabProps) => preact.JSX.Element }[] = [
+  { id: "overview", title: "Overview", Tab: OverviewTab },
+  { id: "logs", title: "Logs", Tab: LogsTab },
+  { id: "builds", title: "Builds", Tab: BuildsTab },
+  { id: "env", title: "Environment", Tab: EnvTab },
+  { id: "settings", title: "Settings", Tab: SettingsTab },
+  { id: "domains", title: "Domains", Tab: DomainsTab },
+  { id: "traffic", title: "Traffic", Tab: TrafficTab },
+  { id: "files", title: "Files", Tab: ({ app, rest }) => <FilesTab appId={app.id} rest={rest} /> },
+];
+
+function Actions({ app, reloadApp }: { app: App; reloadApp(): Promise<void> }) {
+  const [error, setError] = useState("");
+  const [deleting, setDeleting] = useState(false);
+  const lifecycle = (action: string) => async () => {
+    await api("POST", `/api/apps/${segment(app.id)}/${action}`);
+    await reloadApp();
+  };
+  const remove = async () => {
+    await api("DELETE", `/api/apps/${segment(app.id)}`);
+    location.hash = "#/apps";
+  };
+  return (
+    <div class="app-actions">
+      <div class="app-action-buttons" role="group" aria-label="App actions">
+        <ActionButton run={lifecycle("start")} onError={setError}>Start</ActionButton>
+        <ActionButton run={lifecycle("stop")} onError={setError}>Stop</ActionButton>
+        <ActionButton run={lifecycle("restart")} onError={setError}>Restart</ActionButton>
+        <ActionButton run={lifecycle("redeploy")} onError={setError}>Redeploy</ActionButton>
+        <button type="button" class="danger" aria-expanded={deleting} onClick={() => setDeleting(!deleting)}>
+          {deleting ? "Keep the app" : "Delete…"}
+        </button>
+      </div>
+      <ErrorText message={error} />
+      {deleting && (
+        <ConfirmByName name={app.name} action="Delete app" onConfirm={remove}>
+          <p>Deleting removes the app's containers, images, files, env vars and builds. It cannot be undone.</p>
+        </ConfirmByName>
+      )}
+    </div>
+  );
+}
+
+export function AppPage({ appId, tab, rest }: { appId: string; tab?: string; rest: string[] }) {
+  const loaded = useLoad(() => api<{ app: App }>("GET", `/api/apps/${segment(appId)}`).then(({ app }) => app), [appId]);
+  const app = loaded.data;
+  const current = TABS.find((candidate) => candidate.id === (tab ?? "overview")) ?? TABS[0]!;
+
+  useEffect(() => {
+    const timer = setInterval(() => void loaded.reload(), STATUS_REFRESH_MS);
+    return () => clearInterval(timer);
+  }, [loaded.reload]);
+  useEffect(() => {
+    document.title = `${current.title} · ${app?.name ?? "App"} · Platform`;
+  }, [current, app?.name]);
+
+  if (!app) {
+    return loaded.error ? (
+      <>
+        <h1>App</h1>
+        <ErrorText message={loaded.error} />
+        <p>
+          <a href="#/apps">Back to the apps</a>
+        </p>
+      </>
+    ) : (
+      <p class="loading">
+        <Spinner />
+      </p>
+    );
+  }
+  return (
+    <>
+      <p class="app-breadcrumb">
+        <a href="#/apps">Apps</a> /
+      </p>
+      <div class="app-header">
+        <h1>{app.name}</h1>
+        <StatusBadge status={app.status} />
+        {app.url && (
+          <a class="app-url" href={app.url} target="_blank" rel="noopener noreferrer">
+            {app.url}
+          </a>
+        )}
+      </div>
+      {loaded.error && <ErrorText message={`Could not refresh the status: ${loaded.error}`} />}
+      <Actions app={app} reloadApp={loaded.reload} />
+      <Tabs label="App" current={current.id} tabs={TABS.map(({ id, title }) => ({ id, title, href: id === "overview" ? href("apps", app.id) : href("apps", app.id, id) }))} />
+      <section class="panel" aria-label={current.title} key={current.id}>
+        <current.Tab app={app} reloadApp={loaded.reload} rest={rest} />
+      </section>
+    </>
+  );
 }

@@ -1,0 +1,101 @@
+// Logs tab: the app's last lines (tail, timestamps), followed live on demand, filtered by a search
+// over the lines loaded.
+import { useEffect, useMemo, useState } from "preact/hooks";
+import { api, followLines, segment } from "../../../api";
+import { ErrorText } from "../../../components/text";
+import { Spinner } from "../../../components/widgets";
+import type { TabProps } from "./types";
+
+/** Lines kept on the page while following: older ones are dropped. */
+const MAX_LINES = 5000;
+
+export function LogsTab({ app }: TabProps) {
+  const [tail, setTail] = useState(100);
+  const [timestamps, setTimestamps] = useState(false);
+  const [follow, setFollow] = useState(false);
+  const [search, setSearch] = useState("");
+  const [lines, setLines] = useState<string[] | null>(null);
+  const [error, setError] = useState("");
+  const [reloads, setReloads] = useState(0);
+
+  useEffect(() => {
+    const query = `tail=${tail}&timestamps=${timestamps}`;
+    const path = `/api/apps/${segment(app.id)}/logs?${query}`;
+    const controller = new AbortController();
+    setError("");
+    setLines(null);
+    if (!follow) {
+      api<{ lines: string[] }>("GET", path)
+        .then((answer) => !controller.signal.aborted && setLines(answer.lines))
+        .catch((failure) => !controller.signal.aborted && setError((failure as Error).message));
+      return () => controller.abort();
+    }
+    setLines([]);
+    let pending: string[] = [];
+    // Lines come in bursts: they are shown a few times a second rather than one render each.
+    const flush = setInterval(() => {
+      if (!pending.length) return;
+      const arrived = pending;
+      pending = [];
+      setLines((shown) => [...(shown ?? []), ...arrived].slice(-MAX_LINES));
+    }, 200);
+    followLines(`${path}&follow=true`, (line) => line && pending.push(line), controller.signal)
+      .then(() => !controller.signal.aborted && setError("The log stream ended."))
+      .catch((failure) => !controller.signal.aborted && setError((failure as Error).message));
+    return () => {
+      controller.abort();
+      clearInterval(flush);
+    };
+  }, [app.id, tail, timestamps, follow, reloads]);
+
+  const shown = useMemo(() => {
+    const needle = search.trim().toLowerCase();
+    return needle ? (lines ?? []).filter((line) => line.toLowerCase().includes(needle)) : (lines ?? []);
+  }, [lines, search]);
+
+  return (
+    <>
+      <h2>Logs</h2>
+      <div class="log-controls">
+        <label class="field">
+          <span class="field-label">Lines</span>
+          <select value={String(tail)} onChange={(event) => setTail(Number((event.currentTarget as HTMLSelectElement).value))}>
+            {[50, 100, 500, 1000, 5000].map((count) => (
+              <option value={String(count)}>{`Last ${count}`}</option>
+            ))}
+          </select>
+        </label>
+        <label class="check">
+          <input type="checkbox" checked={timestamps} onChange={(event) => setTimestamps((event.currentTarget as HTMLInputElement).checked)} />
+          Timestamps
+        </label>
+        <label class="check">
+          <input type="checkbox" role="switch" checked={follow} onChange={(event) => setFollow((event.currentTarget as HTMLInputElement).checked)} />
+          Follow
+        </label>
+        <label class="field log-search">
+          <span class="field-label">Search</span>
+          <input type="search" value={search} placeholder="Filter the loaded lines" onInput={(event) => setSearch((event.currentTarget as HTMLInputElement).value)} />
+        </label>
+        {!follow && (
+          <button type="button" onClick={() => setReloads(reloads + 1)}>
+            Refresh
+          </button>
+        )}
+      </div>
+      <ErrorText message={error} />
+      {lines === null && !error && <Spinner label="Loading the logs…" />}
+      {lines !== null && (
+        <>
+          <p class="muted" aria-live="polite">
+            {search.trim() ? `${shown.length} of ${lines.length} lines match` : `${lines.length} lines`}
+            {follow && " · following"}
+          </p>
+          <pre class="log-view" tabIndex={0} aria-label="Log lines">
+            {shown.length ? shown.join("\n") : follow ? "Waiting for output…" : "No output."}
+          </pre>
+        </>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,195 @@
+// Settings tab: PUT /api/apps/{id}/settings with only the fields the person changed. A refusal that
+// names a field ("Invalid body field 'memoryMB': ...") is shown beside that field, else under the form.
+import type { ComponentChildren } from "preact";
+import { useState } from "preact/hooks";
+import { api, segment } from "../../../api";
+import { ErrorText } from "../../../components/text";
+import { Spinner } from "../../../components/widgets";
+import type { App, RateLimits, TabProps } from "./types";
+
+const RATE_LIMIT_FIELDS: [keyof RateLimits, string][] = [
+  ["clientBurst", "Burst per client"],
+  ["clientRps", "Requests per second per client"],
+  ["hostBurst", "Burst for the whole app"],
+  ["hostRps", "Requests per second for the whole app"],
+];
+const FIELDS = ["name", "runtime", "memoryMB", "cpus", "startupCommand", "exposePort", "subdomain", "autoRestart", "autoDeploy", "builder", "httpsRedirect", "hsts", ...RATE_LIMIT_FIELDS.map(([field]) => `rateLimits.${field}`)];
+
+/** Which field an API message is about: the path it names, else the first field name it mentions. */
+function fieldOfMessage(message: string): string | null {
+  const named = /field '([A-Za-z.]+)'/.exec(message)?.[1];
+  if (named && FIELDS.includes(named)) return named;
+  if (named === "rateLimits") return "rateLimits.clientBurst";
+  return FIELDS.find((field) => new RegExp(`\\b${field.replace(".", "\\.")}\\b`).test(message)) ?? null;
+}
+
+function SettingField(props: { name: string; label: string; error?: string; hint?: ComponentChildren; children: (ids: { id: string; describedBy?: string; invalid: boolean }) => ComponentChildren }) {
+  const id = `app-setting-${props.name.replace(".", "-")}`;
+  const describedBy = [props.error ? `${id}-error` : "", props.hint ? `${id}-hint` : ""].filter(Boolean).join(" ") || undefined;
+  return (
+    <div class="field">
+      <label class="field-label" for={id}>
+        {props.label}
+      </label>
+      {props.children({ id, describedBy, invalid: Boolean(props.error) })}
+      {props.hint && <small id={`${id}-hint`}>{props.hint}</small>}
+      {props.error && (
+        <span class="field-error" id={`${id}-error`} role="alert">
+          {props.error}
+        </span>
+      )}
+    </div>
+  );
+}
+
+function CheckField({ name, label, checked, hint }: { name: string; label: string; checked: boolean; hint: string }) {
+  return (
+    <label class="check setting-check">
+      <input type="checkbox" name={name} defaultChecked={checked} />
+      <span>
+        {label} <small class="muted">{hint}</small>
+      </span>
+    </label>
+  );
+}
+
+/** The body of the PUT: only what differs from the app as loaded. */
+function changesOf(app: App, form: HTMLFormElement): Record<string, unknown> {
+  const values = new FormData(form);
+  const text = (name: string) => String(values.get(name) ?? "").trim();
+  const numberOrNull = (name: string) => (text(name) === "" ? null : Number(text(name)));
+  const body: Record<string, unknown> = {};
+  const compare = (field: string, wanted: unknown, current: unknown) => {
+    if (wanted !== current) body[field] = wanted;
+  };
+  compare("name", text("name"), app.name);
+  compare("runtime", text("runtime"), app.runtime);
+  compare("memoryMB", numberOrNull("memoryMB"), app.memoryMB);
+  compare("cpus", numberOrNull("cpus"), app.cpus);
+  compare("startupCommand", text("startupCommand") || "auto", app.startupCommand);
+  compare("exposePort", numberOrNull("exposePort"), app.exposePort);
+  compare("subdomain", text("subdomain") || null, app.subdomain);
+  compare("builder", text("builder"), app.builder);
+  for (const flag of ["autoRestart", "autoDeploy", "httpsRedirect", "hsts"] as const) compare(flag, values.has(flag), app[flag]);
+  const limits: Partial<RateLimits> = {};
+  for (const [field] of RATE_LIMIT_FIELDS) {
+    const wanted = numberOrNull(`rateLimits.${field}`);
+    if (wanted !== (app.rateLimits?.[field] ?? null)) limits[field] = wanted;
+  }
+  if (Object.keys(limits).length) body.rateLimits = limits;
+  return body;
+}
+
+export function SettingsTab({ app, reloadApp }: TabProps) {
+  const [fieldErrors, setFieldErrors] = useState<Record<string, string>>({});
+  const [formError, setFormError] = useState("");
+  const [notice, setNotice] = useState("");
+  const [busy, setBusy] = useState(false);
+  // The form's fields start from the app as loaded; a save remounts it with the app as saved.
+  const [revision, setRevision] = useState(0);
+
+  const submit = async (event: SubmitEvent) => {
+    event.preventDefault();
+    const body = changesOf(app, event.currentTarget as HTMLFormElement);
+    setFieldErrors({});
+    setFormError("");
+    setNotice("");
+    if (!Object.keys(body).length) return setNotice("Nothing changed.");
+    setBusy(true);
+    try {
+      const answer = await api<{ restarted: boolean; buildId: string | null }>("PUT", `/api/apps/${segment(app.id)}/settings`, body);
+      await reloadApp();
+      setRevision(revision + 1);
+      setNotice(answer.buildId ? "Saved. The app is being rebuilt with the new settings." : answer.restarted ? "Saved. The app restarted with the new settings." : "Saved.");
+    } catch (failure) {
+      const message = (failure as Error).message;
+      const field = fieldOfMessage(message);
+      if (field) setFieldErrors({ [field]: message });
+      else setFormError(message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const error = (field: string) => fieldErrors[field];
+  const input = (name: string, attributes: Record<string, unknown>) => (ids: { id: string; describedBy?: string; invalid: boolean }) => (
+    <input id={ids.id} name={name} aria-describedby={ids.describedBy} aria-invalid={ids.invalid || undefined} {...attributes} />
+  );
+
+  return (
+    <>
+      <h2>Settings</h2>
+      <form class="settings-form" aria-label="App settings" key={revision} onSubmit={submit} noValidate>
+        <fieldset>
+          <legend>App</legend>
+          <SettingField name="name" label="Name" error={error("name")} hint="Lowercase letters, digits and dashes">
+            {input("name", { defaultValue: app.name, autocomplete: "off", spellcheck: false })}
+          </SettingField>
+          <SettingField name="subdomain" label="Subdomain" error={error("subdomain")} hint="Empty: no public address">
+            {input("subdomain", { defaultValue: app.subdomain ?? "", autocomplete: "off", spellcheck: false })}
+          </SettingField>
+          <SettingField name="runtime" label="Runtime" error={error("runtime")}>
+            {(ids) => (
+              <select id={ids.id} name="runtime" defaultValue={app.runtime} aria-describedby={ids.describedBy}>
+                <option value="node">Node.js</option>
+                <option value="bun">Bun</option>
+                <option value="python">Python</option>
+              </select>
+            )}
+          </SettingField>
+          <SettingField name="builder" label="Builder" error={error("builder")}>
+            {(ids) => (
+              <select id={ids.id} name="builder" defaultValue={app.builder} aria-describedby={ids.describedBy}>
+                <option value="auto">Automatic</option>
+                <option value="dockerfile">The source's Dockerfile</option>
+              </select>
+            )}
+          </SettingField>
+          <SettingField name="startupCommand" label="Startup command" error={error("startupCommand")} hint="auto: detected from the source">
+            {input("startupCommand", { defaultValue: app.startupCommand, autocomplete: "off", spellcheck: false })}
+          </SettingField>
+          <SettingField name="exposePort" label="Port" error={error("exposePort")} hint="Given to the app as PORT; empty: 3000">
+            {input("exposePort", { type: "number", defaultValue: app.exposePort ?? "", min: 1, max: 65535 })}
+          </SettingField>
+        </fieldset>
+        <fieldset>
+          <legend>Resources</legend>
+          <SettingField name="memoryMB" label="Memory (MB)" error={error("memoryMB")} hint="64 to 16384">
+            {input("memoryMB", { type: "number", defaultValue: app.memoryMB, min: 64, max: 16384, step: 1 })}
+          </SettingField>
+          <SettingField name="cpus" label="CPUs" error={error("cpus")} hint="0.1 to 16; empty: the platform default">
+            {input("cpus", { type: "number", defaultValue: app.cpus, min: 0.1, max: 16, step: 0.1 })}
+          </SettingField>
+        </fieldset>
+        <fieldset>
+          <legend>Behaviour</legend>
+          <CheckField name="autoRestart" label="Restart when it crashes" checked={app.autoRestart} hint="applied in place" />
+          <CheckField name="autoDeploy" label="Deploy on push" checked={app.autoDeploy} hint="repository apps" />
+          <CheckField name="httpsRedirect" label="Redirect HTTP to HTTPS" checked={app.httpsRedirect} hint="once a certificate serves it" />
+          <CheckField name="hsts" label="Send HSTS" checked={app.hsts} hint="browsers remember it for a year" />
+          {["autoRestart", "autoDeploy", "httpsRedirect", "hsts"].map((flag) => error(flag) && <p class="field-error" role="alert">{error(flag)}</p>)}
+        </fieldset>
+        <fieldset>
+          <legend>Rate limits at the proxy</legend>
+          <p class="muted">Empty: the platform's limit (shown as the placeholder).</p>
+          <div class="rate-limit-fields">
+            {RATE_LIMIT_FIELDS.map(([field, label]) => (
+              <SettingField name={`rateLimits.${field}`} label={label} error={error(`rateLimits.${field}`)}>
+                {input(`rateLimits.${field}`, { type: "number", min: 1, max: 1000000, step: 1, defaultValue: app.rateLimits?.[field] ?? "", placeholder: String(app.effectiveRateLimits[field]) })}
+              </SettingField>
+            ))}
+          </div>
+        </fieldset>
+        <div class="form-actions">
+          <button type="submit" class="primary" disabled={busy}>
+            Save settings
+          </button>
+          {busy && <Spinner label="Saving…" />}
+        </div>
+        <p role="status" class="notice">
+          {notice}
+        </p>
+        <ErrorText message={formError} />
+      </form>
+    </>
+  );
+}

@@ -1,0 +1,64 @@
+// What the app page reads from /api/apps/{id} and its sub-routes (see src/apps/model.ts).
+
+export interface CertificateStatus {
+  status: string;
+  source: string | null;
+  expiresAt: string | null;
+  lastError: string | null;
+}
+
+export interface RateLimits {
+  clientBurst: number | null;
+  clientRps: number | null;
+  hostBurst: number | null;
+  hostRps: number | null;
+}
+
+export interface App {
+  id: string;
+  name: string;
+  runtime: "node" | "bun" | "python";
+  status: string;
+  statusReason: string | null;
+  memoryMB: number;
+  cpus: number;
+  exposePort: number | null;
+  servingPort: number | null;
+  subdomain: string | null;
+  url: string | null;
+  startupCommand: string;
+  autoRestart: boolean;
+  autoDeploy: boolean;
+  builder: "auto" | "dockerfile";
+  repository: { owner: string; name: string; branch: string } | null;
+  rateLimits: RateLimits | null;
+  effectiveRateLimits: Record<keyof RateLimits, number>;
+  httpsRedirect: boolean;
+  hsts: boolean;
+  certificate: CertificateStatus | null;
+  currentBuildId: string | null;
+  filesChangedSinceBuild: boolean;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface Build {
+  id: string;
+  status: string;
+  queuePosition: number | null;
+  trigger: string;
+  commitSha: string | null;
+  commitMessage: string | null;
+  rollbackOf: string | null;
+  error: string | null;
+  startedAt: string;
+  finishedAt: string | null;
+  durationMs: number | null;
+}
+
+/** What every tab gets: the app as last read, and a way to read it again after a change. */
+export interface TabProps {
+  app: App;
+  reloadApp(): Promise<void>;
+  rest: string[];
+}

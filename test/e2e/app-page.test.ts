@@ -1,0 +1,216 @@
+// One app's page in headless Chromium against the real server and engine: an app deployed through
+// the API, then, through the page as its owner: the overview, an env var added (the app restarts),
+// a settings change refused beside its field, stop and start, the logs with a line the app printed,
+// builds, domains and traffic, and a delete confirmed by typing the name. The steps build on each
+// other (one app), so they run in order.
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import type { Page } from "playwright-core";
+import { TestServer, type CreatedKey } from "../helpers/server";
+import { launchBrowser, type TestBrowser } from "../helpers/browser";
+import { appZip, deleteAllApps, deployZip, viaProxy, waitForStatus } from "../helpers/apps";
+
+setDefaultTimeout(120_000);
+
+const OWNER = { email: "owner@example.com", password: "correct horse battery" };
+const APP_NAME = "hello-page";
+const PRINTED = "hello from the app page test";
+const SCREENSHOTS = "test/e2e/screenshots/app-page";
+
+let server: TestServer;
+let chromium: TestBrowser;
+let page: Page;
+let key: CreatedKey;
+let appId: string;
+const pageErrors: string[] = [];
+
+const header = () => page.locator(".app-header");
+const openTab = async (title: string) => {
+  await page.getByRole("navigation", { name: "App" }).getByRole("link", { name: title, exact: true }).click();
+  await page.getByRole("region", { name: title }).waitFor();
+};
+const shoot = (step: string) => page.screenshot({ path: `${SCREENSHOTS}-${step}.png`, fullPage: true });
+
+beforeAll(async () => {
+  [server, chromium] = await Promise.all([TestServer.start(), launchBrowser()]);
+  // The command line's key belongs to the workspace the owner's setup claims: the owner's own key.
+  key = await server.createKey("app page test");
+  const setup = await server.request("POST", "/api/auth/setup", { body: OWNER, key: key.key });
+  if (setup.status !== 201) throw new Error(`setup refused: ${JSON.stringify(setup.body)}`);
+  const zip = appZip({
+    "package.json": JSON.stringify({ name: APP_NAME, main: "server.js" }),
+    "server.js": `require("http").createServer((req, res) => (console.log("request for " + req.url), res.end("hi " + (process.env.GREETING || "")))).listen(process.env.PORT, () => console.log(${JSON.stringify(PRINTED)}));\n`,
+  });
+  const deployed = await deployZip(server, key.key, { name: APP_NAME, runtime: "node", memoryMB: "128" }, zip);
+  if (deployed.status !== 202) throw new Error(`deploy refused: ${JSON.stringify(deployed.body)}`);
+  appId = deployed.body.app.id;
+  await waitForStatus(server, key.key, appId, ["running"]);
+
+  page = chromium.context.pages()[0] ?? (await chromium.context.newPage());
+  page.on("pageerror", (error) => pageErrors.push(`pageerror: ${error.message}`));
+  page.on("console", (message) => {
+    if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) pageErrors.push(message.text());
+  });
+  // Rollback and domain removal ask for confirmation.
+  page.on("dialog", (dialog) => dialog.accept());
+});
+
+afterAll(async () => {
+  if (server && key) await deleteAllApps(server, key.key);
+  await chromium?.close();
+  await server?.stop();
+});
+
+describe("an app's page", () => {
+  test("the owner logs in on the app's address and sees its name, status, URL and facts", async () => {
+    await page.goto(`${server.baseUrl}/#/apps/${appId}`);
+    await page.getByLabel("Email").fill(OWNER.email);
+    await page.getByLabel("Password").fill(OWNER.password);
+    await page.getByRole("button", { name: "Log in" }).click();
+
+    await page.getByRole("heading", { level: 1, name: APP_NAME }).waitFor();
+    await header().getByText("running", { exact: true }).waitFor();
+    const url = page.getByRole("link", { name: new RegExp(`^http://${APP_NAME}\\.localhost:${server.proxyPort}`) });
+    await url.waitFor();
+    expect(await page.getByRole("region", { name: "Overview" }).getByText("128 MB").count()).toBe(1);
+    const tabs = page.getByRole("navigation", { name: "App" }).getByRole("link");
+    expect(await tabs.allTextContents()).toEqual(["Overview", "Logs", "Builds", "Environment", "Settings", "Domains", "Traffic", "Files"]);
+    await shoot("overview");
+
+    await page.setViewportSize({ width: 375, height: 800 });
+    await page.getByRole("heading", { level: 1, name: APP_NAME }).waitFor();
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    expect(overflow).toBeLessThanOrEqual(0);
+    await shoot("overview-phone");
+    await page.setViewportSize({ width: 1280, height: 800 });
+  });
+
+  test("an env var added and saved restarts the app, which then reads it", async () => {
+    await openTab("Environment");
+    await page.getByText("No variables yet.").waitFor();
+    const addForm = page.getByRole("form", { name: "Add a variable" });
+    await addForm.getByLabel("Name").fill("GREETING");
+    await addForm.getByLabel("Value").fill("from the dashboard");
+    await addForm.getByRole("button", { name: "Add" }).click();
+    // Hidden until revealed.
+    const value = page.getByLabel("Value of GREETING");
+    expect(await value.getAttribute("type")).toBe("password");
+    await page.getByRole("button", { name: "Reveal GREETING" }).click();
+    expect(await value.getAttribute("type")).toBe("text");
+
+    await page.getByLabel(".env text").fill('# pasted\nexport API_URL="https://example.test/a b"\nMODE=quiet # not part of it\nnot a variable line\n');
+    await page.getByRole("button", { name: "Merge into the list" }).click();
+    await page.getByText("2 variables merged from the pasted text; save to apply.").waitFor();
+    await page.getByRole("alert").getByText("Skipped line 4: not KEY=VALUE.").waitFor();
+
+    await page.getByRole("button", { name: "Save 3 changes" }).click();
+    await page.getByRole("status").getByText("Saved. The app restarted to use them.").waitFor();
+    const env = await server.request("GET", `/api/apps/${appId}/env`, { key: key.key });
+    expect(env.body.envVars).toEqual({ GREETING: "from the dashboard", API_URL: "https://example.test/a b", MODE: "quiet" });
+    await shoot("environment");
+
+    await waitForStatus(server, key.key, appId, ["running"]);
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline; await Bun.sleep(250)) {
+      if ((await (await viaProxy(server, APP_NAME)).text()) === "hi from the dashboard") break;
+    }
+    expect(await (await viaProxy(server, APP_NAME)).text()).toBe("hi from the dashboard");
+  });
+
+  test("a memory limit below the minimum is refused with the API's message beside the field", async () => {
+    await openTab("Settings");
+    await page.getByLabel("Memory (MB)").fill("10");
+    await page.getByRole("button", { name: "Save settings" }).click();
+    const memoryField = page.locator(".field", { has: page.getByLabel("Memory (MB)") });
+    const message = memoryField.getByRole("alert");
+    await message.waitFor();
+    expect(await message.textContent()).toContain("memoryMB");
+    expect(await page.getByLabel("Memory (MB)").getAttribute("aria-invalid")).toBe("true");
+    const app = await server.request("GET", `/api/apps/${appId}`, { key: key.key });
+    expect(app.body.app.memoryMB).toBe(128);
+    await shoot("settings");
+    await page.emulateMedia({ colorScheme: "dark" });
+    await shoot("settings-dark");
+    await page.emulateMedia({ colorScheme: "light" });
+  });
+
+  test("stop, then start, from the header", async () => {
+    await page.getByRole("button", { name: "Stop", exact: true }).click();
+    await header().getByText("stopped", { exact: true }).waitFor({ timeout: 60_000 });
+    expect((await viaProxy(server, APP_NAME)).status).not.toBe(200);
+
+    await page.getByRole("button", { name: "Start", exact: true }).click();
+    await header().getByText("running", { exact: true }).waitFor({ timeout: 60_000 });
+    expect(await (await viaProxy(server, APP_NAME)).text()).toBe("hi from the dashboard");
+  });
+
+  test("the logs show the line the app printed, followed live and found by the search", async () => {
+    await openTab("Logs");
+    const lines = page.getByLabel("Log lines");
+    await lines.getByText(PRINTED).first().waitFor();
+
+    await page.getByRole("switch", { name: "Follow" }).check();
+    await page.getByText("· following").waitFor();
+    await lines.getByText(PRINTED).first().waitFor();
+    // The app prints a line per request: one sent now arrives in the followed stream.
+    await (await viaProxy(server, APP_NAME, "/followed-live")).text();
+    await lines.getByText("request for /followed-live").waitFor({ timeout: 30_000 });
+
+    await page.getByLabel("Search").fill("no such words anywhere");
+    await page.getByText(/^0 of \d+ lines match/).waitFor();
+    await page.getByLabel("Search").fill("app page test");
+    await lines.getByText(PRINTED).first().waitFor();
+    await shoot("logs");
+  });
+
+  test("the builds list the deploy, its log opens, and a rollback releases it again", async () => {
+    await openTab("Builds");
+    const row = page.getByRole("row", { name: /upload/ });
+    await row.getByText("succeeded").waitFor();
+    await row.getByRole("link").click();
+    await page.getByLabel("Build log").waitFor();
+    expect(((await page.getByLabel("Build log").textContent()) ?? "").length).toBeGreaterThan(0);
+    // A rollback to it (confirmed) releases the kept image again, as a new build entry.
+    await page.getByRole("button", { name: /^Roll back to build/ }).first().click();
+    await page.getByRole("row", { name: /rollback of/ }).getByText("succeeded").waitFor({ timeout: 60_000 });
+    await waitForStatus(server, key.key, appId, ["running"]);
+    await shoot("builds");
+  });
+
+  test("a domain is added with its certificate and DNS status, and removed", async () => {
+    await openTab("Domains");
+    await page.getByRole("textbox", { name: "Domain" }).fill("www.app-page.example.test");
+    await page.getByRole("button", { name: "Add domain" }).click();
+    const row = page.getByRole("row", { name: /www\.app-page\.example\.test/ });
+    await row.waitFor();
+    expect(await row.locator(".badge").count()).toBe(2);
+    await shoot("domains");
+    await page.getByRole("button", { name: "Remove www.app-page.example.test" }).click();
+    await page.getByText("No custom domains yet.").waitFor();
+  });
+
+  test("traffic through the proxy shows in the numbers", async () => {
+    for (let count = 0; count < 5; count++) await (await viaProxy(server, APP_NAME)).text();
+    await openTab("Traffic");
+    const requests = page.getByRole("row", { name: /^Requests/ });
+    await requests.waitFor();
+    const fiveMinutes = Number(await requests.getByRole("cell").nth(1).textContent());
+    expect(fiveMinutes).toBeGreaterThanOrEqual(5);
+    await page.getByText("Requests (5 min):").waitFor();
+    // The charts draw a line once a second reading came.
+    await page.getByRole("img", { name: "Requests (5 min) over time" }).locator("polyline").waitFor({ state: "attached", timeout: 15_000 });
+    await shoot("traffic");
+  });
+
+  test("delete asks for the name, then goes back to the apps and the app is gone", async () => {
+    await page.getByRole("button", { name: "Delete…" }).click();
+    const confirm = page.getByRole("button", { name: "Delete app" });
+    expect(await confirm.isDisabled()).toBe(true);
+    await page.getByLabel(/to confirm/).fill("not-the-name");
+    expect(await confirm.isDisabled()).toBe(true);
+    await page.getByLabel(/to confirm/).fill(APP_NAME);
+    await shoot("delete");
+    await confirm.click();
+    await page.waitForURL(/#\/apps$/);
+    expect((await server.request("GET", `/api/apps/${appId}`, { key: key.key })).status).toBe(404);
+    expect(pageErrors).toEqual([]);
+  });
+});
