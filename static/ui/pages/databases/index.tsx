@@ -1,11 +1,80 @@
 // Databases: `#/databases` the list, `#/databases/new`, `#/databases/<databaseId>[/<tab>]`.
-export function DatabasesSection(_props: { route: string[] }) {
+import "./databases.css";
+import { useEffect } from "preact/hooks";
+import { api } from "../../api";
+import { Field, Form, SelectField } from "../../components/form";
+import { Table } from "../../components/table";
+import { ErrorText, When } from "../../components/text";
+import { Spinner, StatusBadge } from "../../components/widgets";
+import { href } from "../../router";
+import { useLoad } from "../../session";
+import { DatabasePage } from "./database";
+import { ENGINES, engineName, everyFewSeconds, type Database } from "./types";
+
+/** `route` is the hash after `databases`: [], ["new"] or [databaseId, tab?]. */
+export function DatabasesSection({ route }: { route: string[] }) {
+  const [databaseId, tab = "overview"] = route;
+  if (databaseId === "new") return <NewDatabase />;
+  if (databaseId) return <DatabasePage databaseId={databaseId} tab={tab} />;
+  return <DatabaseList />;
+}
+
+function DatabaseList() {
+  const list = useLoad(() => api<{ databases: Database[] }>("GET", "/api/databases/").then(({ databases }) => databases));
+  // Statuses move on their own (provisioning -> running): the list follows them.
+  useEffect(() => everyFewSeconds(() => void list.reload(), 5000), [list.reload]);
   return (
     <>
-      <h1>Databases</h1>
-      <div class="placeholder">
-        <p>No databases yet. Provisioning PostgreSQL, MySQL, MongoDB and Redis from the dashboard comes in a later version.</p>
+      <div class="db-heading">
+        <h1>Databases</h1>
+        <a class="button primary" href={href("databases", "new")}>
+          New database
+        </a>
       </div>
+      <ErrorText message={list.error} />
+      {!list.data && !list.error && <Spinner />}
+      {list.data && (
+        <Table
+          caption="Databases"
+          headings={["Name", "Engine", "Status", "Memory", "Created"]}
+          empty="No databases yet. Create one: PostgreSQL, MySQL, MongoDB or Redis."
+          rows={list.data.map((database) => [
+            <a href={href("databases", database.id)}>{database.name}</a>,
+            `${engineName(database.engine)} ${database.version}`,
+            <StatusBadge status={database.status} />,
+            `${database.memoryMB} MB`,
+            <When iso={database.createdAt} />,
+          ])}
+        />
+      )}
+    </>
+  );
+}
+
+function NewDatabase() {
+  const create = async (values: Record<string, string>) => {
+    const body: Record<string, unknown> = { name: values.name!.trim(), engine: values.engine };
+    if (values.version?.trim()) body.version = values.version.trim();
+    if (values.memoryMB) body.memoryMB = Number(values.memoryMB);
+    if (values.storageGB) body.storageGB = Number(values.storageGB);
+    const { database } = await api<{ database: Database }>("POST", "/api/databases/", body);
+    location.hash = href("databases", database.id);
+  };
+  return (
+    <>
+      <p>
+        <a href={href("databases")}>← Databases</a>
+      </p>
+      <h1>New database</h1>
+      <Form class="db-form" label="New database" submitText="Create database" onSubmit={create}>
+        <Field label="Name" name="name" required maxLength={63} pattern="[a-z0-9]([a-z0-9\-]{0,61}[a-z0-9])?" placeholder="orders-db"
+          hint="Lowercase letters, digits and dashes; also its host name for your apps." />
+        <SelectField label="Engine" name="engine" options={ENGINES.map(([value, text, version]) => [value, `${text} (default ${version})`])} />
+        <Field label="Version" name="version" maxLength={32} placeholder="Engine's default" hint="The image tag, e.g. 16 for PostgreSQL 16." />
+        <Field label="Memory (MB)" name="memoryMB" type="number" min={256} max={262144} step={1} placeholder="512" />
+        <Field label="Storage (GB)" name="storageGB" type="number" min={1} max={65536} step={1} placeholder="5"
+          hint="An allowance: use is measured and warned about, not enforced." />
+      </Form>
     </>
   );
 }

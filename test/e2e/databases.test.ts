@@ -1,0 +1,171 @@
+// The databases section in headless Chromium against the real server and engine (the stand-in
+// PostgreSQL image): the owner logs in through the page, creates a PostgreSQL database there,
+// waits for it to run, reveals its connection string, backs it up, verifies and restores the
+// backup after typing the name, finds those in the operations history, and deletes the database.
+// The steps build on each other (one database), so they run in order.
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import type { Page } from "playwright-core";
+import { TestServer, type CreatedKey } from "../helpers/server";
+import { launchBrowser, type TestBrowser } from "../helpers/browser";
+import { deleteAllDatabases, removeWorkspaceNetworks } from "../helpers/databases";
+
+setDefaultTimeout(180_000);
+
+const OWNER = { email: "owner@example.com", password: "correct horse battery" };
+const NAME = "orders-db";
+const SCREENSHOTS = "test/e2e/screenshots/databases";
+
+let server: TestServer;
+let chromium: TestBrowser;
+let page: Page;
+let key: CreatedKey;
+const pageErrors: string[] = [];
+
+const shoot = (step: string) => page.screenshot({ path: `${SCREENSHOTS}-${step}.png`, fullPage: true });
+const openTab = async (title: string) => {
+  await page.getByRole("navigation", { name: "Database" }).getByRole("link", { name: title, exact: true }).click();
+  await page.getByRole("region", { name: title }).waitFor();
+};
+const backupRows = () => page.getByRole("region", { name: "Backups" }).getByRole("row");
+
+beforeAll(async () => {
+  [server, chromium] = await Promise.all([TestServer.start(), launchBrowser()]);
+  key = await server.createKey("databases page test");
+  const setup = await server.request("POST", "/api/auth/setup", { body: OWNER, key: key.key });
+  if (setup.status !== 201) throw new Error(`setup refused: ${JSON.stringify(setup.body)}`);
+  page = chromium.context.pages()[0] ?? (await chromium.context.newPage());
+  page.on("pageerror", (error) => pageErrors.push(`pageerror: ${error.message}`));
+  page.on("console", (message) => {
+    if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) pageErrors.push(message.text());
+  });
+});
+
+afterAll(async () => {
+  // Whatever the page managed, nothing is left behind.
+  if (server && key) {
+    await deleteAllDatabases(server, key.key);
+    removeWorkspaceNetworks(key.workspaceId);
+  }
+  await chromium?.close();
+  await server?.stop();
+});
+
+describe("the databases section", () => {
+  test("the owner logs in, creates a PostgreSQL database in the page and sees it running", async () => {
+    await page.goto(`${server.baseUrl}/#/databases`);
+    await page.getByLabel("Email").fill(OWNER.email);
+    await page.getByLabel("Password").fill(OWNER.password);
+    await page.getByRole("button", { name: "Log in" }).click();
+    await page.getByRole("heading", { level: 1, name: "Databases" }).waitFor();
+    await page.getByText("No databases yet.").waitFor();
+
+    await page.getByRole("link", { name: "New database" }).click();
+    await page.getByRole("heading", { level: 1, name: "New database" }).waitFor();
+    // Memory over the workspace's quota (16 GB by default) is refused by the API, said in the form, and nothing is made.
+    await page.getByLabel("Name").fill(NAME);
+    await page.getByLabel("Memory (MB)").fill("200000");
+    await page.getByRole("button", { name: "Create database" }).click();
+    await page.getByRole("form", { name: "New database" }).getByRole("alert").getByText(/quota|memory/i).waitFor();
+    expect((await server.request("GET", "/api/databases/", { key: key.key })).body.databases).toEqual([]);
+    await page.getByLabel("Memory (MB)").fill("256");
+    await page.getByLabel("Engine").selectOption("postgresql");
+    await page.getByRole("button", { name: "Create database" }).click();
+
+    await page.getByRole("heading", { level: 1, name: NAME }).waitFor();
+    await page.locator(".db-heading").getByText("running", { exact: true }).waitFor({ timeout: 150_000 });
+    await shoot("created");
+
+    await page.getByRole("link", { name: "← Databases" }).click();
+    const row = page.getByRole("row", { name: new RegExp(NAME) });
+    await row.getByText("running").waitFor();
+    expect(await row.getByText("256 MB").count()).toBe(1);
+    await shoot("list");
+    await row.getByRole("link", { name: NAME }).click();
+    await page.getByRole("heading", { level: 1, name: NAME }).waitFor();
+  });
+
+  test("the connection string is masked until revealed, and the live stats fill in", async () => {
+    const external = page.getByLabel("External connection string");
+    await external.waitFor();
+    expect(await external.textContent()).not.toContain("postgresql://");
+    await page.getByRole("button", { name: "Reveal" }).first().click();
+    const { body } = await server.request("GET", "/api/databases/", { key: key.key });
+    const { body: one } = await server.request("GET", `/api/databases/${body.databases[0].id}`, { key: key.key });
+    expect(await external.textContent()).toBe(one.database.connectionString);
+    expect(one.database.connectionString).toMatch(/^postgresql:\/\/user_\w+:[^*]+@/);
+    await page.getByText(/^Memory: \d/).waitFor();
+    // A line is drawn once a second sample has come in.
+    await page.getByRole("img", { name: "Memory over time" }).locator("polyline").waitFor({ state: "attached" });
+    await shoot("overview");
+
+    await page.setViewportSize({ width: 375, height: 800 });
+    await shoot("overview-phone");
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    expect(overflow).toBeLessThanOrEqual(0);
+    await page.setViewportSize({ width: 1280, height: 800 });
+  });
+
+  test("a backup is taken, verified, and restored after typing the database's name", async () => {
+    await openTab("Backups");
+    await page.getByText("No backups yet.").waitFor();
+    await page.getByRole("button", { name: "Back up now" }).click();
+    const manual = backupRows().filter({ hasText: "manual" });
+    await manual.getByText("completed").waitFor({ timeout: 60_000 });
+
+    await manual.getByRole("button", { name: /^Verify backup/ }).click();
+    await manual.getByText(/^passed/).waitFor({ timeout: 120_000 });
+    expect(await manual.getByRole("link", { name: "Download" }).getAttribute("href")).toMatch(/\/backups\/[^/]+\/download$/);
+
+    await manual.getByRole("button", { name: /^Restore backup/ }).click();
+    const confirm = page.getByRole("form", { name: "Restore backup" });
+    await expect(confirm.getByRole("button", { name: "Restore backup" }).isDisabled()).resolves.toBe(true);
+    await confirm.getByLabel(/to confirm/).fill(NAME);
+    await confirm.getByRole("button", { name: "Restore backup" }).click();
+    await page.getByText("Restore started").waitFor();
+    // The restore takes a pre-restore backup first.
+    await backupRows().filter({ hasText: "pre-restore" }).getByText("completed").waitFor({ timeout: 60_000 });
+    await shoot("backups");
+  });
+
+  test("the operations history lists the create, backup, verify and restore", async () => {
+    await openTab("History");
+    const history = page.getByRole("region", { name: "History" });
+    for (const type of ["create", "verify", "restore"]) {
+      await history.getByRole("row").filter({ has: page.getByRole("cell", { name: type, exact: true }) }).getByText("succeeded").first().waitFor({ timeout: 120_000 });
+    }
+    await history.getByRole("cell", { name: "backup", exact: true }).first().waitFor();
+    await shoot("history");
+  });
+
+  test("the logs show the engine's lines, with timestamps on request", async () => {
+    await openTab("Logs");
+    const lines = page.getByRole("region", { name: "Log lines" });
+    await lines.waitFor();
+    expect((await lines.textContent())!.length).toBeGreaterThan(0);
+    await page.getByLabel("Timestamps").check();
+    await page.waitForFunction(() => /^\d{4}-\d{2}-\d{2}T/.test(document.querySelector("pre")?.textContent ?? ""));
+    await shoot("logs");
+  });
+
+  test("the database is stopped and started again from its header", async () => {
+    const heading = page.locator(".db-heading");
+    await heading.getByRole("button", { name: "Stop" }).click();
+    await heading.getByText("stopped", { exact: true }).waitFor({ timeout: 60_000 });
+    await heading.getByRole("button", { name: "Start" }).click();
+    await heading.getByText("running", { exact: true }).waitFor({ timeout: 120_000 });
+    await shoot("restarted");
+  });
+
+  test("the database is deleted once its name is typed", async () => {
+    await openTab("Settings");
+    const confirm = page.getByRole("form", { name: "Delete database" });
+    await confirm.getByLabel(/to confirm/).fill(NAME);
+    await confirm.getByRole("button", { name: "Delete database" }).click();
+    await page.getByRole("heading", { level: 1, name: "Databases" }).waitFor();
+    await page.getByText("No databases yet.").waitFor({ timeout: 60_000 });
+    const { body } = await server.request("GET", "/api/databases/", { key: key.key });
+    expect(body.databases).toEqual([]);
+    await shoot("deleted");
+    expect(pageErrors).toEqual([]);
+  });
+});
