@@ -8,6 +8,7 @@ import type { Page } from "playwright-core";
 import { TestServer, type CreatedKey } from "../helpers/server";
 import { launchBrowser, type TestBrowser } from "../helpers/browser";
 import { appZip, deleteAllApps, deployZip, viaProxy, waitForStatus } from "../helpers/apps";
+import { seriousViolations } from "../helpers/axe";
 
 setDefaultTimeout(120_000);
 
@@ -28,7 +29,11 @@ const openTab = async (title: string) => {
   await page.getByRole("navigation", { name: "App" }).getByRole("link", { name: title, exact: true }).click();
   await page.getByRole("region", { name: title }).waitFor();
 };
-const shoot = (step: string) => page.screenshot({ path: `${SCREENSHOTS}-${step}.png`, fullPage: true });
+/** A screenshot of the page as it is now, which must have no serious or critical accessibility violation (axe-core). */
+async function shoot(step: string) {
+  await page.screenshot({ path: `${SCREENSHOTS}-${step}.png`, fullPage: true });
+  expect({ step, violations: await seriousViolations(page) }).toEqual({ step, violations: [] });
+}
 
 beforeAll(async () => {
   [server, chromium] = await Promise.all([TestServer.start(), launchBrowser()]);

@@ -12,6 +12,7 @@ import { launchBrowser, type TestBrowser } from "../helpers/browser";
 import { appZip, deleteAllApps } from "../helpers/apps";
 import { startGitServer, type GitServer } from "../helpers/git-server";
 import { tempDir } from "../helpers/temp";
+import { seriousViolations } from "../helpers/axe";
 
 setDefaultTimeout(180_000);
 
@@ -27,7 +28,11 @@ let key: string;
 let zipPath: string;
 const pageErrors: string[] = [];
 
-const screenshot = (step: string) => page.screenshot({ path: `${SCREENSHOTS}/apps-deploy-${step}.png`, fullPage: true });
+/** A screenshot of the page as it is now, which must have no serious or critical accessibility violation (axe-core). */
+async function screenshot(step: string) {
+  await page.screenshot({ path: `${SCREENSHOTS}/apps-deploy-${step}.png`, fullPage: true });
+  expect({ step, violations: await seriousViolations(page) }).toEqual({ step, violations: [] });
+}
 
 beforeAll(async () => {
   git = await startGitServer();

@@ -8,6 +8,7 @@ import type { Page } from "playwright-core";
 import { TestServer, type CreatedKey } from "../helpers/server";
 import { launchBrowser, type TestBrowser } from "../helpers/browser";
 import { deleteAllDatabases, removeWorkspaceNetworks } from "../helpers/databases";
+import { seriousViolations } from "../helpers/axe";
 
 setDefaultTimeout(180_000);
 
@@ -21,7 +22,11 @@ let page: Page;
 let key: CreatedKey;
 const pageErrors: string[] = [];
 
-const shoot = (step: string) => page.screenshot({ path: `${SCREENSHOTS}-${step}.png`, fullPage: true });
+/** A screenshot of the page as it is now, which must have no serious or critical accessibility violation (axe-core). */
+async function shoot(step: string) {
+  await page.screenshot({ path: `${SCREENSHOTS}-${step}.png`, fullPage: true });
+  expect({ step, violations: await seriousViolations(page) }).toEqual({ step, violations: [] });
+}
 const openTab = async (title: string) => {
   await page.getByRole("navigation", { name: "Database" }).getByRole("link", { name: title, exact: true }).click();
   await page.getByRole("region", { name: title }).waitFor();

@@ -7,6 +7,7 @@ import type { Page } from "playwright-core";
 import { TestServer, type CreatedKey } from "../helpers/server";
 import { launchBrowser, type TestBrowser } from "../helpers/browser";
 import { appZip, deleteAllApps, deployZip, viaProxy, waitForStatus } from "../helpers/apps";
+import { seriousViolations } from "../helpers/axe";
 
 setDefaultTimeout(150_000);
 
@@ -22,7 +23,11 @@ let key: CreatedKey;
 let appId: string;
 const pageErrors: string[] = [];
 
-const shoot = (step: string) => page.screenshot({ path: `${SCREENSHOTS}-${step}.png`, fullPage: true });
+/** A screenshot of the page as it is now, which must have no serious or critical accessibility violation (axe-core). */
+async function shoot(step: string) {
+  await page.screenshot({ path: `${SCREENSHOTS}-${step}.png`, fullPage: true });
+  expect({ step, violations: await seriousViolations(page) }).toEqual({ step, violations: [] });
+}
 const listing = () => page.locator("table.files-listing");
 const names = async () => (await listing().locator("tbody tr td:first-child").allTextContents()).map((name) => name.trim());
 

@@ -4,7 +4,8 @@ import type { ComponentChildren } from "preact";
 export function Table(props: { caption: string; headings: string[]; rows: ComponentChildren[][]; empty: string }) {
   if (!props.rows.length) return <p class="empty">{props.empty}</p>;
   return (
-    <div class="table-wrap">
+    // A table wider than the screen scrolls inside its wrapper, which the keyboard can then reach.
+    <div class="table-wrap" tabIndex={0} role="region" aria-label={props.caption}>
       <table>
         <caption class="visually-hidden">{props.caption}</caption>
         <thead>

@@ -1,13 +1,15 @@
-// Settings: tabs for API keys, members and invitations, and the audit log.
+// Settings: tabs for API keys, members and invitations, the audit log, and the platform.
 import { useEffect } from "preact/hooks";
 import { AuditLogTab } from "./audit-log";
 import { DeveloperTab } from "./developer";
 import { MembersTab } from "./members";
+import { PlatformTab } from "./platform";
 
 const TABS = [
   { path: "developer", title: "Developer", Tab: DeveloperTab },
   { path: "members", title: "Members", Tab: MembersTab },
   { path: "audit-log", title: "Audit log", Tab: AuditLogTab },
+  { path: "platform", title: "Platform", Tab: PlatformTab },
 ];
 
 export function SettingsSection({ route }: { route: string[] }) {
