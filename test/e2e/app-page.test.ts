@@ -9,6 +9,7 @@ import { TestServer, type CreatedKey } from "../helpers/server";
 import { launchBrowser, type TestBrowser } from "../helpers/browser";
 import { appZip, deleteAllApps, deployZip, viaProxy, waitForStatus } from "../helpers/apps";
 import { seriousViolations } from "../helpers/axe";
+import { ownerHoldingKey, collectPageErrors, logInThroughPage } from "../helpers/dashboard-page";
 
 setDefaultTimeout(120_000);
 
@@ -38,9 +39,7 @@ async function shoot(step: string) {
 beforeAll(async () => {
   [server, chromium] = await Promise.all([TestServer.start(), launchBrowser()]);
   // The command line's key belongs to the workspace the owner's setup claims: the owner's own key.
-  key = await server.createKey("app page test");
-  const setup = await server.request("POST", "/api/auth/setup", { body: OWNER, key: key.key });
-  if (setup.status !== 201) throw new Error(`setup refused: ${JSON.stringify(setup.body)}`);
+  key = await ownerHoldingKey(server, OWNER, "app page test");
   const zip = appZip({
     "package.json": JSON.stringify({ name: APP_NAME, main: "server.js" }),
     "server.js": `require("http").createServer((req, res) => (console.log("request for " + req.url), res.end("hi " + (process.env.GREETING || "")))).listen(process.env.PORT, () => console.log(${JSON.stringify(PRINTED)}));\n`,
@@ -51,10 +50,7 @@ beforeAll(async () => {
   await waitForStatus(server, key.key, appId, ["running"]);
 
   page = chromium.context.pages()[0] ?? (await chromium.context.newPage());
-  page.on("pageerror", (error) => pageErrors.push(`pageerror: ${error.message}`));
-  page.on("console", (message) => {
-    if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) pageErrors.push(message.text());
-  });
+  collectPageErrors(page, pageErrors);
   // Rollback and domain removal ask for confirmation.
   page.on("dialog", (dialog) => dialog.accept());
 });
@@ -68,9 +64,7 @@ afterAll(async () => {
 describe("an app's page", () => {
   test("the owner logs in on the app's address and sees its name, status, URL and facts", async () => {
     await page.goto(`${server.baseUrl}/#/apps/${appId}`);
-    await page.getByLabel("Email").fill(OWNER.email);
-    await page.getByLabel("Password").fill(OWNER.password);
-    await page.getByRole("button", { name: "Log in" }).click();
+    await logInThroughPage(page, OWNER);
 
     await page.getByRole("heading", { level: 1, name: APP_NAME }).waitFor();
     await header().getByText("running", { exact: true }).waitFor();

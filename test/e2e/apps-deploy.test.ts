@@ -13,6 +13,7 @@ import { appZip, deleteAllApps } from "../helpers/apps";
 import { startGitServer, type GitServer } from "../helpers/git-server";
 import { tempDir } from "../helpers/temp";
 import { seriousViolations } from "../helpers/axe";
+import { collectPageErrors, logInThroughPage } from "../helpers/dashboard-page";
 
 setDefaultTimeout(180_000);
 
@@ -48,11 +49,7 @@ beforeAll(async () => {
     }),
   );
   page = chromium.context.pages()[0] ?? (await chromium.context.newPage());
-  page.on("pageerror", (error) => pageErrors.push(`pageerror: ${error.message}`));
-  page.on("console", (message) => {
-    // The browser logs every non-2xx answer; the bad name's 400 is expected.
-    if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) pageErrors.push(message.text());
-  });
+  collectPageErrors(page, pageErrors);
 });
 
 afterAll(async () => {
@@ -74,9 +71,7 @@ async function fillAppFields(name: string) {
 describe("apps list and deploy", () => {
   test("after logging in the empty list offers a deploy", async () => {
     await page.goto(server.baseUrl);
-    await page.getByLabel("Email").fill(OWNER.email);
-    await page.getByLabel("Password").fill(OWNER.password);
-    await page.getByRole("button", { name: "Log in" }).click();
+    await logInThroughPage(page, OWNER);
     await page.getByRole("heading", { level: 1, name: "Apps" }).waitFor();
     await page.getByText("No apps in this workspace yet.").waitFor();
     await page.getByRole("link", { name: "Deploy an app" }).first().click();

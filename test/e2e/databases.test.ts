@@ -9,6 +9,7 @@ import { TestServer, type CreatedKey } from "../helpers/server";
 import { launchBrowser, type TestBrowser } from "../helpers/browser";
 import { deleteAllDatabases, removeWorkspaceNetworks } from "../helpers/databases";
 import { seriousViolations } from "../helpers/axe";
+import { ownerHoldingKey, collectPageErrors, logInThroughPage } from "../helpers/dashboard-page";
 
 setDefaultTimeout(180_000);
 
@@ -35,14 +36,9 @@ const backupRows = () => page.getByRole("region", { name: "Backups" }).getByRole
 
 beforeAll(async () => {
   [server, chromium] = await Promise.all([TestServer.start(), launchBrowser()]);
-  key = await server.createKey("databases page test");
-  const setup = await server.request("POST", "/api/auth/setup", { body: OWNER, key: key.key });
-  if (setup.status !== 201) throw new Error(`setup refused: ${JSON.stringify(setup.body)}`);
+  key = await ownerHoldingKey(server, OWNER, "databases page test");
   page = chromium.context.pages()[0] ?? (await chromium.context.newPage());
-  page.on("pageerror", (error) => pageErrors.push(`pageerror: ${error.message}`));
-  page.on("console", (message) => {
-    if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) pageErrors.push(message.text());
-  });
+  collectPageErrors(page, pageErrors);
 });
 
 afterAll(async () => {
@@ -58,9 +54,7 @@ afterAll(async () => {
 describe("the databases section", () => {
   test("the owner logs in, creates a PostgreSQL database in the page and sees it running", async () => {
     await page.goto(`${server.baseUrl}/#/databases`);
-    await page.getByLabel("Email").fill(OWNER.email);
-    await page.getByLabel("Password").fill(OWNER.password);
-    await page.getByRole("button", { name: "Log in" }).click();
+    await logInThroughPage(page, OWNER);
     await page.getByRole("heading", { level: 1, name: "Databases" }).waitFor();
     await page.getByText("No databases yet.").waitFor();
 

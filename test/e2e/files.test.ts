@@ -8,6 +8,7 @@ import { TestServer, type CreatedKey } from "../helpers/server";
 import { launchBrowser, type TestBrowser } from "../helpers/browser";
 import { appZip, deleteAllApps, deployZip, viaProxy, waitForStatus } from "../helpers/apps";
 import { seriousViolations } from "../helpers/axe";
+import { ownerHoldingKey, collectPageErrors, logInThroughPage } from "../helpers/dashboard-page";
 
 setDefaultTimeout(150_000);
 
@@ -33,9 +34,7 @@ const names = async () => (await listing().locator("tbody tr td:first-child").al
 
 beforeAll(async () => {
   [server, chromium] = await Promise.all([TestServer.start(), launchBrowser()]);
-  key = await server.createKey("files page test");
-  const setup = await server.request("POST", "/api/auth/setup", { body: OWNER, key: key.key });
-  if (setup.status !== 201) throw new Error(`setup refused: ${JSON.stringify(setup.body)}`);
+  key = await ownerHoldingKey(server, OWNER, "files page test");
   const zip = appZip({
     "package.json": JSON.stringify({ name: APP_NAME, main: "server.js" }),
     "server.js": serverSource("first version"),
@@ -49,10 +48,7 @@ beforeAll(async () => {
   await waitForStatus(server, key.key, appId, ["running"]);
 
   page = chromium.context.pages()[0] ?? (await chromium.context.newPage());
-  page.on("pageerror", (error) => pageErrors.push(`pageerror: ${error.message}`));
-  page.on("console", (message) => {
-    if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) pageErrors.push(message.text());
-  });
+  collectPageErrors(page, pageErrors);
 });
 
 afterAll(async () => {
@@ -64,9 +60,7 @@ afterAll(async () => {
 describe("an app's file manager", () => {
   test("the owner logs in and browses the tree, folders first with sizes", async () => {
     await page.goto(`${server.baseUrl}/#/apps/${appId}/files`);
-    await page.getByLabel("Email").fill(OWNER.email);
-    await page.getByLabel("Password").fill(OWNER.password);
-    await page.getByRole("button", { name: "Log in" }).click();
+    await logInThroughPage(page, OWNER);
 
     await page.getByRole("heading", { name: "Root folder" }).waitFor();
     await listing().waitFor();

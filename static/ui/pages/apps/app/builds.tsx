@@ -54,7 +54,7 @@ function BuildLog({ appId, build }: { appId: string; build: Build }) {
       {build.error && <p class="error">{build.error}</p>}
       <ErrorText message={error} />
       {log === null && !error ? <Spinner label="Loading the build log…" /> : (
-        <pre class="log-view" tabIndex={0} aria-label="Build log">{log || (running ? "Waiting for output…" : "The log is empty.")}</pre>
+        <pre class="log-lines log-view" tabIndex={0} aria-label="Build log">{log || (running ? "Waiting for output…" : "The log is empty.")}</pre>
       )}
       {running && <Spinner label="Following the build…" />}
       <p>

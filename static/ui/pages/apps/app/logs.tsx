@@ -91,7 +91,7 @@ export function LogsTab({ app }: TabProps) {
             {search.trim() ? `${shown.length} of ${lines.length} lines match` : `${lines.length} lines`}
             {follow && " · following"}
           </p>
-          <pre class="log-view" tabIndex={0} aria-label="Log lines">
+          <pre class="log-lines log-view" tabIndex={0} aria-label="Log lines">
             {shown.length ? shown.join("\n") : follow ? "Waiting for output…" : "No output."}
           </pre>
         </>

@@ -83,7 +83,7 @@ export function DeployProgress({ started, onDeployAnother }: { started: StartedD
       </p>
       <h3>Build log</h3>
       <ErrorText message={log.error} />
-      <pre class="deploy-log" role="log" aria-label="Build log" tabIndex={0} ref={log.view}>
+      <pre class="log-lines deploy-log" role="log" aria-label="Build log" tabIndex={0} ref={log.view}>
         {log.text}
       </pre>
       {log.following && <Spinner label="Following the build…" />}
