@@ -1,6 +1,6 @@
 // An app's environment variables, stored encrypted (AES-256-GCM, app id + name as associated
 // data). Values leave this module only decrypted for the API's GET and the app's container.
-import { eq } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import type { PlatformDb } from "../db";
 import { appEnvVars } from "../db/schema";
 import type { SecretBox } from "../crypto/secrets";
@@ -52,6 +52,11 @@ export function readEnvVars(db: PlatformDb, secrets: SecretBox, appId: string): 
 }
 
 /** Adds or replaces the given variables, keeping the others. Returns whether anything changed. */
+/** Removes the variable `name`; false when the app has none of that name. */
+export function deleteEnvVar(db: PlatformDb, appId: string, name: string): boolean {
+  return db.delete(appEnvVars).where(and(eq(appEnvVars.appId, appId), eq(appEnvVars.name, name))).returning({ name: appEnvVars.name }).all().length > 0;
+}
+
 export function mergeEnvVars(db: PlatformDb, secrets: SecretBox, appId: string, envVars: Record<string, string>): boolean {
   const current = readEnvVars(db, secrets, appId);
   const changed = Object.entries(envVars).filter(([name, value]) => current[name] !== value);

@@ -290,6 +290,16 @@ export function appsRoutes(ctx: ServerContext) {
       detail: { operationId: "updateAppEnv",
           responses: responses({ 200: json("All variables after the change", { envVars: ENV_VARS, restarted: t.Boolean() }) }, "NOT_FOUND"), summary: "Merge env vars", description: "Adds or replaces the given variables and keeps the others. A change restarts a running app (zero-downtime; queued behind a build or release in progress, and a stop, restart or delete sent meanwhile is accepted at once). Answers `envVars` (all, decrypted) and `restarted`." },
     })
+    .delete("/:appId/env/:name", ({ principal, params }) => ok(service.deleteEnv(principal.workspaceId, params.appId, params.name)), {
+      auth: true,
+      params: t.Object({ appId: t.String({ minLength: 1, maxLength: 64 }), name: t.String({ minLength: 1, maxLength: 256 }) }),
+      detail: {
+        operationId: "deleteAppEnvVar",
+        responses: responses({ 200: json("All variables after the change", { envVars: ENV_VARS, restarted: t.Boolean() }) }, "NOT_FOUND"),
+        summary: "Unset an env var",
+        description: "Removes the variable `name` (404 when the app has none of that name). A running app restarts without it, as after PUT. Answers `envVars` (all, decrypted) and `restarted`.",
+      },
+    })
     .put("/:appId/settings", async ({ principal, params, body }) => ok(await service.updateSettings(principal.workspaceId, params.appId, body)), {
       auth: true,
       params: appIdParams,

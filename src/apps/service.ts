@@ -15,7 +15,7 @@ import { extractZip } from "./archive";
 import { checkStartupCommand, invalid, parseDeployFields } from "./deploy-form";
 import { UploadSlots, UPLOADS_PER_WORKSPACE } from "./upload-slots";
 import { inspectEnvInZip } from "./inspect-env";
-import { mergeEnvVars, readEnvVars, validateEnvVars } from "./env-vars";
+import { deleteEnvVar, mergeEnvVars, readEnvVars, validateEnvVars } from "./env-vars";
 import { APP_CONTAINER_REMOVAL, Deployer, type AppRow, type AppsContext } from "./deployer";
 import { releaseWorkspaceNetwork } from "../docker/workspace-network";
 import type { Static } from "@sinclair/typebox";
@@ -256,6 +256,14 @@ export class AppsService {
     const app = this.get(workspaceId, appId);
     const changed = mergeEnvVars(this.ctx.db, this.ctx.secrets, app.id, validateEnvVars(envVars));
     const { restarted } = this.restartForChange(app, null, changed);
+    return { envVars: readEnvVars(this.ctx.db, this.ctx.secrets, app.id), restarted };
+  }
+
+  /** Unsets one variable (404 when the app has none of that name); a running app restarts without it. */
+  deleteEnv(workspaceId: string, appId: string, name: string) {
+    const app = this.get(workspaceId, appId);
+    if (!deleteEnvVar(this.ctx.db, app.id, name)) throw new ApiError("NOT_FOUND", `The app has no variable ${name}`);
+    const { restarted } = this.restartForChange(app, null, true);
     return { envVars: readEnvVars(this.ctx.db, this.ctx.secrets, app.id), restarted };
   }
 

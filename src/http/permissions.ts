@@ -67,6 +67,7 @@ export const PERMISSIONS: Record<string, RoutePermission> = {
   // Viewers get the names with the values masked.
   "GET /api/apps/:appId/env": { roles: EVERYONE },
   "PUT /api/apps/:appId/env": { roles: OPERATORS, audit: "app.env_changed" },
+  "DELETE /api/apps/:appId/env/:name": { roles: OPERATORS, audit: "app.env_changed" },
   "PUT /api/apps/:appId/settings": { roles: OPERATORS, audit: "app.settings_changed" },
   "GET /api/apps/:appId/builds": { roles: EVERYONE },
   "GET /api/apps/:appId/builds/:buildId": { roles: EVERYONE },

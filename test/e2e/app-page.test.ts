@@ -112,6 +112,12 @@ describe("an app's page", () => {
       if ((await (await viaProxy(server, APP_NAME)).text()) === "hi from the dashboard") break;
     }
     expect(await (await viaProxy(server, APP_NAME)).text()).toBe("hi from the dashboard");
+
+    // A saved variable is removed, after a confirmation (accepted by the dialog handler).
+    await page.getByRole("button", { name: "Remove MODE" }).click();
+    await page.getByRole("status").getByText("Removed MODE. The app restarted without it.").waitFor();
+    expect((await server.request("GET", `/api/apps/${appId}/env`, { key: key.key })).body.envVars).toEqual({ GREETING: "from the dashboard", API_URL: "https://example.test/a b" });
+    await waitForStatus(server, key.key, appId, ["running"]);
   });
 
   test("a memory limit below the minimum is refused with the API's message beside the field", async () => {

@@ -108,6 +108,15 @@ const appFileOf = async (server: TestServer, owner: Tenant) => {
   return { appId, path };
 };
 
+/** A variable of the owner's matrix app, for the route that unsets it. */
+const envVarOf = async (server: TestServer, owner: Tenant) => {
+  const { appId } = await appOf(server, owner);
+  const name = uniqueName("MATRIX").replace(/[^A-Za-z0-9_]/g, "_");
+  const set = await server.request("PUT", `/api/apps/${appId}/env`, { key: owner.key, body: { envVars: { [name]: "matrix" } } });
+  if (set.status !== 200) throw new Error(`could not set a matrix variable: ${JSON.stringify(set.body)}`);
+  return { appId, name };
+};
+
 /** A domain of the owner's matrix app, for the route that removes it. */
 const appDomainOf = async (server: TestServer, owner: Tenant) => {
   const { appId } = await appOf(server, owner);
@@ -149,6 +158,7 @@ export const APP_ROUTES: AuthenticatedRoute[] = [
   { method: "GET", path: "/api/apps/:appId/traffic", resource: appOf },
   { method: "GET", path: "/api/apps/:appId/env", resource: appOf },
   { method: "PUT", path: "/api/apps/:appId/env", body: { envVars: {} }, resource: appOf },
+  { method: "DELETE", path: "/api/apps/:appId/env/:name", resource: envVarOf, consumesResource: true },
   { method: "PUT", path: "/api/apps/:appId/settings", body: { autoRestart: true }, resource: appOf },
   { method: "GET", path: "/api/apps/:appId/builds", resource: appOf },
   { method: "GET", path: "/api/apps/:appId/builds/:buildId", resource: appOf },

@@ -62,6 +62,7 @@ const EXPECTED: Record<string, Role[]> = {
   "GET /api/apps/:appId/traffic": EVERYONE,
   "GET /api/apps/:appId/env": EVERYONE,
   "PUT /api/apps/:appId/env": OPERATORS,
+  "DELETE /api/apps/:appId/env/:name": OPERATORS,
   "PUT /api/apps/:appId/settings": OPERATORS,
   "GET /api/apps/:appId/builds": EVERYONE,
   "GET /api/apps/:appId/builds/:buildId": EVERYONE,

@@ -120,6 +120,16 @@ describe("env var secrets", () => {
     expect(env.body.envVars).toEqual({ SECRET_TOKEN: secret, VITE_PUBLIC_NAME: publicValue, SECOND_SECRET: secondSecret });
   });
 
+  test("DELETE /env/{name} unsets one variable and restarts the app; a name it does not have is 404", async () => {
+    await server.request("PUT", `/api/apps/${app.id}/env`, { key, body: { envVars: { TEMPORARY: "for a moment" } } });
+    const removed = await server.request("DELETE", `/api/apps/${app.id}/env/TEMPORARY`, { key });
+    expect([removed.status, removed.body.restarted]).toEqual([200, true]);
+    expect(removed.body.envVars).toEqual({ SECRET_TOKEN: secret, VITE_PUBLIC_NAME: publicValue, SECOND_SECRET: secondSecret });
+    const again = await server.request("DELETE", `/api/apps/${app.id}/env/TEMPORARY`, { key });
+    expect([again.status, again.body.code]).toEqual([404, "NOT_FOUND"]);
+    await waitForStatus(server, key, app.id, ["running"]);
+  });
+
   test("the build log shows the secret empty in the build and masked where the build printed it", async () => {
     const { log } = (await server.request("GET", `/api/apps/${app.id}/builds/${buildId}`, { key })).body;
     expect(log).toContain("secret in build: []");

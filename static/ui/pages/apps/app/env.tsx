@@ -1,6 +1,6 @@
 // Environment tab: the app's variables with values hidden until revealed, edited in place, added
 // one by one or merged from pasted `.env` text, then saved at once (PUT merges; a change restarts
-// a running app, and the page says whether it did).
+// a running app, and the page says whether it did); a saved one is removed with DELETE.
 import { useEffect, useState } from "preact/hooks";
 import { api, segment } from "../../../api";
 import { ErrorText } from "../../../components/text";
@@ -82,6 +82,25 @@ export function EnvTab({ app, reloadApp }: TabProps) {
     }
   };
 
+  /** A saved variable is unset at once (DELETE), after a confirmation: the app restarts without it. */
+  const unset = async (name: string) => {
+    if (!confirm(`Remove ${name}? A running app restarts without it.`)) return;
+    setBusy(true);
+    setError("");
+    setNotice("");
+    try {
+      const answer = await api<{ restarted: boolean }>("DELETE", `/api/apps/${segment(app.id)}/env/${segment(name)}`);
+      setDraft(Object.fromEntries(Object.entries(draft).filter(([other]) => other !== name)));
+      await saved.reload();
+      setNotice(answer.restarted ? `Removed ${name}. The app restarted without it.` : `Removed ${name}.`);
+      await reloadApp();
+    } catch (failure) {
+      setError((failure as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+
   const names = Object.keys(draft).sort();
   return (
     <>
@@ -121,7 +140,9 @@ export function EnvTab({ app, reloadApp }: TabProps) {
                         Undo
                       </button>
                     ) : (
-                      ""
+                      <button type="button" class="quiet danger" aria-label={`Remove ${name}`} disabled={busy} onClick={() => unset(name)}>
+                        Remove
+                      </button>
                     )}
                   </td>
                 </tr>
@@ -130,7 +151,6 @@ export function EnvTab({ app, reloadApp }: TabProps) {
           </table>
         </div>
       )}
-      <p class="muted">A saved variable cannot be removed here: the API only adds and replaces variables. Set it to an empty value instead.</p>
       <h3>Add a variable</h3>
       <form class="inline" aria-label="Add a variable" onSubmit={add}>
         <label class="field">
