@@ -28,7 +28,7 @@ const pageErrors: string[] = [];
 const header = () => page.locator(".app-header");
 const openTab = async (title: string) => {
   await page.getByRole("navigation", { name: "App" }).getByRole("link", { name: title, exact: true }).click();
-  await page.getByRole("region", { name: title }).waitFor();
+  await page.getByRole("region", { name: title, exact: true }).waitFor();
 };
 /** A screenshot of the page as it is now, which must have no serious or critical accessibility violation (axe-core). */
 async function shoot(step: string) {
@@ -70,7 +70,7 @@ describe("an app's page", () => {
     await header().getByText("running", { exact: true }).waitFor();
     const url = page.getByRole("link", { name: new RegExp(`^http://${APP_NAME}\\.localhost:${server.proxyPort}`) });
     await url.waitFor();
-    expect(await page.getByRole("region", { name: "Overview" }).getByText("128 MB").count()).toBe(1);
+    expect(await page.getByRole("region", { name: "Overview", exact: true }).getByText("128 MB").count()).toBe(1);
     const tabs = page.getByRole("navigation", { name: "App" }).getByRole("link");
     expect(await tabs.allTextContents()).toEqual(["Overview", "Logs", "Builds", "Environment", "Settings", "Domains", "Traffic", "Files"]);
     await shoot("overview");

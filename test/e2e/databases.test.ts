@@ -30,9 +30,9 @@ async function shoot(step: string) {
 }
 const openTab = async (title: string) => {
   await page.getByRole("navigation", { name: "Database" }).getByRole("link", { name: title, exact: true }).click();
-  await page.getByRole("region", { name: title }).waitFor();
+  await page.getByRole("region", { name: title, exact: true }).waitFor();
 };
-const backupRows = () => page.getByRole("region", { name: "Backups" }).getByRole("row");
+const backupRows = () => page.getByRole("region", { name: "Backups", exact: true }).getByRole("row");
 
 beforeAll(async () => {
   [server, chromium] = await Promise.all([TestServer.start(), launchBrowser()]);
@@ -128,7 +128,7 @@ describe("the databases section", () => {
 
   test("the operations history lists the create, backup, verify and restore", async () => {
     await openTab("History");
-    const history = page.getByRole("region", { name: "History" });
+    const history = page.getByRole("region", { name: "History", exact: true });
     for (const type of ["create", "verify", "restore"]) {
       await history.getByRole("row").filter({ has: page.getByRole("cell", { name: type, exact: true }) }).getByText("succeeded").first().waitFor({ timeout: 120_000 });
     }
@@ -138,7 +138,7 @@ describe("the databases section", () => {
 
   test("the logs show the engine's lines, with timestamps on request", async () => {
     await openTab("Logs");
-    const lines = page.getByRole("region", { name: "Log lines" });
+    const lines = page.getByRole("region", { name: "Log lines", exact: true });
     await lines.waitFor();
     expect((await lines.textContent())!.length).toBeGreaterThan(0);
     await page.getByLabel("Timestamps").check();

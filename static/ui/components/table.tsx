@@ -5,7 +5,7 @@ export function Table(props: { caption: string; headings: string[]; rows: Compon
   if (!props.rows.length) return <p class="empty">{props.empty}</p>;
   return (
     // A table wider than the screen scrolls inside its wrapper, which the keyboard can then reach.
-    <div class="table-wrap" tabIndex={0} role="region" aria-label={props.caption}>
+    <div class="table-wrap" tabIndex={0} role="region" aria-label={`${props.caption} (table)`}>
       <table>
         <caption class="visually-hidden">{props.caption}</caption>
         <thead>

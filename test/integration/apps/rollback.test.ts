@@ -291,10 +291,15 @@ describe("images kept for rollbacks (PLATFORM_APP_IMAGES_KEPT=1)", () => {
       if (!v1Build.imageKept) break;
     }
     expect(v1Build.imageKept).toBe(false);
-    expect(await localDriver().hasImage(v1Image)).toBe(false);
-    const v2Build = (await getBuild(keepingOne, keepingOneKey, v2.app.id, v2.buildId)) as any;
-    expect(v2Build.build.imageKept).toBe(true);
+    // The build is marked before the engine is asked, and the line is logged once it answered.
+    let v2Build: any;
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline; await Bun.sleep(200)) {
+      v2Build = await getBuild(keepingOne, keepingOneKey, v2.app.id, v2.buildId);
+      if (v2Build.log.includes("==> Removed the older image")) break;
+    }
     expect(v2Build.log).toContain(`==> Removed the older image ${v1Image}`);
+    expect(await localDriver().hasImage(v1Image)).toBe(false);
+    expect(v2Build.build.imageKept).toBe(true);
 
     const refused = await rollback(keepingOne, keepingOneKey, v1.app.id, v1.buildId);
     expect(refused.status).toBe(409);
