@@ -41,10 +41,11 @@ beforeAll(async () => {
   // The command line's key belongs to the workspace the owner's setup claims: the owner's own key.
   key = await ownerHoldingKey(server, OWNER, "app page test");
   const zip = appZip({
-    "package.json": JSON.stringify({ name: APP_NAME, main: "server.js" }),
+    // A Bun app: the settings form must show and keep a runtime other than the first choice.
+    "package.json": JSON.stringify({ name: APP_NAME, scripts: { start: "bun server.js" } }),
     "server.js": `require("http").createServer((req, res) => (console.log("request for " + req.url), res.end("hi " + (process.env.GREETING || "")))).listen(process.env.PORT, () => console.log(${JSON.stringify(PRINTED)}));\n`,
   });
-  const deployed = await deployZip(server, key.key, { name: APP_NAME, runtime: "node", memoryMB: "128" }, zip);
+  const deployed = await deployZip(server, key.key, { name: APP_NAME, runtime: "bun", memoryMB: "128" }, zip);
   if (deployed.status !== 202) throw new Error(`deploy refused: ${JSON.stringify(deployed.body)}`);
   appId = deployed.body.app.id;
   await waitForStatus(server, key.key, appId, ["running"]);
@@ -113,9 +114,14 @@ describe("an app's page", () => {
     }
     expect(await (await viaProxy(server, APP_NAME)).text()).toBe("hi from the dashboard");
 
-    // A saved variable is removed, after a confirmation (accepted by the dialog handler).
+    // A saved variable is removed, after a confirmation (accepted by the dialog handler); an edit
+    // not saved yet survives it.
+    await value.fill("edited, not saved");
     await page.getByRole("button", { name: "Remove MODE" }).click();
     await page.getByRole("status").getByText("Removed MODE. The app restarted without it.").waitFor();
+    expect(await value.inputValue()).toBe("edited, not saved");
+    await page.getByRole("button", { name: "Save 1 change" }).waitFor();
+    await page.getByRole("button", { name: "Undo the change of GREETING" }).click();
     expect((await server.request("GET", `/api/apps/${appId}/env`, { key: key.key })).body.envVars).toEqual({ GREETING: "from the dashboard", API_URL: "https://example.test/a b" });
     await waitForStatus(server, key.key, appId, ["running"]);
   });
@@ -135,6 +141,20 @@ describe("an app's page", () => {
     await page.emulateMedia({ colorScheme: "dark" });
     await shoot("settings-dark");
     await page.emulateMedia({ colorScheme: "light" });
+  });
+
+  test("a valid memory limit is saved alone: the runtime shown and kept is the app's own", async () => {
+    const buildsBefore = (await server.request("GET", `/api/apps/${appId}/builds`, { key: key.key })).body.builds.length;
+    await openTab("Settings");
+    expect(await page.getByLabel("Runtime").locator("option:checked").textContent()).toBe("Bun");
+    expect(await page.getByLabel("Builder").locator("option:checked").textContent()).toBe("Automatic");
+    await page.getByLabel("Memory (MB)").fill("192");
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await page.getByRole("status").getByText(/^Saved\./).waitFor();
+    const app = (await server.request("GET", `/api/apps/${appId}`, { key: key.key })).body.app;
+    expect({ memoryMB: app.memoryMB, runtime: app.runtime }).toEqual({ memoryMB: 192, runtime: "bun" });
+    expect((await server.request("GET", `/api/apps/${appId}/builds`, { key: key.key })).body.builds.length).toBe(buildsBefore);
+    await waitForStatus(server, key.key, appId, ["running"]);
   });
 
   test("stop, then start, from the header", async () => {

@@ -1,7 +1,7 @@
 // Environment tab: the app's variables with values hidden until revealed, edited in place, added
 // one by one or merged from pasted `.env` text, then saved at once (PUT merges; a change restarts
 // a running app, and the page says whether it did); a saved one is removed with DELETE.
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { api, segment } from "../../../api";
 import { ErrorText } from "../../../components/text";
 import { Spinner } from "../../../components/widgets";
@@ -40,8 +40,18 @@ export function EnvTab({ app, reloadApp }: TabProps) {
   const [error, setError] = useState("");
   const [busy, setBusy] = useState(false);
 
+  // A new read of the saved variables becomes the list, keeping the edits not saved yet (one
+  // variable removed while another is being edited keeps that edit).
+  const lastStored = useRef<Record<string, string> | null>(null);
   useEffect(() => {
-    if (saved.data) setDraft({ ...saved.data });
+    if (!saved.data) return;
+    const before = lastStored.current ?? {};
+    lastStored.current = saved.data;
+    setDraft((current) => {
+      const next = { ...saved.data! };
+      for (const [name, value] of Object.entries(current)) if (before[name] !== value) next[name] = value;
+      return next;
+    });
   }, [saved.data]);
 
   if (!saved.data) return saved.error ? <ErrorText message={saved.error} /> : <Spinner />;

@@ -1,7 +1,7 @@
 // Settings tab: PUT /api/apps/{id}/settings with only the fields the person changed. A refusal that
 // names a field ("Invalid body field 'memoryMB': ...") is shown beside that field, else under the form.
 import type { ComponentChildren } from "preact";
-import { useState } from "preact/hooks";
+import { useMemo, useState } from "preact/hooks";
 import { api, segment } from "../../../api";
 import { ErrorText } from "../../../components/text";
 import { Spinner } from "../../../components/widgets";
@@ -53,6 +53,18 @@ function CheckField({ name, label, checked, hint }: { name: string; label: strin
   );
 }
 
+/**
+ * A select's options with `current` chosen when the form is drawn (preact has no default value for
+ * a select); `current` does not change while the form is shown, so the person's choice stays.
+ */
+function options(choices: [value: string, label: string][], current: string) {
+  return choices.map(([value, label]) => (
+    <option value={value} selected={value === current}>
+      {label}
+    </option>
+  ));
+}
+
 /** The body of the PUT: only what differs from the app as loaded. */
 function changesOf(app: App, form: HTMLFormElement): Record<string, unknown> {
   const values = new FormData(form);
@@ -86,11 +98,13 @@ export function SettingsTab({ app, reloadApp }: TabProps) {
   const [notice, setNotice] = useState("");
   const [busy, setBusy] = useState(false);
   // The form's fields start from the app as loaded; a save remounts it with the app as saved.
+  // Changes are measured against that same app, not against a newer one read by the page's polling.
   const [revision, setRevision] = useState(0);
+  const formApp = useMemo(() => app, [revision]);
 
   const submit = async (event: SubmitEvent) => {
     event.preventDefault();
-    const body = changesOf(app, event.currentTarget as HTMLFormElement);
+    const body = changesOf(formApp, event.currentTarget as HTMLFormElement);
     setFieldErrors({});
     setFormError("");
     setNotice("");
@@ -122,50 +136,47 @@ export function SettingsTab({ app, reloadApp }: TabProps) {
         <fieldset>
           <legend>App</legend>
           <SettingField name="name" label="Name" error={error("name")} hint="Lowercase letters, digits and dashes">
-            {input("name", { defaultValue: app.name, autocomplete: "off", spellcheck: false })}
+            {input("name", { defaultValue: formApp.name, autocomplete: "off", spellcheck: false })}
           </SettingField>
           <SettingField name="subdomain" label="Subdomain" error={error("subdomain")} hint="Empty: no public address">
-            {input("subdomain", { defaultValue: app.subdomain ?? "", autocomplete: "off", spellcheck: false })}
+            {input("subdomain", { defaultValue: formApp.subdomain ?? "", autocomplete: "off", spellcheck: false })}
           </SettingField>
           <SettingField name="runtime" label="Runtime" error={error("runtime")}>
             {(ids) => (
-              <select id={ids.id} name="runtime" defaultValue={app.runtime} aria-describedby={ids.describedBy}>
-                <option value="node">Node.js</option>
-                <option value="bun">Bun</option>
-                <option value="python">Python</option>
+              <select id={ids.id} name="runtime" aria-describedby={ids.describedBy}>
+                {options([["node", "Node.js"], ["bun", "Bun"], ["python", "Python"]], formApp.runtime)}
               </select>
             )}
           </SettingField>
           <SettingField name="builder" label="Builder" error={error("builder")}>
             {(ids) => (
-              <select id={ids.id} name="builder" defaultValue={app.builder} aria-describedby={ids.describedBy}>
-                <option value="auto">Automatic</option>
-                <option value="dockerfile">The source's Dockerfile</option>
+              <select id={ids.id} name="builder" aria-describedby={ids.describedBy}>
+                {options([["auto", "Automatic"], ["dockerfile", "The source's Dockerfile"]], formApp.builder)}
               </select>
             )}
           </SettingField>
           <SettingField name="startupCommand" label="Startup command" error={error("startupCommand")} hint="auto: detected from the source">
-            {input("startupCommand", { defaultValue: app.startupCommand, autocomplete: "off", spellcheck: false })}
+            {input("startupCommand", { defaultValue: formApp.startupCommand, autocomplete: "off", spellcheck: false })}
           </SettingField>
           <SettingField name="exposePort" label="Port" error={error("exposePort")} hint="Given to the app as PORT; empty: 3000">
-            {input("exposePort", { type: "number", defaultValue: app.exposePort ?? "", min: 1, max: 65535 })}
+            {input("exposePort", { type: "number", defaultValue: formApp.exposePort ?? "", min: 1, max: 65535 })}
           </SettingField>
         </fieldset>
         <fieldset>
           <legend>Resources</legend>
           <SettingField name="memoryMB" label="Memory (MB)" error={error("memoryMB")} hint="64 to 16384">
-            {input("memoryMB", { type: "number", defaultValue: app.memoryMB, min: 64, max: 16384, step: 1 })}
+            {input("memoryMB", { type: "number", defaultValue: formApp.memoryMB, min: 64, max: 16384, step: 1 })}
           </SettingField>
           <SettingField name="cpus" label="CPUs" error={error("cpus")} hint="0.1 to 16; empty: the platform default">
-            {input("cpus", { type: "number", defaultValue: app.cpus, min: 0.1, max: 16, step: 0.1 })}
+            {input("cpus", { type: "number", defaultValue: formApp.cpus, min: 0.1, max: 16, step: 0.1 })}
           </SettingField>
         </fieldset>
         <fieldset>
           <legend>Behaviour</legend>
-          <CheckField name="autoRestart" label="Restart when it crashes" checked={app.autoRestart} hint="applied in place" />
-          <CheckField name="autoDeploy" label="Deploy on push" checked={app.autoDeploy} hint="repository apps" />
-          <CheckField name="httpsRedirect" label="Redirect HTTP to HTTPS" checked={app.httpsRedirect} hint="once a certificate serves it" />
-          <CheckField name="hsts" label="Send HSTS" checked={app.hsts} hint="browsers remember it for a year" />
+          <CheckField name="autoRestart" label="Restart when it crashes" checked={formApp.autoRestart} hint="applied in place" />
+          <CheckField name="autoDeploy" label="Deploy on push" checked={formApp.autoDeploy} hint="repository apps" />
+          <CheckField name="httpsRedirect" label="Redirect HTTP to HTTPS" checked={formApp.httpsRedirect} hint="once a certificate serves it" />
+          <CheckField name="hsts" label="Send HSTS" checked={formApp.hsts} hint="browsers remember it for a year" />
           {["autoRestart", "autoDeploy", "httpsRedirect", "hsts"].map((flag) => error(flag) && <p class="field-error" role="alert">{error(flag)}</p>)}
         </fieldset>
         <fieldset>
@@ -174,7 +185,7 @@ export function SettingsTab({ app, reloadApp }: TabProps) {
           <div class="rate-limit-fields">
             {RATE_LIMIT_FIELDS.map(([field, label]) => (
               <SettingField name={`rateLimits.${field}`} label={label} error={error(`rateLimits.${field}`)}>
-                {input(`rateLimits.${field}`, { type: "number", min: 1, max: 1000000, step: 1, defaultValue: app.rateLimits?.[field] ?? "", placeholder: String(app.effectiveRateLimits[field]) })}
+                {input(`rateLimits.${field}`, { type: "number", min: 1, max: 1000000, step: 1, defaultValue: formApp.rateLimits?.[field] ?? "", placeholder: String(formApp.effectiveRateLimits[field]) })}
               </SettingField>
             ))}
           </div>
