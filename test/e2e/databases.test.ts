@@ -84,10 +84,10 @@ describe("the databases section", () => {
   });
 
   test("the connection string is masked until revealed, and the live stats fill in", async () => {
-    const external = page.getByLabel("External connection string");
+    const external = page.getByRole("group", { name: "External connection string" }).locator("code");
     await external.waitFor();
     expect(await external.textContent()).not.toContain("postgresql://");
-    await page.getByRole("button", { name: "Reveal" }).first().click();
+    await page.getByRole("button", { name: "Reveal External connection string" }).click();
     const { body } = await server.request("GET", "/api/databases/", { key: key.key });
     const { body: one } = await server.request("GET", `/api/databases/${body.databases[0].id}`, { key: key.key });
     expect(await external.textContent()).toBe(one.database.connectionString);

@@ -1,7 +1,8 @@
-// A table with a caption for screen readers, or a sentence when it has no rows.
+// A table with a caption for screen readers, or a sentence when it has no rows. Tables that are
+// polled give each row a key, so a row keeps its focus and open state when the list changes.
 import type { ComponentChildren } from "preact";
 
-export function Table(props: { caption: string; headings: string[]; rows: ComponentChildren[][]; empty: string }) {
+export function Table(props: { caption: string; headings: string[]; rows: ComponentChildren[][]; empty: string; rowKeys?: string[] }) {
   if (!props.rows.length) return <p class="empty">{props.empty}</p>;
   return (
     // A table wider than the screen scrolls inside its wrapper, which the keyboard can then reach.
@@ -16,8 +17,8 @@ export function Table(props: { caption: string; headings: string[]; rows: Compon
           </tr>
         </thead>
         <tbody>
-          {props.rows.map((cells) => (
-            <tr>
+          {props.rows.map((cells, index) => (
+            <tr key={props.rowKeys?.[index]}>
               {cells.map((cell) => (
                 <td>{cell}</td>
               ))}

@@ -21,7 +21,8 @@ export function ErrorText({ message }: { message: string }) {
   );
 }
 
-export function CopyButton({ text }: { text: string }) {
+/** Copies `text`; `label` names what is copied when the button sits beside other copy buttons. */
+export function CopyButton({ text, label: what }: { text: string; label?: string }) {
   const [label, setLabel] = useState("Copy");
   const copy = async () => {
     try {
@@ -33,7 +34,7 @@ export function CopyButton({ text }: { text: string }) {
     setTimeout(() => setLabel("Copy"), 2000);
   };
   return (
-    <button type="button" onClick={copy}>
+    <button type="button" aria-label={what ? `${label} ${what}` : undefined} onClick={copy}>
       {label}
     </button>
   );

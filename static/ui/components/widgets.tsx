@@ -37,12 +37,12 @@ export function StatusBadge({ status }: { status: string }) {
 export function Secret({ value, label }: { value: string; label: string }) {
   const [shown, setShown] = useState(false);
   return (
-    <span class="secret">
-      <code aria-label={label}>{shown ? value : "•".repeat(Math.min(value.length, 24))}</code>
-      <button type="button" aria-pressed={shown} onClick={() => setShown(!shown)}>
+    <span class="secret" role="group" aria-label={label}>
+      <code>{shown ? value : "•".repeat(Math.min(value.length, 24))}</code>
+      <button type="button" aria-pressed={shown} aria-label={`${shown ? "Hide" : "Reveal"} ${label}`} onClick={() => setShown(!shown)}>
         {shown ? "Hide" : "Reveal"}
       </button>
-      <CopyButton text={value} />
+      <CopyButton text={value} label={label} />
     </span>
   );
 }

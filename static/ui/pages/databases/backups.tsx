@@ -12,11 +12,13 @@ import { databasePath, everyFewSeconds, formatBytes, type Backup, type BackupSum
 export function BackupsTab({ database, summary, onChanged }: { database: Database; summary: BackupSummary; onChanged: () => Promise<void> }) {
   const [backups, setBackups] = useState<Backup[] | null>(null);
   const [listError, setListError] = useState("");
+  const [actionError, setActionError] = useState("");
   const [restoring, setRestoring] = useState<Backup | null>(null);
   const [notice, setNotice] = useState("");
   const load = async () => {
     try {
       setBackups((await api<{ backups: Backup[] }>("GET", databasePath(database.id, "/backups"))).backups);
+      setListError("");
     } catch (failure) {
       setListError((failure as Error).message);
     }
@@ -53,10 +55,11 @@ export function BackupsTab({ database, summary, onChanged }: { database: Databas
       <p class="muted">
         Newest completed backup: <When iso={summary.lastCompletedAt} empty="none yet" />
       </p>
-      <ActionButton class="primary" run={backUp} onError={setListError}>
+      <ActionButton class="primary" run={backUp} onError={setActionError}>
         Back up now
       </ActionButton>
       <div role="status">{notice && <p>{notice}</p>}</div>
+      <ErrorText message={actionError} />
       <ErrorText message={listError} />
       {restoring && (
         <div class="db-confirm">
@@ -75,6 +78,7 @@ export function BackupsTab({ database, summary, onChanged }: { database: Databas
           caption="Backups"
           headings={["Taken", "Type", "Status", "Size", "Verified", ""]}
           empty="No backups yet."
+          rowKeys={backups.map((backup) => backup.id)}
           rows={backups.map((backup) => [
             <When iso={backup.createdAt} />,
             backup.type,
@@ -89,7 +93,7 @@ export function BackupsTab({ database, summary, onChanged }: { database: Databas
                 <a href={databasePath(database.id, `/backups/${encodeURIComponent(backup.id)}/download`)} download>
                   Download
                 </a>
-                <ActionButton run={() => verify(backup)} onError={setListError} label={`Verify backup of ${backup.createdAt}`}>
+                <ActionButton run={() => verify(backup)} onError={setActionError} label={`Verify backup of ${backup.createdAt}`}>
                   Verify
                 </ActionButton>
                 <button type="button" aria-label={`Restore backup of ${backup.createdAt}`} onClick={() => setRestoring(backup)}>

@@ -137,7 +137,7 @@ function OverviewTab({ database }: { database: Database }) {
       <div class="db-charts">
         <Sparkline title="CPU" unit="%" values={samples.map((stats) => stats.cpuPercent)} />
         <Sparkline title="Memory" unit=" MB" values={samples.map((stats) => stats.memoryUsedBytes / 1048576)} />
-        <Sparkline title="Network in" unit=" KB" values={samples.map((stats) => stats.networkRxBytes / 1024)} />
+        <Sparkline title="Network in per reading" unit=" KB" values={samples.slice(1).map((stats, index) => Math.max(0, stats.networkRxBytes - samples[index]!.networkRxBytes) / 1024)} />
       </div>
     </>
   );
@@ -190,6 +190,7 @@ export function HistoryTab({ database }: { database: Database }) {
           caption="Operations"
           headings={["Operation", "Status", "By", "Started", "Finished", "Error"]}
           empty="No operations yet."
+          rowKeys={history.data.map((operation) => operation.id)}
           rows={history.data.map((operation) => [
             operation.type,
             <StatusBadge status={operation.status} />,

@@ -15,7 +15,7 @@ import { ENGINES, engineName, everyFewSeconds, type Database } from "./types";
 export function DatabasesSection({ route }: { route: string[] }) {
   const [databaseId, tab = "overview"] = route;
   if (databaseId === "new") return <NewDatabase />;
-  if (databaseId) return <DatabasePage databaseId={databaseId} tab={tab} />;
+  if (databaseId) return <DatabasePage key={databaseId} databaseId={databaseId} tab={tab} />;
   return <DatabaseList />;
 }
 
@@ -38,6 +38,7 @@ function DatabaseList() {
           caption="Databases"
           headings={["Name", "Engine", "Status", "Memory", "Created"]}
           empty="No databases yet. Create one: PostgreSQL, MySQL, MongoDB or Redis."
+          rowKeys={list.data.map((database) => database.id)}
           rows={list.data.map((database) => [
             <a href={href("databases", database.id)}>{database.name}</a>,
             `${engineName(database.engine)} ${database.version}`,

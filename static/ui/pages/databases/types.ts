@@ -92,8 +92,8 @@ export function formatBytes(bytes: number | null | undefined): string {
   return `${unit === 0 ? value : value.toFixed(1)} ${UNITS[unit]}`;
 }
 
-/** Calls `tick` every `ms` (not at once) until the answered stop is called. */
+/** Calls `tick` every `ms` (not at once, and not while the tab is hidden) until the answered stop is called. */
 export function everyFewSeconds(tick: () => void, ms: number): () => void {
-  const timer = setInterval(tick, ms);
+  const timer = setInterval(() => document.hidden || tick(), ms);
   return () => clearInterval(timer);
 }

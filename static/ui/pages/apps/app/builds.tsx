@@ -91,6 +91,7 @@ export function BuildsTab({ app, reloadApp, rest }: TabProps) {
           caption="Builds, newest first"
           headings={["Build", "Status", "Trigger", "Commit", "Started", "Duration", "Actions"]}
           empty="No builds yet."
+          rowKeys={builds.data.map((build) => build.id)}
           rows={builds.data.map((build) => [
             <a href={href("apps", app.id, "builds", build.id)}>
               <code>{build.id}</code>

@@ -57,6 +57,7 @@ export function DomainsTab({ app }: TabProps) {
           caption="The app's domains"
           headings={["Domain", "Certificate", "DNS", "Added", "Actions"]}
           empty="No custom domains yet."
+          rowKeys={domains.data.map((domain) => domain.id)}
           rows={domains.data.map((domain) => [
             <a href={domain.url} target="_blank" rel="noopener noreferrer">
               {domain.unicodeDomain}

@@ -108,7 +108,7 @@ export function AppPage({ appId, tab, rest }: { appId: string; tab?: string; res
   const current = TABS.find((candidate) => candidate.id === (tab ?? "overview")) ?? TABS[0]!;
 
   useEffect(() => {
-    const timer = setInterval(() => void loaded.reload(), STATUS_REFRESH_MS);
+    const timer = setInterval(() => document.hidden || void loaded.reload(), STATUS_REFRESH_MS);
     return () => clearInterval(timer);
   }, [loaded.reload]);
   useEffect(() => {

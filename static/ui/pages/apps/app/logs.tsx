@@ -1,9 +1,10 @@
 // Logs tab: the app's last lines (tail, timestamps), followed live on demand, filtered by a search
 // over the lines loaded.
 import { useEffect, useMemo, useState } from "preact/hooks";
-import { api, followLines, segment } from "../../../api";
+import { api, ApiError, followLines, segment } from "../../../api";
 import { ErrorText } from "../../../components/text";
 import { Spinner } from "../../../components/widgets";
+import { useSession } from "../../../session";
 import type { TabProps } from "./types";
 
 /** Lines kept on the page while following: older ones are dropped. */
@@ -17,6 +18,11 @@ export function LogsTab({ app }: TabProps) {
   const [lines, setLines] = useState<string[] | null>(null);
   const [error, setError] = useState("");
   const [reloads, setReloads] = useState(0);
+  const { ended } = useSession();
+  const fail = (failure: unknown) => {
+    if (failure instanceof ApiError && failure.status === 401) ended("Your session ended. Log in again.");
+    else setError((failure as Error).message);
+  };
 
   useEffect(() => {
     const query = `tail=${tail}&timestamps=${timestamps}`;
@@ -27,7 +33,7 @@ export function LogsTab({ app }: TabProps) {
     if (!follow) {
       api<{ lines: string[] }>("GET", path)
         .then((answer) => !controller.signal.aborted && setLines(answer.lines))
-        .catch((failure) => !controller.signal.aborted && setError((failure as Error).message));
+        .catch((failure) => !controller.signal.aborted && fail(failure));
       return () => controller.abort();
     }
     setLines([]);
@@ -41,7 +47,7 @@ export function LogsTab({ app }: TabProps) {
     }, 200);
     followLines(`${path}&follow=true`, (line) => line && pending.push(line), controller.signal)
       .then(() => !controller.signal.aborted && setError("The log stream ended."))
-      .catch((failure) => !controller.signal.aborted && setError((failure as Error).message));
+      .catch((failure) => !controller.signal.aborted && fail(failure));
     return () => {
       controller.abort();
       clearInterval(flush);

@@ -59,7 +59,7 @@ export function TrafficTab({ app }: TabProps) {
       }
     };
     void read();
-    const timer = setInterval(read, TRAFFIC_REFRESH_MS);
+    const timer = setInterval(() => document.hidden || void read(), TRAFFIC_REFRESH_MS);
     return () => {
       stopped = true;
       clearInterval(timer);

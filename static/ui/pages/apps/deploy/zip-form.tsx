@@ -30,6 +30,7 @@ export function ZipDeployForm({ onStarted }: { onStarted: (started: StartedDeplo
   const chooseFile = (event: Event) => {
     setFile((event.currentTarget as HTMLInputElement).files?.[0] ?? null);
     setVariables(null);
+    setEnvValues({});
     setCheckError("");
   };
 

@@ -2,7 +2,7 @@
 // place, forms to create a file or folder in it, and the bulk rename of everything under it.
 import { useState } from "preact/hooks";
 import { api, segment } from "../../../api";
-import { Field, Form, type FormValues } from "../../../components/form";
+import { ActionButton, Field, Form, type FormValues } from "../../../components/form";
 import { ErrorText, When } from "../../../components/text";
 import { Spinner } from "../../../components/widgets";
 import { useLoad } from "../../../session";
@@ -29,13 +29,8 @@ function EntryActions({ appId, entry, changed }: { appId: string; entry: FileEnt
     await changed();
   };
   const remove = async () => {
-    setError("");
-    try {
-      await api("POST", `${base}/delete`, { path: entry.path });
-      await changed();
-    } catch (failure) {
-      setError((failure as Error).message);
-    }
+    await api("POST", `${base}/delete`, { path: entry.path });
+    await changed();
   };
   if (mode === "rename")
     return (
@@ -50,7 +45,9 @@ function EntryActions({ appId, entry, changed }: { appId: string; entry: FileEnt
     return (
       <div class="files-inline" role="group" aria-label={`Delete ${entry.name}?`}>
         <span>Delete {entry.type === "dir" ? "this folder and everything in it" : "this file"}?</span>
-        <button type="button" class="danger" onClick={remove}>Yes, delete {entry.name}</button>
+        <ActionButton class="danger" run={remove} onError={setError}>
+          Yes, delete {entry.name}
+        </ActionButton>
         <button type="button" onClick={() => setMode("idle")}>Cancel</button>
         <ErrorText message={error} />
       </div>
