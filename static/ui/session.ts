@@ -1,7 +1,7 @@
 // Who is logged in (GET /api/auth/session), shared with every page of the workspace, and how a
 // page says the session ended (any 401): the dashboard then shows the login again.
 import { createContext } from "preact";
-import { useCallback, useContext, useEffect, useState } from "preact/hooks";
+import { useCallback, useContext, useEffect, useRef, useState } from "preact/hooks";
 import { ApiError } from "./api";
 
 export interface Session {
@@ -35,24 +35,28 @@ export interface Loaded<Data> {
 
 /**
  * What a page shows, loaded when it mounts and again on reload(). A 401 ends the session; any other
- * failure is the page's `error`.
+ * failure is the page's `error`. An answer belongs to the dependencies it was asked with: once they
+ * change (another folder, another app), the previous answer is no longer shown, and a late answer
+ * to an earlier question is dropped.
  */
 export function useLoad<Data>(load: () => Promise<Data>, dependencies: unknown[] = []): Loaded<Data> {
   const { ended } = useSession();
-  const [data, setData] = useState<Data | null>(null);
-  const [error, setError] = useState("");
+  const [answer, setAnswer] = useState<{ to: unknown; data: Data | null; error: string }>({ to: null, data: null, error: "" });
+  const currentReload = useRef<unknown>(null);
   const reload = useCallback(async () => {
     try {
-      setData(await load());
-      setError("");
+      const data = await load();
+      if (currentReload.current === reload) setAnswer({ to: reload, data, error: "" });
     } catch (failure) {
       if (failure instanceof ApiError && failure.status === 401) ended("Your session ended. Log in again.");
-      else setError((failure as Error).message);
+      else if (currentReload.current === reload) setAnswer((previous) => ({ to: reload, data: previous.to === reload ? previous.data : null, error: (failure as Error).message }));
     }
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, dependencies);
+  currentReload.current = reload;
   useEffect(() => {
     void reload();
   }, [reload]);
-  return { data, error, reload };
+  const current = answer.to === reload;
+  return { data: current ? answer.data : null, error: current ? answer.error : "", reload };
 }

@@ -31,6 +31,11 @@ async function shoot(step: string) {
 }
 const listing = () => page.locator("table.files-listing");
 const names = async () => (await listing().locator("tbody tr td:first-child").allTextContents()).map((name) => name.trim());
+/** Waits for a folder's heading and then its listing (a spinner shows while it loads). */
+async function opened(heading: string) {
+  await page.getByRole("heading", { name: heading }).waitFor();
+  await listing().waitFor();
+}
 
 beforeAll(async () => {
   [server, chromium] = await Promise.all([TestServer.start(), launchBrowser()]);
@@ -62,17 +67,16 @@ describe("an app's file manager", () => {
     await page.goto(`${server.baseUrl}/#/apps/${appId}/files`);
     await logInThroughPage(page, OWNER);
 
-    await page.getByRole("heading", { name: "Root folder" }).waitFor();
-    await listing().waitFor();
+    await opened("Root folder");
     expect(await names()).toEqual(["notes/", "package.json", "server.js"]);
     const serverRow = listing().getByRole("row", { name: /server\.js/ });
     expect(await serverRow.textContent()).toContain(`${serverSource("first version").length} B`);
 
     await listing().getByRole("link", { name: "notes/" }).click();
-    await page.getByRole("heading", { name: "Folder notes" }).waitFor();
+    await opened("Folder notes");
     expect(await names()).toEqual(["a.md", "a.txt", "b.txt"]);
     await page.getByRole("navigation", { name: "Folder path" }).getByRole("link", { name: "Files" }).click();
-    await page.getByRole("heading", { name: "Root folder" }).waitFor();
+    await opened("Root folder");
     await shoot("tree");
   });
 
@@ -111,7 +115,7 @@ describe("an app's file manager", () => {
 
   test("a file created, renamed and deleted in the page", async () => {
     await page.getByRole("link", { name: "Back to the folder" }).click();
-    await page.getByRole("heading", { name: "Root folder" }).waitFor();
+    await opened("Root folder");
     await page.getByLabel("New file name").fill("draft.txt");
     await page.getByRole("button", { name: "Create file" }).click();
     await listing().getByRole("link", { name: "draft.txt" }).waitFor();
@@ -136,7 +140,7 @@ describe("an app's file manager", () => {
 
   test("a bulk rename previews a conflict, and the row set to rename gets a free name", async () => {
     await listing().getByRole("link", { name: "notes/" }).click();
-    await page.getByRole("heading", { name: "Folder notes" }).waitFor();
+    await opened("Folder notes");
     const form = page.getByRole("form", { name: "Bulk rename" });
     await form.getByLabel("Find").fill(".txt");
     await form.getByLabel("Replace with").fill(".md");
