@@ -1,7 +1,8 @@
 // The databases section in headless Chromium against the real server and engine (the stand-in
 // PostgreSQL image): the owner logs in through the page, creates a PostgreSQL database there,
 // waits for it to run, reveals its connection string, backs it up, verifies and restores the
-// backup after typing the name, finds those in the operations history, and deletes the database.
+// backup after typing the name, finds those in the operations history, uploads a dump, sets and
+// clears a backup schedule, changes the memory, rotates the password, and deletes the database.
 // The steps build on each other (one database), so they run in order.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Page } from "playwright-core";
@@ -39,7 +40,14 @@ beforeAll(async () => {
   key = await ownerHoldingKey(server, OWNER, "databases page test");
   page = chromium.context.pages()[0] ?? (await chromium.context.newPage());
   collectPageErrors(page, pageErrors);
+  // Rotating the password asks for confirmation.
+  page.on("dialog", (dialog) => dialog.accept());
 });
+
+async function theDatabase() {
+  const { body } = await server.request("GET", "/api/databases/", { key: key.key });
+  return (await server.request("GET", `/api/databases/${body.databases[0].id}`, { key: key.key })).body.database;
+}
 
 afterAll(async () => {
   // Whatever the page managed, nothing is left behind.
@@ -153,6 +161,64 @@ describe("the databases section", () => {
     await heading.getByRole("button", { name: "Start" }).click();
     await heading.getByText("running", { exact: true }).waitFor({ timeout: 120_000 });
     await shoot("restarted");
+  });
+
+  test("a dump downloaded from a backup is uploaded as a backup of its own", async () => {
+    await openTab("Backups");
+    const database = await theDatabase();
+    const { body } = await server.request("GET", `/api/databases/${database.id}/backups`, { key: key.key });
+    const manual = body.backups.find((backup: { type: string }) => backup.type === "manual");
+    const dump = await fetch(`${server.baseUrl}/api/databases/${database.id}/backups/${manual.id}/download`, { headers: { authorization: `Bearer ${key.key}` } });
+    expect(dump.status).toBe(200);
+    const form = page.getByRole("form", { name: "Upload a dump" });
+    await form.getByLabel("Dump file").setInputFiles({ name: "orders.sql.gz", mimeType: "application/gzip", buffer: Buffer.from(await dump.arrayBuffer()) });
+    await form.getByRole("button", { name: "Upload" }).click();
+    await backupRows().filter({ hasText: "uploaded" }).getByText("completed").waitFor({ timeout: 60_000 });
+  });
+
+  test("a backup schedule with a wrong cron is refused in the form, then set, shown and cleared", async () => {
+    const form = page.getByRole("form", { name: "Backup schedule" });
+    await form.getByLabel("When (cron, UTC)").fill("every night");
+    await form.getByRole("button", { name: "Set schedule" }).click();
+    await form.getByRole("alert").getByText(/\S/).waitFor();
+    const { id } = await theDatabase();
+    expect((await server.request("GET", `/api/databases/${id}/backup-schedule`, { key: key.key })).body.schedule).toBeNull();
+
+    await form.getByLabel("When (cron, UTC)").fill("0 3 * * *");
+    await form.getByLabel("Keep the last").fill("5");
+    await form.getByLabel("Verify each scheduled backup").check();
+    await form.getByRole("button", { name: "Set schedule" }).click();
+    await page.getByText(/^Next run/).waitFor();
+    const { schedule } = (await server.request("GET", `/api/databases/${id}/backup-schedule`, { key: key.key })).body;
+    expect({ cron: schedule.cron, keepLast: schedule.keepLast, verify: schedule.verify }).toEqual({ cron: "0 3 * * *", keepLast: 5, verify: true });
+    await shoot("schedule");
+
+    await page.getByRole("button", { name: "Clear schedule" }).click();
+    await page.getByText("No schedule: backups are taken only when you ask.").waitFor();
+    expect((await server.request("GET", `/api/databases/${id}/backup-schedule`, { key: key.key })).body.schedule).toBeNull();
+  });
+
+  test("the memory is changed in the settings, and a rotated password changes the connection string", async () => {
+    await openTab("Settings");
+    await page.getByLabel("Memory (MB)").fill("384");
+    await page.getByRole("button", { name: "Save", exact: true }).click();
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline && (await theDatabase()).memoryMB !== 384; ) await Bun.sleep(200);
+    expect((await theDatabase()).memoryMB).toBe(384);
+
+    const before = (await theDatabase()).connectionString;
+    await page.getByRole("button", { name: "Rotate password" }).click();
+    await page.getByText("Password rotation started").waitFor();
+    for (const deadline = Date.now() + 60_000; Date.now() < deadline && (await theDatabase()).connectionString === before; ) await Bun.sleep(500);
+    const after = (await theDatabase()).connectionString;
+    expect(after).not.toBe(before);
+
+    // The overview shows the new one.
+    await openTab("Overview");
+    await page.getByRole("button", { name: "Reveal External connection string" }).click();
+    const external = page.getByRole("group", { name: "External connection string" }).locator("code");
+    await page.waitForFunction((expected) => document.querySelector(".secret code")?.textContent === expected, after, { timeout: 15_000 });
+    expect(await external.textContent()).toBe(after);
+    await page.locator(".db-heading").getByText("running", { exact: true }).waitFor({ timeout: 60_000 });
   });
 
   test("the database is deleted once its name is typed", async () => {
