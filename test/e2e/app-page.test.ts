@@ -9,6 +9,7 @@ import { TestServer, type CreatedKey } from "../helpers/server";
 import { launchBrowser, type TestBrowser } from "../helpers/browser";
 import { appZip, deleteAllApps, deployZip, viaProxy, waitForStatus } from "../helpers/apps";
 import { seriousViolations } from "../helpers/axe";
+import { makeCertificate } from "../helpers/certificates";
 import { ownerHoldingKey, collectPageErrors, logInThroughPage } from "../helpers/dashboard-page";
 
 setDefaultTimeout(120_000);
@@ -207,7 +208,29 @@ describe("an app's page", () => {
     const row = page.getByRole("row", { name: /www\.app-page\.example\.test/ });
     await row.waitFor();
     expect(await row.locator(".badge").count()).toBe(2);
+
+    // A certificate of the person's own: one for another name is refused with the reason, in the form.
+    await page.getByRole("button", { name: "Own certificate for www.app-page.example.test" }).click();
+    const form = page.getByRole("form", { name: "Upload a certificate for www.app-page.example.test" });
+    const wrong = await makeCertificate({ names: ["other.example.test"] });
+    await form.getByLabel("Certificate (PEM, the chain after it)").fill(wrong.chainPem);
+    await form.getByLabel("Private key (PEM)").fill(wrong.keyPem);
+    await form.getByRole("button", { name: "Use this certificate" }).click();
+    await form.getByRole("alert").getByText(/www\.app-page\.example\.test/).waitFor();
+    const own = await makeCertificate({ names: ["www.app-page.example.test"] });
+    await form.getByLabel("Certificate (PEM, the chain after it)").fill(own.chainPem);
+    await form.getByLabel("Private key (PEM)").fill(own.keyPem);
+    await form.getByRole("button", { name: "Use this certificate" }).click();
+    await row.getByRole("button", { name: "Back to automatic" }).waitFor();
+    await row.getByText("issued", { exact: true }).waitFor();
+    await row.getByText("your own", { exact: true }).waitFor();
+    const { body } = await server.request("GET", `/api/apps/${appId}/domains`, { key: key.key });
+    expect(body.domains[0].certificate).toMatchObject({ status: "issued", source: "uploaded" });
     await shoot("domains");
+
+    await row.getByRole("button", { name: "Back to automatic" }).click();
+    await row.getByRole("button", { name: "Back to automatic" }).waitFor({ state: "detached" });
+    expect((await server.request("GET", `/api/apps/${appId}/domains`, { key: key.key })).body.domains[0].certificate.source).not.toBe("uploaded");
     await page.getByRole("button", { name: "Remove www.app-page.example.test" }).click();
     await page.getByText("No custom domains yet.").waitFor();
   });

@@ -1,5 +1,5 @@
 // Domains tab: the app's own host names, each with its certificate and whether its DNS points here;
-// add one, remove one.
+// add one, remove one, give one a certificate of its own (PEM) or send it back to automatic ones.
 import { useState } from "preact/hooks";
 import { api, segment } from "../../../api";
 import { ActionButton, Field, Form } from "../../../components/form";
@@ -19,14 +19,23 @@ interface AppDomain {
   createdAt: string;
 }
 
+/** Where a served certificate came from, in words. */
+const CERTIFICATE_SOURCES: Record<string, string> = { acme: "from the ACME CA", uploaded: "your own", platform: "the platform's own" };
+
 export function DomainsTab({ app }: TabProps) {
   const base = `/api/apps/${segment(app.id)}/domains`;
   const domains = useLoad(() => api<{ domains: AppDomain[] }>("GET", base).then(({ domains }) => domains), [app.id]);
   const [error, setError] = useState("");
+  const [certifying, setCertifying] = useState<AppDomain | null>(null);
 
   const add = async (values: Record<string, string>, form: HTMLFormElement) => {
     await api("POST", base, { domain: values.domain!.trim() });
     form.reset();
+    await domains.reload();
+  };
+  const automatic = async (domain: AppDomain) => {
+    if (!confirm(`Stop serving your own certificate for ${domain.unicodeDomain}? The platform's certificates take over.`)) return;
+    await api("DELETE", `${base}/${segment(domain.id)}/certificate`);
     await domains.reload();
   };
   const remove = async (domain: AppDomain) => {
@@ -64,6 +73,7 @@ export function DomainsTab({ app }: TabProps) {
             </a>,
             <div class="domain-status">
               <StatusBadge status={domain.certificate.status} />
+              {domain.certificate.source && <small>{CERTIFICATE_SOURCES[domain.certificate.source] ?? domain.certificate.source}</small>}
               {domain.certificate.expiresAt && (
                 <small>
                   expires <When iso={domain.certificate.expiresAt} />
@@ -76,12 +86,69 @@ export function DomainsTab({ app }: TabProps) {
               {domain.dns.message && <small>{domain.dns.message}</small>}
             </div>,
             <When iso={domain.createdAt} />,
-            <ActionButton class="danger" label={`Remove ${domain.unicodeDomain}`} run={() => remove(domain)} onError={setError}>
-              Remove
-            </ActionButton>,
+            <span class="domain-actions">
+              <button type="button" aria-label={`Own certificate for ${domain.unicodeDomain}`} onClick={() => setCertifying(domain)}>
+                Own certificate…
+              </button>
+              {domain.certificate.source === "uploaded" && (
+                <ActionButton label={`Back to automatic certificates for ${domain.unicodeDomain}`} run={() => automatic(domain)} onError={setError}>
+                  Back to automatic
+                </ActionButton>
+              )}
+              <ActionButton class="danger" label={`Remove ${domain.unicodeDomain}`} run={() => remove(domain)} onError={setError}>
+                Remove
+              </ActionButton>
+            </span>,
           ])}
         />
       )}
+      {certifying && (
+        <CertificateForm
+          key={certifying.id}
+          path={`${base}/${segment(certifying.id)}/certificate`}
+          domain={certifying.unicodeDomain}
+          onDone={async () => {
+            setCertifying(null);
+            await domains.reload();
+          }}
+          onCancel={() => setCertifying(null)}
+        />
+      )}
     </>
+  );
+}
+
+/** A certificate of the person's own for one domain: the PEM chain and its key, pasted or read from files. */
+function CertificateForm(props: { path: string; domain: string; onDone(): Promise<void>; onCancel(): void }) {
+  const [certificate, setCertificate] = useState("");
+  const [privateKey, setPrivateKey] = useState("");
+  const upload = async () => {
+    await api("PUT", props.path, { certificate, privateKey });
+    await props.onDone();
+  };
+  const readInto = (set: (text: string) => void) => async (event: Event) => {
+    const file = (event.currentTarget as HTMLInputElement).files?.[0];
+    if (file) set(await file.text());
+  };
+  return (
+    <section class="domain-certificate" aria-label={`Own certificate for ${props.domain}`}>
+      <h3>Own certificate for {props.domain}</h3>
+      <p class="muted">Served from the next connection on, in place of an automatic one. It must name the domain, match its key and be valid now.</p>
+      <Form label={`Upload a certificate for ${props.domain}`} submitText="Use this certificate" onSubmit={upload}>
+        <label class="field">
+          <span class="field-label">Certificate (PEM, the chain after it)</span>
+          <textarea rows={6} required spellcheck={false} value={certificate} placeholder="-----BEGIN CERTIFICATE-----" onInput={(event) => setCertificate((event.currentTarget as HTMLTextAreaElement).value)} />
+        </label>
+        <Field label="or read the certificate from a file" type="file" accept=".pem,.crt,.cer" onChange={readInto(setCertificate)} />
+        <label class="field">
+          <span class="field-label">Private key (PEM)</span>
+          <textarea rows={6} required spellcheck={false} value={privateKey} placeholder="-----BEGIN PRIVATE KEY-----" onInput={(event) => setPrivateKey((event.currentTarget as HTMLTextAreaElement).value)} />
+        </label>
+        <Field label="or read the key from a file" type="file" accept=".pem,.key" onChange={readInto(setPrivateKey)} />
+      </Form>
+      <button type="button" class="quiet" onClick={props.onCancel}>
+        Cancel
+      </button>
+    </section>
   );
 }
