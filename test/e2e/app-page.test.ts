@@ -180,6 +180,22 @@ describe("an app's page", () => {
     await (await viaProxy(server, APP_NAME, "/followed-live")).text();
     await lines.getByText("request for /followed-live").waitFor({ timeout: 30_000 });
 
+    // A restart ends the container's stream: the tab follows again, with nothing shown twice.
+    const printedBefore = ((await lines.textContent()) ?? "").split(PRINTED).length - 1;
+    await page.getByRole("button", { name: "Restart", exact: true }).click();
+    await waitForStatus(server, key.key, appId, ["running"]);
+    await page.waitForFunction(
+      ([printed, before]) => (document.querySelector("pre.log-view")?.textContent ?? "").split(printed as string).length - 1 > (before as number),
+      [PRINTED, printedBefore] as const,
+      { timeout: 30_000 },
+    );
+    await (await viaProxy(server, APP_NAME, "/after-restart")).text();
+    await lines.getByText("request for /after-restart").waitFor({ timeout: 30_000 });
+    await page.getByText("· following").waitFor();
+    const shownLines = ((await lines.textContent()) ?? "").split("\n");
+    expect(shownLines.filter((line) => line === "request for /followed-live")).toHaveLength(1);
+    expect(shownLines.filter((line) => line === PRINTED)).toHaveLength(printedBefore + 1);
+
     await page.getByLabel("Search").fill("no such words anywhere");
     await page.getByText(/^0 of \d+ lines match/).waitFor();
     await page.getByLabel("Search").fill("app page test");
