@@ -4,6 +4,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api } from "../../api";
 import { ActionButton, Field, Form } from "../../components/form";
 import { Table } from "../../components/table";
+import { LogOptions } from "../../components/log-options";
 import { ErrorText, When } from "../../components/text";
 import { ConfirmByName, Secret, Spinner, Sparkline, StatusBadge, Tabs } from "../../components/widgets";
 import { href } from "../../router";
@@ -154,18 +155,7 @@ function LogsTab({ database }: { database: Database }) {
     <>
       <h2>Logs</h2>
       <div class="db-toolbar">
-        <label class="field">
-          <span class="field-label">Lines</span>
-          <select value={String(tail)} onChange={(event) => setTail(Number((event.currentTarget as HTMLSelectElement).value))}>
-            {[100, 500, 2000].map((count) => (
-              <option value={String(count)}>{`Last ${count}`}</option>
-            ))}
-          </select>
-        </label>
-        <label class="db-check">
-          <input type="checkbox" checked={timestamps} onChange={(event) => setTimestamps((event.currentTarget as HTMLInputElement).checked)} />
-          Timestamps
-        </label>
+        <LogOptions tail={tail} tails={[100, 500, 2000]} onTail={setTail} timestamps={timestamps} onTimestamps={setTimestamps} />
         <button type="button" onClick={() => void logs.reload()}>
           Refresh
         </button>

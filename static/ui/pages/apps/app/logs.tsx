@@ -3,6 +3,7 @@
 // release): the tab then follows again, as `heroku logs --tail` does, skipping what it has shown.
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { api, ApiError, followLines, segment } from "../../../api";
+import { LogOptions } from "../../../components/log-options";
 import { ErrorText } from "../../../components/text";
 import { Spinner } from "../../../components/widgets";
 import { useSession } from "../../../session";
@@ -101,18 +102,7 @@ export function LogsTab({ app }: TabProps) {
     <>
       <h2>Logs</h2>
       <div class="log-controls">
-        <label class="field">
-          <span class="field-label">Lines</span>
-          <select value={String(tail)} onChange={(event) => setTail(Number((event.currentTarget as HTMLSelectElement).value))}>
-            {[50, 100, 500, 1000, 5000].map((count) => (
-              <option value={String(count)}>{`Last ${count}`}</option>
-            ))}
-          </select>
-        </label>
-        <label class="check">
-          <input type="checkbox" checked={timestamps} onChange={(event) => setTimestamps((event.currentTarget as HTMLInputElement).checked)} />
-          Timestamps
-        </label>
+        <LogOptions tail={tail} tails={[50, 100, 500, 1000, 5000]} onTail={setTail} timestamps={timestamps} onTimestamps={setTimestamps} />
         <label class="check">
           <input type="checkbox" role="switch" checked={follow} onChange={(event) => setFollow((event.currentTarget as HTMLInputElement).checked)} />
           Follow
