@@ -9,14 +9,14 @@
 import type { Socket } from "bun";
 import type { CidrRange } from "../http/trusted-proxies";
 import { Exchange } from "./exchange";
-import { HeadError, headText, indexOfHeadEnd, MAX_HEAD_BYTES, parseRequestHead, type RequestHead } from "./http1";
-import { clientIdentityOf, headerValue, requestIdOf, upstreamRequestHead } from "./forwarding";
+import { HeadError, headerValue, headText, indexOfHeadEnd, MAX_HEAD_BYTES, parseRequestHead, type RequestHead } from "./http1";
+import { clientIdentityOf, requestIdOf, upstreamRequestHead } from "./forwarding";
 import { challengeAnswer, httpsRedirectAnswer, proxyErrorAnswer, type ProxyErrorCode } from "./pages";
 import { refusalHeaders, type ProxyRateLimiter } from "./rate-limit";
 import { hostNameOf, type ProxyRoutes } from "./routes";
 import type { TrafficRecorder } from "./traffic";
 import type { UpstreamPools } from "./upstream-pool";
-import { headForSocket, joined, SocketWriter } from "./socket-writer";
+import { joined, SocketWriter } from "./socket-writer";
 
 export interface ProxyTimeouts {
   /** A client must send a whole request head within this long. */
@@ -131,20 +131,19 @@ export class ClientConnection {
         return;
       }
       let head: RequestHead;
-      const text = headText(data, end);
       try {
-        head = parseRequestHead(text);
+        head = parseRequestHead(headText(data, 0, end));
       } catch (error) {
         if (!(error instanceof HeadError)) throw error;
         this.refuse(error.status, "BAD_REQUEST", `Malformed request: ${error.message}.`, null, {}, true);
         return;
       }
-      this.buffered = data.subarray(end + 4);
-      this.startExchange(text, head);
+      this.buffered = end + 4 < data.byteLength ? data.subarray(end + 4) : null;
+      this.startExchange(head);
     }
   }
 
-  private startExchange(text: string, head: RequestHead) {
+  private startExchange(head: RequestHead) {
     const context = this.context;
     const challenge = !this.secure && head.target.startsWith(CHALLENGE_PATH_PREFIX);
     if (challenge && context.https && this.answerChallenge(head)) return;
@@ -186,7 +185,7 @@ export class ClientConnection {
     }
     const requestId = requestIdOf(head);
     const websocket = isWebSocketUpgrade(head);
-    const upstreamHead = headForSocket(upstreamRequestHead(text, head, identity, requestId, websocket), head.ascii);
+    const upstreamHead = upstreamRequestHead(head, identity, requestId, websocket);
     this.state = "exchange";
     const exchange = new Exchange(this, head, subdomain!, upstream, requestId, upstreamHead, websocket, identity.https && upstream.hsts === true);
     this.exchange = exchange;
@@ -236,6 +235,11 @@ export class ClientConnection {
   write(bytes: Uint8Array | string): boolean {
     if (this.state === "closed") return false;
     return this.writer.write(bytes);
+  }
+
+  writeJoined(head: string, data: Uint8Array, start: number, end: number): boolean {
+    if (this.state === "closed") return false;
+    return this.writer.writeJoined(head, data, start, end);
   }
 
   /** Called by the exchange when its response is complete. */

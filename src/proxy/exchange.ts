@@ -7,7 +7,7 @@ import type { ClientConnection } from "./client-connection";
 import { BodyTracker, headText, indexOfHeadEnd, MAX_HEAD_BYTES, parseResponseHead, responseFraming, type RequestHead, type ResponseHead } from "./http1";
 import { clientResponseHead, interimResponseHead } from "./forwarding";
 import type { Upstream } from "./routes";
-import { headForSocket, joined } from "./socket-writer";
+import { joined } from "./socket-writer";
 import { UpstreamUnavailable, type UpstreamConnection, type UpstreamListener } from "./upstream-pool";
 
 /** Below this, a head and the first body bytes are joined into one write. */
@@ -42,7 +42,7 @@ export class Exchange implements UpstreamListener {
     private readonly subdomain: string,
     private readonly address: Upstream,
     private readonly requestId: string,
-    private readonly upstreamHead: string | Uint8Array,
+    private readonly upstreamHead: string,
     private readonly websocket: boolean,
     /** The answer carries the proxy's Strict-Transport-Security (the app's `hsts`, over HTTPS). */
     private readonly hsts: boolean,
@@ -156,6 +156,15 @@ export class Exchange implements UpstreamListener {
     }
   }
 
+  /** A head and the body bytes of `data` from `start` to `end`, in one write. */
+  private toClientJoined(head: string, data: Uint8Array, start: number, end: number) {
+    this.wroteToClient = true;
+    if (!this.client.writeJoined(head, data, start, end) && this.upstream && !this.upstreamPaused) {
+      this.upstreamPaused = true;
+      this.upstream.socket.pause();
+    }
+  }
+
   onUpstreamData(chunk: Uint8Array) {
     this.receivedAny = true;
     this.lastActivity = performance.now();
@@ -164,68 +173,69 @@ export class Exchange implements UpstreamListener {
       return;
     }
     if (this.done) return;
-    let data = chunk;
     if (!this.responseHead) {
-      data = joined(this.headBytes, chunk);
+      const data = joined(this.headBytes, chunk);
       this.headBytes = null;
-      const rest = this.readResponseHead(data);
-      if (!rest) return;
-      data = rest;
+      this.readResponseHead(data);
+      return;
     }
-    if (!data.byteLength) return;
     let end: number;
     try {
-      end = this.responseBody!.feed(data);
+      end = this.responseBody!.feed(chunk);
     } catch {
       this.brokenResponse();
       return;
     }
     if (end < 0) {
-      this.toClient(data);
+      this.toClient(chunk);
       return;
     }
-    if (end > 0) this.toClient(data.subarray(0, end));
+    if (end > 0) this.toClient(chunk.subarray(0, end));
     // Bytes past the end of a response: the connection is out of step, not reused.
-    if (end < data.byteLength) this.reuseUpstream = false;
+    if (end < chunk.byteLength) this.reuseUpstream = false;
     this.finish();
   }
 
-  /** Reads the response head (skipping 1xx ones); the bytes after it, or null when it is not complete or failed. */
-  private readResponseHead(data: Uint8Array): Uint8Array | null {
+  /**
+   * Reads the response head (skipping 1xx ones) and passes it on with the body bytes that came with
+   * it; a head not complete yet waits for more. Offsets into `data` rather than subarrays: this runs
+   * for every response.
+   */
+  private readResponseHead(data: Uint8Array) {
+    let start = 0;
     for (;;) {
-      const end = indexOfHeadEnd(data);
-      if (end < 0 || end > MAX_HEAD_BYTES) {
-        if (end > MAX_HEAD_BYTES || data.byteLength > MAX_HEAD_BYTES) this.failBeforeResponse(502);
-        else this.headBytes = data;
-        return null;
+      const end = indexOfHeadEnd(data, start);
+      if (end < 0 || end - start > MAX_HEAD_BYTES) {
+        if (end - start > MAX_HEAD_BYTES || data.byteLength - start > MAX_HEAD_BYTES) this.failBeforeResponse(502);
+        else this.headBytes = start ? data.subarray(start) : data;
+        return;
       }
       let head: ResponseHead;
-      const text = headText(data, end);
       try {
-        head = parseResponseHead(text);
+        head = parseResponseHead(headText(data, start, end));
       } catch {
         this.failBeforeResponse(502);
-        return null;
+        return;
       }
-      data = data.subarray(end + 4);
+      start = end + 4;
       if (head.status === 101) {
         if (!this.websocket) {
           this.failBeforeResponse(502);
-          return null;
+          return;
         }
         this.upstreamMs = performance.now() - this.sentAt;
         this.record(101);
-        this.client.write(headForSocket(clientResponseHead(text, head, this.requestId, false), head.ascii));
+        this.client.write(clientResponseHead(head, this.requestId, false));
         this.done = true;
         this.tunnel = true;
         const early = this.client.startTunnel();
         if (early?.byteLength) this.toUpstream(early);
-        if (data.byteLength) this.toClient(data);
-        return null;
+        if (start < data.byteLength) this.toClient(data.subarray(start));
+        return;
       }
       if (head.status < 200) {
         // 100 Continue, 103 Early Hints: passed on to an HTTP/1.1 client; the final head follows.
-        if (this.request.minorVersion === 1) this.toClient(headForSocket(interimResponseHead(text, head), head.ascii));
+        if (this.request.minorVersion === 1) this.toClient(interimResponseHead(head));
         continue;
       }
       this.upstreamMs = performance.now() - this.sentAt;
@@ -235,30 +245,25 @@ export class Exchange implements UpstreamListener {
       if (framing.kind === "close" || head.minorVersion === 0 || head.connection.includes("close")) this.reuseUpstream = false;
       // An answer before the whole request body: where the next request would start is unknown.
       if (framing.kind === "close" || !this.requestDone || this.client.context.stopping) this.closeClient = true;
-      const answerHead = clientResponseHead(text, head, this.requestId, this.closeClient, this.hsts);
+      const answerHead = clientResponseHead(head, this.requestId, this.closeClient, this.hsts);
       let bodyEnd: number;
       try {
-        bodyEnd = this.responseBody.feed(data);
+        bodyEnd = this.responseBody.feed(data, start);
       } catch {
         this.brokenResponse();
-        return null;
+        return;
       }
-      const body = bodyEnd < 0 ? data : data.subarray(0, bodyEnd);
-      if (body.byteLength && body.byteLength < JOIN_BELOW_BYTES) {
-        // One write, so one packet, for a small answer.
-        const whole = Buffer.allocUnsafe(answerHead.length + body.byteLength);
-        whole.write(answerHead, 0, "latin1");
-        whole.set(body, answerHead.length);
-        this.toClient(whole);
-      } else {
-        this.toClient(headForSocket(answerHead, head.ascii));
-        if (body.byteLength) this.toClient(body);
+      const bodyStop = bodyEnd < 0 ? data.byteLength : bodyEnd;
+      if (bodyStop > start && bodyStop - start < JOIN_BELOW_BYTES) this.toClientJoined(answerHead, data, start, bodyStop);
+      else {
+        this.toClient(answerHead);
+        if (bodyStop > start) this.toClient(data.subarray(start, bodyStop));
       }
       if (bodyEnd >= 0) {
         if (bodyEnd < data.byteLength) this.reuseUpstream = false;
         this.finish();
       }
-      return null;
+      return;
     }
   }
 

@@ -6,13 +6,8 @@
 // proxy (PLATFORM_TRUSTED_PROXIES), whose chain is kept and extended.
 import type { CidrRange } from "../http/trusted-proxies";
 import { clientBehindProxies, inAnyRange, lastHeaderValue } from "../http/trusted-proxies";
-import type { MessageHead, RequestHead, ResponseHead } from "./http1";
+import { fieldCount, fieldKind, FieldKind, fieldLineStart, fieldNameIs, fieldValue, headerValue, type MessageHead, type RequestHead, type ResponseHead } from "./http1";
 
-/** Dropped from every message passed on; `upgrade` is kept on a WebSocket handshake only. */
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "upgrade", "te", "trailer", "proxy-authenticate", "proxy-authorization"]);
-/** A message's framing and target: kept whatever its Connection field names. */
-const NEVER_NAMED = new Set(["content-length", "transfer-encoding", "host"]);
-const CLIENT_IDENTITY = new Set(["x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-forwarded-port", "x-real-ip", "forwarded", "x-request-id"]);
 /** What an app with the `hsts` setting answers over HTTPS (in place of its own): browsers then use HTTPS only, for a year. */
 const HSTS_LINE = "strict-transport-security: max-age=31536000\r\n";
 /** A client's own request id is kept when it is this tame (it ends up in the app's logs). */
@@ -30,11 +25,6 @@ export interface ClientIdentity {
   https: boolean;
   /** The port the client reached: from the Host, a trusted proxy's X-Forwarded-Port, or the proxy's own. */
   port: string;
-}
-
-export function headerValue(head: { headers: [string, string][] }, lowerName: string): string | null {
-  for (const [name, value] of head.headers) if (name.length === lowerName.length && name.toLowerCase() === lowerName) return value;
-  return null;
 }
 
 export function requestIdOf(head: RequestHead): string {
@@ -61,36 +51,38 @@ export function clientIdentityOf(head: RequestHead, peerAddress: string, trusted
 }
 
 /**
- * The header lines of `text` (a head up to its final CRLF CRLF, not included) that are passed on,
- * each with its CRLF, as they came: runs of kept lines are sliced out whole rather than written
- * again field by field. `drops(index, lowerName)` names the lines to leave out.
+ * The header lines of a head that are passed on, each with its CRLF, as they came: runs of kept
+ * lines are sliced out whole rather than written again field by field. `drops(index, kind)` names
+ * the lines to leave out.
  */
-function keptLines(text: string, head: MessageHead, drops: (index: number, lowerName: string) => boolean): string {
+function keptLines(head: MessageHead, drops: (index: number, kind: FieldKind) => boolean): string {
+  const { text } = head;
   let kept = "";
   let runStart = -1;
-  for (let i = 0; i < head.headers.length; i++) {
-    if (drops(i, head.headers[i]![0].toLowerCase())) {
-      if (runStart >= 0) kept += text.slice(runStart, head.lineStarts[i]);
+  const count = fieldCount(head);
+  for (let i = 0; i < count; i++) {
+    if (drops(i, fieldKind(head, i))) {
+      if (runStart >= 0) kept += text.slice(runStart, fieldLineStart(head, i));
       runStart = -1;
-    } else if (runStart < 0) runStart = head.lineStarts[i]!;
+    } else if (runStart < 0) runStart = fieldLineStart(head, i);
   }
   return runStart >= 0 ? `${kept}${text.slice(runStart)}\r\n` : kept;
 }
 
-/** The request head as the app receives it, CRLF CRLF included; `text` is the head as the client sent it, without them. */
-export function upstreamRequestHead(text: string, head: RequestHead, identity: ClientIdentity, requestId: string, websocket: boolean): string {
+/** The request head as the app receives it, CRLF CRLF included. */
+export function upstreamRequestHead(head: RequestHead, identity: ClientIdentity, requestId: string, websocket: boolean): string {
   let sentFor: string | null = null;
   // An absolute-form target's authority is the Host (RFC 9112 3.2.2): the client's Host line goes.
   const hostReplaced = head.absoluteForm || head.host === null;
-  const lines = keptLines(text, head, (index, lower) => {
-    if (CLIENT_IDENTITY.has(lower)) {
-      if (lower === "x-forwarded-for") sentFor = sentFor === null ? head.headers[index]![1] : `${sentFor}, ${head.headers[index]![1]}`;
+  const lines = keptLines(head, (index, kind) => {
+    if (kind === FieldKind.clientIdentity || kind === FieldKind.requestId) {
+      if (fieldNameIs(head, index, "x-forwarded-for")) sentFor = sentFor === null ? fieldValue(head, index) : `${sentFor}, ${fieldValue(head, index)}`;
       return true;
     }
-    return (hostReplaced && lower === "host") || dropped(lower, head.connection, websocket);
+    return (hostReplaced && kind === FieldKind.host) || dropped(head, index, kind, websocket);
   });
   // An HTTP/1.1 client's own request line, unless its target was in absolute form.
-  const requestLine = head.minorVersion === 1 && !head.absoluteForm ? text.slice(0, head.lineStarts[0]) : `${head.method} ${head.target} HTTP/1.1\r\n`;
+  const requestLine = head.minorVersion === 1 && !head.absoluteForm ? head.text.slice(0, fieldLineStart(head, 0)) : `${head.method} ${head.target} HTTP/1.1\r\n`;
   const forwardedFor = identity.trustedPeer && sentFor ? `${sentFor}, ${identity.peerAddress}` : identity.peerAddress;
   return (
     requestLine +
@@ -103,36 +95,40 @@ export function upstreamRequestHead(text: string, head: RequestHead, identity: C
 }
 
 /** An HTTP/1.1 status line: the app's own when it answered in HTTP/1.1. */
-function statusLine(text: string, head: ResponseHead): string {
+function statusLine(head: ResponseHead): string {
   if (head.minorVersion !== 1) return `HTTP/1.1 ${head.status} ${head.reason}\r\n`;
-  return head.lineStarts.length ? text.slice(0, head.lineStarts[0]) : `${text}\r\n`;
+  return fieldCount(head) ? head.text.slice(0, fieldLineStart(head, 0)) : `${head.text}\r\n`;
 }
 
 /**
- * The response head as the client receives it, CRLF CRLF included; `text` is the app's head without
- * them. `close`: the proxy closes the client's connection after this response. A 101 keeps its
+ * The response head as the client receives it, CRLF CRLF included. `close`: the proxy closes the client's connection after this response. A 101 keeps its
  * Upgrade and says `Connection: upgrade`. `hsts`: the answer carries the proxy's Strict-Transport-Security.
  */
-export function clientResponseHead(text: string, head: ResponseHead, requestId: string, close: boolean, hsts = false): string {
+export function clientResponseHead(head: ResponseHead, requestId: string, close: boolean, hsts = false): string {
   const switching = head.status === 101;
   const lines = keptLines(
-    text,
     head,
-    (_index, lower) => lower === "x-request-id" || (hsts && lower === "strict-transport-security") || dropped(lower, head.connection, switching),
+    (index, kind) => kind === FieldKind.requestId || (hsts && kind === FieldKind.strictTransportSecurity) || dropped(head, index, kind, switching),
   );
   const connection = switching ? "connection: upgrade\r\n" : close ? "connection: close\r\n" : "";
-  return `${statusLine(text, head)}${lines}${connection}${hsts ? HSTS_LINE : ""}x-request-id: ${requestId}\r\n\r\n`;
+  return `${statusLine(head)}${lines}${connection}${hsts ? HSTS_LINE : ""}x-request-id: ${requestId}\r\n\r\n`;
 }
 
 /** An informational (1xx) answer as the client receives it: its fields, without hop-by-hop ones. */
-export function interimResponseHead(text: string, head: ResponseHead): string {
-  return `${statusLine(text, head)}${keptLines(text, head, (_index, lower) => dropped(lower, head.connection, false))}\r\n`;
+export function interimResponseHead(head: ResponseHead): string {
+  return `${statusLine(head)}${keptLines(head, (index, kind) => dropped(head, index, kind, false))}\r\n`;
 }
 
-/** A hop-by-hop field, or one the Connection field names (never the framing or Host); `upgrade` kept when switching. */
-function dropped(lowerName: string, connection: string[], upgrading: boolean): boolean {
-  if (HOP_BY_HOP.has(lowerName)) return !(upgrading && lowerName === "upgrade");
-  return connection.length > 0 && connection.includes(lowerName) && !NEVER_NAMED.has(lowerName);
+/**
+ * A hop-by-hop field (RFC 9110 7.6.1), or one the Connection field names (never the framing or
+ * Host: they are the message's own); `upgrade` kept when switching.
+ */
+function dropped(head: MessageHead, index: number, kind: FieldKind, upgrading: boolean): boolean {
+  if (kind === FieldKind.connection || kind === FieldKind.hopByHop) return true;
+  if (kind === FieldKind.upgrade) return !upgrading;
+  if (kind === FieldKind.contentLength || kind === FieldKind.transferEncoding || kind === FieldKind.host) return false;
+  for (const token of head.connection) if (fieldNameIs(head, index, token)) return true;
+  return false;
 }
 
 function portOf(host: string): string | null {

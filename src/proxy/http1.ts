@@ -21,18 +21,20 @@ export class HeadError extends Error {
 export type BodyFraming = { kind: "none" } | { kind: "length"; length: number } | { kind: "chunked" } | { kind: "close" };
 
 export interface MessageHead {
-  /** Header lines as received (name as sent, value trimmed), hop-by-hop ones included. */
-  headers: [name: string, value: string][];
-  /** Where each header line starts in the head's text (its CRLF ends it), for passing lines on as they came. */
-  lineStarts: number[];
+  /** The head as received, latin1, without its final CRLF CRLF. */
+  text: string;
+  /**
+   * Its header lines, FIELD_STRIDE numbers each: where the line starts, where its name ends (the
+   * colon), where its trimmed value starts and ends, and its FieldKind. Offsets rather than strings:
+   * most fields are only passed on, and a string for each cost a tenth of a proxied request.
+   */
+  fields: number[];
   /** 0 for HTTP/1.0, 1 for HTTP/1.1. */
   minorVersion: number;
   /** Lowercase tokens of the Connection fields. */
   connection: string[];
   contentLength: number | null;
   chunked: boolean;
-  /** Every byte is ASCII (no obs-text): the head can be written as text. */
-  ascii: boolean;
 }
 
 export interface RequestHead extends MessageHead {
@@ -59,12 +61,11 @@ const MAX_HEADERS = 200;
 
 /** Visible ASCII only: no spaces or control characters in a request target. */
 const TARGET = /^[\x21-\x7e]+$/;
-const DIGITS = /^\d{1,15}$/;
 
 const HEAD_END = Buffer.from("\r\n\r\n");
 
-/** The text of a head whose bytes are `data` up to `end`: latin1, one character per byte (socket data arrives as Buffers). */
-export const headText = (data: Uint8Array, end: number): string => (data as Buffer).toString("latin1", 0, end);
+/** The text of a head whose bytes are `data` from `start` to `end`: latin1, one character per byte (socket data arrives as Buffers). */
+export const headText = (data: Uint8Array, start: number, end: number): string => (data as Buffer).toString("latin1", start, end);
 
 /** Index of the CRLF CRLF that ends a head, or -1. */
 export function indexOfHeadEnd(data: Uint8Array, from = 0): number {
@@ -84,18 +85,13 @@ function isToken(text: string, start: number, end: number): boolean {
   return true;
 }
 
-const FIELD_VALUE_ASCII = 1;
-const FIELD_VALUE_OBS_TEXT = 2;
-
-/** Tabs, spaces, visible ASCII and obs-text, and whether it has obs-text; 0: another control character. */
-function fieldValueKind(text: string, start: number, end: number): number {
-  let kind = FIELD_VALUE_ASCII;
+/** Tabs, spaces, visible ASCII and obs-text: no other control character. */
+function isFieldValue(text: string, start: number, end: number): boolean {
   for (let i = start; i < end; i++) {
     const code = text.charCodeAt(i);
-    if ((code < 0x20 && code !== 0x09) || code === 0x7f) return 0;
-    if (code > 0x7f) kind = FIELD_VALUE_OBS_TEXT;
+    if ((code < 0x20 && code !== 0x09) || code === 0x7f) return false;
   }
-  return kind;
+  return true;
 }
 
 const isOws = (code: number) => code === 0x20 || code === 0x09;
@@ -107,56 +103,154 @@ function nameIs(text: string, start: number, end: number, lowerName: string): bo
   return true;
 }
 
+/** Numbers per header line in MessageHead.fields. */
+export const FIELD_STRIDE = 5;
+const LINE_START = 0;
+const NAME_END = 1;
+const VALUE_START = 2;
+const VALUE_END = 3;
+const KIND = 4;
+
+/** What the proxy does with a header field, known from its name when the head is read. */
+export const FieldKind = {
+  other: 0,
+  host: 1,
+  connection: 2,
+  contentLength: 3,
+  transferEncoding: 4,
+  /** Hop-by-hop (RFC 9110 7.6.1) other than Connection and Upgrade. */
+  hopByHop: 5,
+  upgrade: 6,
+  /** X-Forwarded-*, X-Real-IP, Forwarded: who the client is, written by the proxy itself. */
+  clientIdentity: 7,
+  requestId: 8,
+  strictTransportSecurity: 9,
+} as const;
+export type FieldKind = (typeof FieldKind)[keyof typeof FieldKind];
+
+/** Lowercase names by kind, grouped by length so a name is compared with few of them. */
+const KNOWN_NAMES = new Map<number, [string, FieldKind][]>();
+for (const [name, kind] of [
+  ["host", FieldKind.host],
+  ["connection", FieldKind.connection],
+  ["content-length", FieldKind.contentLength],
+  ["transfer-encoding", FieldKind.transferEncoding],
+  ["keep-alive", FieldKind.hopByHop],
+  ["proxy-connection", FieldKind.hopByHop],
+  ["te", FieldKind.hopByHop],
+  ["trailer", FieldKind.hopByHop],
+  ["proxy-authenticate", FieldKind.hopByHop],
+  ["proxy-authorization", FieldKind.hopByHop],
+  ["upgrade", FieldKind.upgrade],
+  ["x-forwarded-for", FieldKind.clientIdentity],
+  ["x-forwarded-host", FieldKind.clientIdentity],
+  ["x-forwarded-proto", FieldKind.clientIdentity],
+  ["x-forwarded-port", FieldKind.clientIdentity],
+  ["x-real-ip", FieldKind.clientIdentity],
+  ["forwarded", FieldKind.clientIdentity],
+  ["x-request-id", FieldKind.requestId],
+  ["strict-transport-security", FieldKind.strictTransportSecurity],
+] as const) {
+  const sameLength = KNOWN_NAMES.get(name.length) ?? [];
+  sameLength.push([name, kind]);
+  KNOWN_NAMES.set(name.length, sameLength);
+}
+
+function kindOf(text: string, start: number, end: number): FieldKind {
+  const candidates = KNOWN_NAMES.get(end - start);
+  if (candidates) for (const [name, kind] of candidates) if (nameIs(text, start, end, name)) return kind;
+  return FieldKind.other;
+}
+
+export const fieldCount = (head: MessageHead): number => head.fields.length / FIELD_STRIDE;
+export const fieldKind = (head: MessageHead, index: number): FieldKind => head.fields[index * FIELD_STRIDE + KIND] as FieldKind;
+/** Where header line `index` starts in the head's text. */
+export const fieldLineStart = (head: MessageHead, index: number): number => head.fields[index * FIELD_STRIDE + LINE_START]!;
+export const fieldName = (head: MessageHead, index: number): string =>
+  head.text.slice(head.fields[index * FIELD_STRIDE + LINE_START], head.fields[index * FIELD_STRIDE + NAME_END]);
+export const fieldValue = (head: MessageHead, index: number): string =>
+  head.text.slice(head.fields[index * FIELD_STRIDE + VALUE_START], head.fields[index * FIELD_STRIDE + VALUE_END]);
+/** The name of header line `index` is `lowerName`, ASCII case aside. */
+export const fieldNameIs = (head: MessageHead, index: number, lowerName: string): boolean =>
+  nameIs(head.text, head.fields[index * FIELD_STRIDE + LINE_START]!, head.fields[index * FIELD_STRIDE + NAME_END]!, lowerName);
+
+/** The value of the first header field named `lowerName`, or null. */
+export function headerValue(head: MessageHead, lowerName: string): string | null {
+  for (let index = 0; index < head.fields.length / FIELD_STRIDE; index++) if (fieldNameIs(head, index, lowerName)) return fieldValue(head, index);
+  return null;
+}
+
+/** Parses decimal digits (at most 15: the checks above keep the number exact); -1 when they are not only digits. */
+function digitsValue(text: string, start: number, end: number): number {
+  if (end <= start || end - start > 15) return -1;
+  let value = 0;
+  for (let i = start; i < end; i++) {
+    const digit = text.charCodeAt(i) - 0x30;
+    if (digit < 0 || digit > 9) return -1;
+    value = value * 10 + digit;
+  }
+  return value;
+}
+
+/** Why the header line at `at` has no valid name before its colon. */
+function nameError(text: string, at: number, status: number): HeadError {
+  let lineEnd = text.indexOf("\r\n", at);
+  if (lineEnd < 0) lineEnd = text.length;
+  const colon = text.indexOf(":", at);
+  if (colon < 0 || colon >= lineEnd) return new HeadError(status, "a header line without a colon");
+  return new HeadError(status, `invalid header name ${JSON.stringify(text.slice(at, Math.min(colon, at + 64)))}`);
+}
+
 /**
  * The header lines of a head from `from` (just after its start line's CRLF): names and values
  * checked, framing fields (and a request's Host) gathered. Errors are HeadErrors: 400 for a
  * request, 502 for a response. Written with character loops rather than split and regular
- * expressions: it runs twice for every proxied request.
+ * expressions, and keeping offsets rather than strings: it runs twice for every proxied request.
  */
-function parseFields(text: string, from: number, request: boolean): MessageHead & { host: string | null } {
+function parseFields(text: string, from: number, request: boolean): Omit<MessageHead, "minorVersion"> & { host: string | null } {
   const status = request ? 400 : 502;
-  const headers: [string, string][] = [];
-  const lineStarts: number[] = [];
+  const fields: number[] = [];
   let connection: string[] = [];
   let contentLength: number | null = null;
   let transferEncoding: string | null = null;
   let host: string | null = null;
-  let hostSeen = false;
-  let ascii = true;
+  // One pass over each line's characters, checking them as it finds its colon and its end.
   for (let at = from; at < text.length; ) {
-    let lineEnd = text.indexOf("\r\n", at);
-    if (lineEnd < 0) lineEnd = text.length;
     if (isOws(text.charCodeAt(at))) throw new HeadError(status, "obsolete line folding");
-    const colon = text.indexOf(":", at);
-    if (colon < 0 || colon >= lineEnd) throw new HeadError(status, "a header line without a colon");
-    if (!isToken(text, at, colon)) throw new HeadError(status, `invalid header name ${JSON.stringify(text.slice(at, Math.min(colon, at + 64)))}`);
-    // Optional whitespace is spaces and tabs only: String.trim() would also take a vertical tab or a
-    // no-break space, and a value the app reads otherwise than the proxy is a smuggling risk.
+    // The name: token characters up to the colon.
+    let colon = at;
+    for (let code = text.charCodeAt(colon); code !== 0x3a; code = text.charCodeAt(++colon)) {
+      if (colon >= text.length || code > 127 || !TOKEN_CHARS[code]) throw nameError(text, at, status);
+    }
+    if (colon === at) throw nameError(text, at, status);
+    // The value, up to the CRLF: tabs, spaces, visible ASCII and obs-text. Optional whitespace around
+    // it is spaces and tabs only: String.trim() would also take a vertical tab or a no-break space,
+    // and a value the app reads otherwise than the proxy is a smuggling risk.
     let valueStart = colon + 1;
+    while (valueStart < text.length && isOws(text.charCodeAt(valueStart))) valueStart++;
+    let lineEnd = valueStart;
+    for (; lineEnd < text.length; lineEnd++) {
+      const code = text.charCodeAt(lineEnd);
+      if (code === 0x0d && text.charCodeAt(lineEnd + 1) === 0x0a) break;
+      if ((code < 0x20 && code !== 0x09) || code === 0x7f) throw new HeadError(status, `a control character in ${text.slice(at, colon)}`);
+    }
     let valueEnd = lineEnd;
-    while (valueStart < valueEnd && isOws(text.charCodeAt(valueStart))) valueStart++;
     while (valueEnd > valueStart && isOws(text.charCodeAt(valueEnd - 1))) valueEnd--;
-    const name = text.slice(at, colon);
-    const kind = fieldValueKind(text, valueStart, valueEnd);
-    if (!kind) throw new HeadError(status, `a control character in ${name}`);
-    if (kind === FIELD_VALUE_OBS_TEXT) ascii = false;
-    const value = text.slice(valueStart, valueEnd);
-    headers.push([name, value]);
-    lineStarts.push(at);
-    if (headers.length > MAX_HEADERS) throw new HeadError(status, `more than ${MAX_HEADERS} header fields`);
-    if (request && nameIs(text, at, colon, "host")) {
-      if (hostSeen) throw new HeadError(status, "Host given twice");
-      hostSeen = true;
-      host = value;
-    } else if (nameIs(text, at, colon, "connection")) {
-      connection = connection.concat(value.toLowerCase().split(",").map((token) => token.trim()));
-    } else if (nameIs(text, at, colon, "content-length")) {
+    const kind = kindOf(text, at, colon);
+    fields.push(at, colon, valueStart, valueEnd, kind);
+    if (fields.length > MAX_HEADERS * FIELD_STRIDE) throw new HeadError(status, `more than ${MAX_HEADERS} header fields`);
+    if (kind === FieldKind.host && request) {
+      if (host !== null) throw new HeadError(status, "Host given twice");
+      host = text.slice(valueStart, valueEnd);
+    } else if (kind === FieldKind.connection) {
+      for (const token of text.slice(valueStart, valueEnd).toLowerCase().split(",")) connection.push(token.trim());
+    } else if (kind === FieldKind.contentLength) {
       if (contentLength !== null) throw new HeadError(status, "Content-Length given twice");
-      if (!DIGITS.test(value)) throw new HeadError(status, `invalid Content-Length ${JSON.stringify(value.slice(0, 32))}`);
-      contentLength = Number(value);
-    } else if (nameIs(text, at, colon, "transfer-encoding")) {
+      contentLength = digitsValue(text, valueStart, valueEnd);
+      if (contentLength < 0) throw new HeadError(status, `invalid Content-Length ${JSON.stringify(text.slice(valueStart, Math.min(valueEnd, valueStart + 32)))}`);
+    } else if (kind === FieldKind.transferEncoding) {
       if (transferEncoding !== null) throw new HeadError(status, "Transfer-Encoding given twice");
-      transferEncoding = value.toLowerCase();
+      transferEncoding = text.slice(valueStart, valueEnd).toLowerCase();
     }
     at = lineEnd + 2;
   }
@@ -164,7 +258,7 @@ function parseFields(text: string, from: number, request: boolean): MessageHead 
     if (contentLength !== null) throw new HeadError(status, "both Content-Length and Transfer-Encoding");
     if (transferEncoding !== "chunked") throw new HeadError(status, `unsupported Transfer-Encoding ${JSON.stringify(transferEncoding.slice(0, 64))}`);
   }
-  return { headers, lineStarts, minorVersion: 1, connection, contentLength, chunked: transferEncoding !== null, host, ascii };
+  return { text, fields, connection, contentLength, chunked: transferEncoding !== null, host };
 }
 
 /** A request head, from its first byte to before its CRLF CRLF (latin1 text). */
@@ -203,28 +297,40 @@ export function parseRequestHead(text: string): RequestHead {
   }
 
   // The request line is visible ASCII (checked above).
-  const { headers, lineStarts, connection, contentLength, chunked, ascii } = fields;
+  const { fields: lines, connection, contentLength, chunked } = fields;
   const framing: BodyFraming = chunked ? { kind: "chunked" } : contentLength ? { kind: "length", length: contentLength } : { kind: "none" };
   const keepAlive = minorVersion === 1 ? !connection.includes("close") : connection.includes("keep-alive");
-  return { headers, lineStarts, minorVersion, connection, contentLength, chunked, ascii, method, target, host, framing, keepAlive, absoluteForm };
+  return { text, fields: lines, minorVersion, connection, contentLength, chunked, method, target, host, framing, keepAlive, absoluteForm };
 }
 
-const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: ([^\x00-\x08\x0a-\x1f\x7f]*))?$/;
+const STATUS_LINE_START = "HTTP/1.";
+
+/**
+ * The parts of a status line `HTTP/1.x nnn reason` (the reason may be absent, and holds no control
+ * character but tab); null when it is not one.
+ */
+function statusLineOf(text: string, lineEnd: number): { minorVersion: number; status: number; reason: string } | null {
+  if (lineEnd < 12 || !text.startsWith(STATUS_LINE_START) || text.charCodeAt(8) !== 0x20) return null;
+  const minorVersion = text.charCodeAt(7) - 0x30;
+  const status = digitsValue(text, 9, 12);
+  if ((minorVersion !== 0 && minorVersion !== 1) || status < 100) return null;
+  if (lineEnd === 12) return { minorVersion, status, reason: "" };
+  if (text.charCodeAt(12) !== 0x20) return null;
+  if (!isFieldValue(text, 13, lineEnd)) return null;
+  return { minorVersion, status, reason: text.slice(13, lineEnd) };
+}
 
 /** A response head (latin1 text before its CRLF CRLF). */
 export function parseResponseHead(text: string): ResponseHead {
   let lineEnd = text.indexOf("\r\n");
   if (lineEnd < 0) lineEnd = text.length;
-  const statusLine = text.slice(0, lineEnd);
-  const status = STATUS_LINE.exec(statusLine);
-  if (!status) throw new HeadError(502, `invalid status line ${JSON.stringify(statusLine.slice(0, 100))}`);
+  const statusLine = statusLineOf(text, lineEnd);
+  if (!statusLine) throw new HeadError(502, `invalid status line ${JSON.stringify(text.slice(0, Math.min(lineEnd, 100)))}`);
+  const { minorVersion, status, reason } = statusLine;
   const fields = parseFields(text, lineEnd + 2, false);
-  const minorVersion = Number(status[1]);
   if (fields.chunked && minorVersion === 0) throw new HeadError(502, "Transfer-Encoding in an HTTP/1.0 response");
-  const { headers, lineStarts, connection, contentLength, chunked } = fields;
-  const reason = status[3] ?? "";
-  const ascii = fields.ascii && !/[^\x00-\x7f]/.test(reason);
-  return { headers, lineStarts, minorVersion, connection, contentLength, chunked, ascii, status: Number(status[2]), reason };
+  const { fields: lines, connection, contentLength, chunked } = fields;
+  return { text, fields: lines, minorVersion, connection, contentLength, chunked, status, reason };
 }
 
 /** How the body of a response to `method` is framed (RFC 9112 6.3). */

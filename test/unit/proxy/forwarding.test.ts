@@ -2,24 +2,14 @@
 // the client's identity written by the proxy itself, and the request id.
 import { describe, expect, test } from "bun:test";
 import { clientIdentityOf, clientResponseHead, interimResponseHead, requestIdOf, upstreamRequestHead, type ClientIdentity } from "../../../src/proxy/forwarding";
-import { parseRequestHead, parseResponseHead, type MessageHead, type RequestHead, type ResponseHead } from "../../../src/proxy/http1";
+import { parseRequestHead, parseResponseHead, type ResponseHead } from "../../../src/proxy/http1";
 import { parseCidrList } from "../../../src/http/trusted-proxies";
 
-/** The text each parsed head was read from: the builders pass its lines on as they came. */
-const textOf = new WeakMap<MessageHead, string>();
-const request = (...lines: string[]) => {
-  const head = parseRequestHead(lines.join("\r\n"));
-  textOf.set(head, lines.join("\r\n"));
-  return head;
-};
-const response = (...lines: string[]) => {
-  const head = parseResponseHead(lines.join("\r\n"));
-  textOf.set(head, lines.join("\r\n"));
-  return head;
-};
-const sentOn = (head: RequestHead, identity: ClientIdentity, requestId: string, websocket: boolean) => upstreamRequestHead(textOf.get(head)!, head, identity, requestId, websocket);
-const answered = (head: ResponseHead, requestId: string, close: boolean) => clientResponseHead(textOf.get(head)!, head, requestId, close);
-const interim = (head: ResponseHead) => interimResponseHead(textOf.get(head)!, head);
+const request = (...lines: string[]) => parseRequestHead(lines.join("\r\n"));
+const response = (...lines: string[]) => parseResponseHead(lines.join("\r\n"));
+const sentOn = upstreamRequestHead;
+const answered = (head: ResponseHead, requestId: string, close: boolean) => clientResponseHead(head, requestId, close);
+const interim = interimResponseHead;
 
 const untrusted: ClientIdentity = { peerAddress: "127.0.0.5", clientAddress: "127.0.0.5", trustedPeer: false, host: "shop.apps.test:8080", https: false, port: "8080" };
 

@@ -1,10 +1,25 @@
 // The proxy's HTTP/1.1 reading (src/proxy/http1.ts): request and response heads, and where a body
 // ends. Every framing two parsers could disagree on is refused (request and response smuggling).
 import { describe, expect, test } from "bun:test";
-import { BodyTracker, ChunkedBody, HeadError, indexOfHeadEnd, parseRequestHead, parseResponseHead, responseFraming, type ResponseHead } from "../../../src/proxy/http1";
+import {
+  BodyTracker,
+  ChunkedBody,
+  fieldCount,
+  fieldName,
+  fieldValue,
+  HeadError,
+  indexOfHeadEnd,
+  parseRequestHead,
+  parseResponseHead,
+  responseFraming,
+  type MessageHead,
+  type ResponseHead,
+} from "../../../src/proxy/http1";
 
 const request = (...lines: string[]) => parseRequestHead(lines.join("\r\n"));
 const response = (...lines: string[]) => parseResponseHead(lines.join("\r\n"));
+/** A head's header fields as [name, value] pairs, in order. */
+const fieldsOf = (head: MessageHead) => Array.from({ length: fieldCount(head) }, (_, index) => [fieldName(head, index), fieldValue(head, index)]);
 const bytes = (text: string) => Buffer.from(text, "latin1");
 
 /** The HeadError status a head is refused with (fails the test when it is accepted). */
@@ -25,7 +40,7 @@ describe("request heads", () => {
     expect(head.target).toBe("/cart?x=1");
     expect(head.host).toBe("shop.apps.test");
     expect(head.minorVersion).toBe(1);
-    expect(head.headers).toEqual([
+    expect(fieldsOf(head)).toEqual([
       ["Host", "shop.apps.test"],
       ["X-Name", "spaced value"],
       ["Connection", "keep-alive, X-Hop"],
@@ -69,9 +84,9 @@ describe("request heads", () => {
   });
 
   test("tabs and obs-text are allowed in a value; 200 header fields are", () => {
-    expect(request("GET / HTTP/1.1", "Host: a", "X-A: one\ttwo \xe9").headers[1]).toEqual(["X-A", "one\ttwo \xe9"]);
+    expect(fieldsOf(request("GET / HTTP/1.1", "Host: a", "X-A: one\ttwo \xe9")).at(1)).toEqual(["X-A", "one\ttwo \xe9"]);
     const many = Array.from({ length: 199 }, (_, index) => `X-${index}: ${index}`);
-    expect(request("GET / HTTP/1.1", "Host: a", ...many).headers.length).toBe(200);
+    expect(fieldCount(request("GET / HTTP/1.1", "Host: a", ...many))).toBe(200);
     expect(refusal(() => request("GET / HTTP/1.1", "Host: a", ...many, "X-Last: 1"))).toBe(400);
   });
 
