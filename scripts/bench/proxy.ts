@@ -7,6 +7,9 @@
 //           on Bun's sockets can do (no parsing, no headers, no limits), i.e. the ceiling for ours
 //   ours    wrk -> the platform's public proxy with `Host: <subdomain>.bench.localhost` -> the container
 // and prints req/s, p99, ours/nginx, and the platform process's VmRSS before and after its runs.
+// Each proxy's CPU time per request (user + system, from /proc/<pid>/stat: the nginx worker, the
+// bare relay, the platform) is printed too: with wrk, the app and the proxy sharing the cores,
+// req/s also shows who got the CPU, while CPU per request is the proxy's own cost.
 // Targets: ours >= 1.0x nginx req/s at both counts, p99 no worse than nginx, RSS growth < 30 MB.
 //
 // Then HTTPS, nginx against ours only, at the same counts, keep-alive and new connections (wrk
@@ -53,6 +56,7 @@ const DEPLOY_TIMEOUT_MS = 180_000;
 const BENCH_DOMAIN = "bench.localhost";
 
 interface WrkResult {
+  requests: number;
   requestsPerSecond: number;
   p50Ms: number;
   p99Ms: number;
@@ -144,11 +148,12 @@ async function wrk(url: string, connections: number, duration: string, options: 
   const child = Bun.spawn(args, { stdout: "pipe", stderr: "pipe" });
   const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
   if (code !== 0) throw new Error(`${args.join(" ")} failed (${code}):\n${out}${err}`);
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? NaN);
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN);
   const p50 = toMs(/^\s+50%\s+(\S+)/m.exec(out)?.[1] ?? "");
   const p99 = toMs(/^\s+99%\s+(\S+)/m.exec(out)?.[1] ?? "");
   const errors = [/Socket errors:.*$/m.exec(out)?.[0], /Non-2xx or 3xx responses:.*$/m.exec(out)?.[0]].filter(Boolean).join("; ");
-  return { requestsPerSecond: rps, p50Ms: p50, p99Ms: p99, errors };
+  return { requests, requestsPerSecond: rps, p50Ms: p50, p99Ms: p99, errors };
 }
 
 function nginxConfig(dir: string, port: number, tlsPort: number, upstream: string, certificate: CertificateFiles): string {
@@ -192,32 +197,62 @@ http {
 `;
 }
 
+/** nginx's one worker: the master's child, which serves the connections. */
+function nginxWorkerPid(masterPid: number): number {
+  const children = readFileSync(`/proc/${masterPid}/task/${masterPid}/children`, "utf8").trim().split(/\s+/).map(Number);
+  if (children.length !== 1 || !children[0]) throw new Error(`nginx (pid ${masterPid}) should have one worker, has: ${children.join(", ")}`);
+  return children[0];
+}
+
 const fmt = (value: number, digits = 0) => (Number.isFinite(value) ? value.toFixed(digits) : "n/a");
 
 interface Target extends WrkOptions {
   name: string;
   url: string;
+  /** The process doing the proxying, whose CPU time is read around each run. */
+  pid?: number;
+}
+
+interface Measurement extends WrkResult {
+  /** The proxy's CPU time (user + system) per request, in µs; NaN for a target without a process. */
+  cpuMicrosPerRequest: number;
+}
+
+const CLOCK_TICKS_PER_SECOND = Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim()) || 100;
+
+/** User + system CPU time of a process so far, in clock ticks (all its threads). */
+function cpuTicks(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // The fields after the command name, which is in parentheses and may hold spaces.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return Number(fields[11]) + Number(fields[12]);
 }
 
 /** One wrk run per connection count and target, in that order; keyed `<target>@<connections>`. */
-async function measure(targets: Target[], duration: string): Promise<Map<string, WrkResult>> {
-  const results = new Map<string, WrkResult>();
+async function measure(targets: Target[], duration: string): Promise<Map<string, Measurement>> {
+  const results = new Map<string, Measurement>();
   for (const connections of CONNECTIONS) {
-    for (const target of targets) results.set(`${target.name}@${connections}`, await wrk(target.url, connections, duration, target));
+    for (const target of targets) {
+      const ticksBefore = target.pid ? cpuTicks(target.pid) : NaN;
+      const result = await wrk(target.url, connections, duration, target);
+      const cpuSeconds = ((target.pid ? cpuTicks(target.pid) : NaN) - ticksBefore) / CLOCK_TICKS_PER_SECOND;
+      results.set(`${target.name}@${connections}`, { ...result, cpuMicrosPerRequest: (cpuSeconds * 1e6) / result.requests });
+    }
   }
   return results;
 }
 
 /** The results table; each row's ratio is to `baselineOf(target)` at the same connection count. */
-function printTable(targets: Target[], results: Map<string, WrkResult>, baselineOf: (name: string) => string) {
-  console.log(`\n| target | conns | req/s | p50 ms | p99 ms | vs nginx req/s | errors |`);
-  console.log(`|---|---|---|---|---|---|---|`);
+function printTable(targets: Target[], results: Map<string, Measurement>, baselineOf: (name: string) => string) {
+  console.log(`\n| target | conns | req/s | p50 ms | p99 ms | vs nginx req/s | proxy CPU µs/req | errors |`);
+  console.log(`|---|---|---|---|---|---|---|---|`);
   for (const connections of CONNECTIONS) {
     for (const target of targets) {
       const result = results.get(`${target.name}@${connections}`)!;
       const baseline = results.get(`${baselineOf(target.name)}@${connections}`)!;
       const versus = `${(result.requestsPerSecond / baseline.requestsPerSecond).toFixed(2)}x`;
-      console.log(`| ${target.name} | ${connections} | ${fmt(result.requestsPerSecond)} | ${fmt(result.p50Ms, 2)} | ${fmt(result.p99Ms, 2)} | ${versus} | ${result.errors || "-"} |`);
+      const cpu = fmt(result.cpuMicrosPerRequest, 1);
+      console.log(`| ${target.name} | ${connections} | ${fmt(result.requestsPerSecond)} | ${fmt(result.p50Ms, 2)} | ${fmt(result.p99Ms, 2)} | ${versus} | ${cpu} | ${result.errors || "-"} |`);
     }
   }
 }
@@ -324,6 +359,7 @@ async function main() {
     const nginx = Bun.spawn([nginxBinary(), "-p", nginxDir, "-c", join(nginxDir, "nginx.conf")], { stdout: "ignore", stderr: "pipe" });
     children.push(nginx);
     await waitForHttp(`http://127.0.0.1:${nginxPort}/`);
+    const nginxWorker = nginxWorkerPid(nginx.pid);
     await waitForHttp(`https://127.0.0.1:${nginxTlsPort}/`, { host: proxyHost }, tls);
 
     // ---- the ceiling of a proxy in JavaScript on Bun: scripts/bench/bare-relay.ts ----
@@ -339,15 +375,15 @@ async function main() {
     console.log(`\nupstream ${upstream} (bun app, 1 KiB answers); nginx 1 worker, keepalive ${NGINX_KEEPALIVE}; wrk -t2 -d${DURATION} --latency`);
     const targets: Target[] = [
       { name: "direct", url: `http://${upstream}/` },
-      { name: "nginx", url: `http://127.0.0.1:${nginxPort}/` },
-      { name: "bare-bun", url: `http://127.0.0.1:${barePort}/` },
-      { name: "ours", url: proxyUrl, host: proxyHost },
+      { name: "nginx", url: `http://127.0.0.1:${nginxPort}/`, pid: nginxWorker },
+      { name: "bare-bun", url: `http://127.0.0.1:${barePort}/`, pid: bare.pid },
+      { name: "ours", url: proxyUrl, host: proxyHost, pid },
     ];
     const httpsTargets: Target[] = [
-      { name: "nginx https", url: `https://${proxyHost}:${nginxTlsPort}/`, script: wrkScript },
-      { name: "ours https", url: `https://${proxyHost}:${proxyTlsPort}/`, script: wrkScript },
-      { name: "nginx https new-conn", url: `https://${proxyHost}:${nginxTlsPort}/`, script: wrkScript, newConnections: true },
-      { name: "ours https new-conn", url: `https://${proxyHost}:${proxyTlsPort}/`, script: wrkScript, newConnections: true },
+      { name: "nginx https", url: `https://${proxyHost}:${nginxTlsPort}/`, script: wrkScript, pid: nginxWorker },
+      { name: "ours https", url: `https://${proxyHost}:${proxyTlsPort}/`, script: wrkScript, pid },
+      { name: "nginx https new-conn", url: `https://${proxyHost}:${nginxTlsPort}/`, script: wrkScript, newConnections: true, pid: nginxWorker },
+      { name: "ours https new-conn", url: `https://${proxyHost}:${proxyTlsPort}/`, script: wrkScript, newConnections: true, pid },
     ];
     // A short warm-up of each target (JIT, connection pools), not counted.
     for (const target of [...targets, ...httpsTargets]) await wrk(target.url, CONNECTIONS[0]!, "2s", target);
@@ -355,9 +391,9 @@ async function main() {
     const rssBefore = residentMegabytes(pid);
     let rssPeak = rssBefore;
     const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, residentMegabytes(pid))), 200);
-    let results: Map<string, WrkResult>;
+    let results: Map<string, Measurement>;
     let rssAfterHttp: number;
-    let httpsResults: Map<string, WrkResult>;
+    let httpsResults: Map<string, Measurement>;
     try {
       results = await measure(targets, DURATION);
       rssAfterHttp = residentMegabytes(pid);
@@ -375,7 +411,8 @@ async function main() {
       const ratio = ours.requestsPerSecond / nginxResult.requestsPerSecond;
       const verdict = ratio >= 1 && ours.p99Ms <= nginxResult.p99Ms ? "meets" : "misses";
       const invalid = ours.errors || nginxResult.errors ? ` (NOT VALID: ${ours.errors || nginxResult.errors})` : "";
-      console.log(`ours/nginx at ${connections}: ${ratio.toFixed(2)}x req/s (target >= 1.00x), p99 ${fmt(ours.p99Ms, 2)} ms vs ${fmt(nginxResult.p99Ms, 2)} ms: ${verdict} the target${invalid}`);
+      const cpu = `CPU ${fmt(ours.cpuMicrosPerRequest, 1)} µs/req vs ${fmt(nginxResult.cpuMicrosPerRequest, 1)} µs/req`;
+      console.log(`ours/nginx at ${connections}: ${ratio.toFixed(2)}x req/s (target >= 1.00x), p99 ${fmt(ours.p99Ms, 2)} ms vs ${fmt(nginxResult.p99Ms, 2)} ms: ${verdict} the target; ${cpu}${invalid}`);
     }
 
     console.log(`\nHTTPS (ECDSA P-256 *.${BENCH_DOMAIN}, SNI ${proxyHost}; new-conn: Connection: close); wrk -t2 -d${HTTPS_DURATION} --latency`);
