@@ -19,6 +19,10 @@ export class HeadError extends Error {
 
 /** How a message's body is framed. `close`: until the connection closes (responses only). */
 export type BodyFraming = { kind: "none" } | { kind: "length"; length: number } | { kind: "chunked" } | { kind: "close" };
+/** The framings without a length, shared rather than made for each message. */
+const NO_BODY: BodyFraming = Object.freeze({ kind: "none" });
+const CHUNKED: BodyFraming = Object.freeze({ kind: "chunked" });
+const UNTIL_CLOSE: BodyFraming = Object.freeze({ kind: "close" });
 
 export interface MessageHead {
   /** The head as received, latin1, without its final CRLF CRLF. */
@@ -298,7 +302,7 @@ export function parseRequestHead(text: string): RequestHead {
 
   // The request line is visible ASCII (checked above).
   const { fields: lines, connection, contentLength, chunked } = fields;
-  const framing: BodyFraming = chunked ? { kind: "chunked" } : contentLength ? { kind: "length", length: contentLength } : { kind: "none" };
+  const framing: BodyFraming = chunked ? CHUNKED : contentLength ? { kind: "length", length: contentLength } : NO_BODY;
   const keepAlive = minorVersion === 1 ? !connection.includes("close") : connection.includes("keep-alive");
   return { text, fields: lines, minorVersion, connection, contentLength, chunked, method, target, host, framing, keepAlive, absoluteForm };
 }
@@ -335,10 +339,10 @@ export function parseResponseHead(text: string): ResponseHead {
 
 /** How the body of a response to `method` is framed (RFC 9112 6.3). */
 export function responseFraming(method: string, head: ResponseHead): BodyFraming {
-  if (method === "HEAD" || head.status === 204 || head.status === 304 || head.status < 200) return { kind: "none" };
-  if (head.chunked) return { kind: "chunked" };
-  if (head.contentLength !== null) return head.contentLength ? { kind: "length", length: head.contentLength } : { kind: "none" };
-  return { kind: "close" };
+  if (method === "HEAD" || head.status === 204 || head.status === 304 || head.status < 200) return NO_BODY;
+  if (head.chunked) return CHUNKED;
+  if (head.contentLength !== null) return head.contentLength ? { kind: "length", length: head.contentLength } : NO_BODY;
+  return UNTIL_CLOSE;
 }
 
 const MAX_CHUNK_LINE = 4096;

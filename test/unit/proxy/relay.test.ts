@@ -683,6 +683,23 @@ describe("forwarded headers", () => {
     expect(field(head, "x-forwarded-port")).toBe("443");
     expect(field(head, "forwarded")).toBeNull();
   });
+
+  test("on one keep-alive connection each request is forwarded for its own Host, and a trusted proxy's for its own headers", async () => {
+    const { app, proxy } = rawSetup((_head, connection) => connection.write(OK), { trustedProxies: parseCidrList("127.0.0.8/32") });
+    const client = await open(proxy, "127.0.0.7");
+    for (const host of [HOST, `${HOST}:8080`, HOST]) expect((await exchange(client, "GET", "/", {}, undefined, host)).status).toBe(200);
+    expect(app.heads.map((head) => [field(head, "x-forwarded-host"), field(head, "x-forwarded-port"), field(head, "x-forwarded-for")])).toEqual([
+      [HOST, String(proxy.port), "127.0.0.7"],
+      [`${HOST}:8080`, "8080", "127.0.0.7"],
+      [HOST, String(proxy.port), "127.0.0.7"],
+    ]);
+    const front = await open(proxy, "127.0.0.8");
+    for (const client of ["203.0.113.9", "203.0.113.10"]) await exchange(front, "GET", "/", { "X-Forwarded-For": client });
+    expect(app.heads.slice(3).map((head) => [field(head, "x-forwarded-for"), field(head, "x-real-ip")])).toEqual([
+      ["203.0.113.9, 127.0.0.8", "203.0.113.9"],
+      ["203.0.113.10, 127.0.0.8", "203.0.113.10"],
+    ]);
+  });
 });
 
 describe("timeouts", () => {
