@@ -33,7 +33,7 @@
 // keepalive pool, default 256).
 // Traffic goes only to 127.0.0.1 and the bench's own container; the app is deleted through the
 // API, nginx and the bare relay stopped, the server stopped and temp dirs removed at the end.
-import { readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
@@ -197,11 +197,21 @@ http {
 `;
 }
 
-/** nginx's one worker: the master's child, which serves the connections. */
+/** nginx's one worker: the master's child, which serves the connections (found by the parent pid in /proc/<pid>/stat). */
 function nginxWorkerPid(masterPid: number): number {
-  const children = readFileSync(`/proc/${masterPid}/task/${masterPid}/children`, "utf8").trim().split(/\s+/).map(Number);
-  if (children.length !== 1 || !children[0]) throw new Error(`nginx (pid ${masterPid}) should have one worker, has: ${children.join(", ")}`);
-  return children[0];
+  const children = readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+        return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === masterPid;
+      } catch {
+        return false; // a process that ended meanwhile
+      }
+    })
+    .map(Number);
+  if (children.length !== 1) throw new Error(`nginx (pid ${masterPid}) should have one worker, has: ${children.join(", ") || "none"}`);
+  return children[0]!;
 }
 
 const fmt = (value: number, digits = 0) => (Number.isFinite(value) ? value.toFixed(digits) : "n/a");

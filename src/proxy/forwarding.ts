@@ -101,8 +101,9 @@ function statusLine(head: ResponseHead): string {
 }
 
 /**
- * The response head as the client receives it, CRLF CRLF included. `close`: the proxy closes the client's connection after this response. A 101 keeps its
- * Upgrade and says `Connection: upgrade`. `hsts`: the answer carries the proxy's Strict-Transport-Security.
+ * The response head as the client receives it, CRLF CRLF included. `close`: the proxy closes the
+ * client's connection after this response. A 101 keeps its Upgrade and says `Connection: upgrade`.
+ * `hsts`: the answer carries the proxy's Strict-Transport-Security.
  */
 export function clientResponseHead(head: ResponseHead, requestId: string, close: boolean, hsts = false): string {
   const switching = head.status === 101;

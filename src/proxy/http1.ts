@@ -100,10 +100,17 @@ function isFieldValue(text: string, start: number, end: number): boolean {
 
 const isOws = (code: number) => code === 0x20 || code === 0x09;
 
-/** Same name, ASCII case aside; `lowerName` is lowercase. */
+/**
+ * Same name, ASCII case aside; `lowerName` is lowercase. Only A-Z are folded: `| 0x20` alone would
+ * also make `^` a `~`, and Connection tokens (which name headers to drop) are the sender's choice.
+ */
 function nameIs(text: string, start: number, end: number, lowerName: string): boolean {
   if (end - start !== lowerName.length) return false;
-  for (let i = 0; i < lowerName.length; i++) if ((text.charCodeAt(start + i) | 0x20) !== lowerName.charCodeAt(i)) return false;
+  for (let i = 0; i < lowerName.length; i++) {
+    let code = text.charCodeAt(start + i);
+    if (code >= 0x41 && code <= 0x5a) code |= 0x20;
+    if (code !== lowerName.charCodeAt(i)) return false;
+  }
   return true;
 }
 
@@ -184,7 +191,7 @@ export function headerValue(head: MessageHead, lowerName: string): string | null
   return null;
 }
 
-/** Parses decimal digits (at most 15: the checks above keep the number exact); -1 when they are not only digits. */
+/** Parses decimal digits; -1 when they are not only digits, or more than 15 (past that a number is no longer exact). */
 function digitsValue(text: string, start: number, end: number): number {
   if (end <= start || end - start > 15) return -1;
   let value = 0;

@@ -25,7 +25,8 @@ export class SocketWriter {
 
   /**
    * Writes `bytes`, or a head's text as latin1 (one byte per character, as it was read); false when
-   * some of them wait for the drain.
+   * some of them wait for the drain. Text must be latin1 (no character above U+00FF, which would
+   * lose its high byte): heads as read, with ASCII added. The proxy's own pages are bytes.
    */
   write(bytes: Uint8Array | string): boolean {
     if (typeof bytes === "string") return this.writeJoined(bytes, NO_BYTES, 0, 0);

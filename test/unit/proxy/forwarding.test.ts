@@ -58,6 +58,13 @@ describe("the request head sent to the app", () => {
     ]);
   });
 
+  test("a Connection token names only the header of that name, ASCII letters' case aside", () => {
+    const sent = sentOn(request("GET / HTTP/1.1", "Host: a", "Connection: x~y, X-HOP", "x^y: kept", "x~y: dropped", "x-hop: dropped"), untrusted, "id", false);
+    expect(valuesOf(sent, "x^y")).toEqual(["kept"]);
+    expect(valuesOf(sent, "x~y")).toEqual([]);
+    expect(valuesOf(sent, "x-hop")).toEqual([]);
+  });
+
   test("an HTTP/1.0 request goes on as HTTP/1.1 with its Transfer-Encoding and Host as sent", () => {
     const sent = sentOn(request("GET / HTTP/1.0", "Host: shop.apps.test"), untrusted, "id", false);
     expect(sent.startsWith("GET / HTTP/1.1\r\nHost: shop.apps.test\r\n")).toBe(true);
