@@ -115,7 +115,7 @@ function nameIs(text: string, start: number, end: number, lowerName: string): bo
 }
 
 /** Numbers per header line in MessageHead.fields. */
-export const FIELD_STRIDE = 5;
+const FIELD_STRIDE = 5;
 const LINE_START = 0;
 const NAME_END = 1;
 const VALUE_START = 2;
