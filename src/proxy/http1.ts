@@ -187,7 +187,7 @@ export const fieldNameIs = (head: MessageHead, index: number, lowerName: string)
 
 /** The value of the first header field named `lowerName`, or null. */
 export function headerValue(head: MessageHead, lowerName: string): string | null {
-  for (let index = 0; index < head.fields.length / FIELD_STRIDE; index++) if (fieldNameIs(head, index, lowerName)) return fieldValue(head, index);
+  for (let index = 0; index < fieldCount(head); index++) if (fieldNameIs(head, index, lowerName)) return fieldValue(head, index);
   return null;
 }
 
@@ -221,7 +221,7 @@ function nameError(text: string, at: number, status: number): HeadError {
 function parseFields(text: string, from: number, request: boolean): Omit<MessageHead, "minorVersion"> & { host: string | null } {
   const status = request ? 400 : 502;
   const fields: number[] = [];
-  let connection: string[] = [];
+  const connection: string[] = [];
   let contentLength: number | null = null;
   let transferEncoding: string | null = null;
   let host: string | null = null;

@@ -127,6 +127,18 @@ describe("forwarding", () => {
     expect(app.heads[0]).toContain("\r\nX-Name: Jos\xe9");
   });
 
+  test("heads larger than the proxy's 32 KiB write buffer pass whole both ways, the connection reused after", async () => {
+    const big = "b".repeat(40 * 1024);
+    const { app, proxy } = rawSetup((_head, connection) => connection.write(`HTTP/1.1 200 OK\r\nX-Big: ${big}\r\nContent-Length: 2\r\n\r\nok`));
+    const client = await open(proxy);
+    const first = await exchange(client, "GET", "/", { "X-Sent": big });
+    expect(first.status).toBe(200);
+    expect(first.headers.get("x-big")).toBe(big);
+    expect(first.body.toString()).toBe("ok");
+    expect(field(app.heads[0]!, "x-sent")).toBe(big);
+    expect((await exchange(client, "GET", "/again")).headers.get("x-big")).toBe(big);
+  });
+
   test("keep-alive: requests reuse the app's connections, one after the other and side by side", async () => {
     const { app, proxy } = appSetup(() => new Response("ok"));
     const client = await open(proxy);
