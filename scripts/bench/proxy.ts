@@ -2,14 +2,18 @@
 // the stand-in images (the same ones test/setup.ts selects). One bun app answering 1 KiB is
 // deployed through the API; then wrk (-t2, 10 s, --latency) at 64 and 256 connections measures:
 //   direct  wrk -> the app's container (its address on the workspace network)
-//   nginx   wrk -> nginx (1 worker, upstream keepalive pool) on a loopback port -> the container
+//   nginx   wrk -> nginx (1 worker, upstream keepalive pool) on a loopback port -> the container,
+//           forwarding the headers ours does (X-Forwarded-*, X-Real-IP, X-Request-Id both ways):
+//           the reference, doing the same job
+//   nginx-minimal  the same nginx with only X-Forwarded-For, -Host and -Proto, for information
 //   bare-bun  wrk -> scripts/bench/bare-relay.ts -> the container: the least a proxy in JavaScript
 //           on Bun's sockets can do (no parsing, no headers, no limits), i.e. the ceiling for ours
 //   ours    wrk -> the platform's public proxy with `Host: <subdomain>.bench.localhost` -> the container
 // and prints req/s, p99, ours/nginx, and the platform process's VmRSS before and after its runs.
 // Each proxy's CPU time per request (user + system, from /proc/<pid>/stat: the nginx worker, the
 // bare relay, the platform) is printed too: with wrk, the app and the proxy sharing the cores,
-// req/s also shows who got the CPU, while CPU per request is the proxy's own cost.
+// req/s also shows who got the CPU, while CPU per request is the proxy's own cost. Its user part
+// follows in parentheses: the proxy's own code, where the system part is mostly the network stack.
 // Targets: ours >= 1.0x nginx req/s at both counts, p99 no worse than nginx, RSS growth < 30 MB.
 //
 // Then HTTPS, nginx against ours only, at the same counts, keep-alive and new connections (wrk
@@ -156,11 +160,30 @@ async function wrk(url: string, connections: number, duration: string, options: 
   return { requests, requestsPerSecond: rps, p50Ms: p50, p99Ms: p99, errors };
 }
 
-function nginxConfig(dir: string, port: number, tlsPort: number, upstream: string, certificate: CertificateFiles): string {
-  const location = `location / {
-      proxy_pass http://app;
+/**
+ * nginx as the reference: it forwards what ours does, so both give the app and the client the same
+ * headers (src/proxy/forwarding.ts): X-Forwarded-For, -Host, -Proto, -Port, X-Real-IP, and an
+ * X-Request-Id (the client's, else a new one) sent to the app and returned to the client. A second
+ * HTTP server, `minimalPort`, forwards only the three X-Forwarded headers of nginx's usual recipe:
+ * an informational row, as the bench measured before 2026-11-24.
+ */
+function nginxConfig(dir: string, port: number, minimalPort: number, tlsPort: number, upstream: string, certificate: CertificateFiles): string {
+  const proxied = `proxy_pass http://app;
       proxy_http_version 1.1;
-      proxy_set_header Connection "";
+      proxy_set_header Connection "";`;
+  const location = `location / {
+      ${proxied}
+      proxy_set_header Host $http_host;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_set_header X-Real-IP $remote_addr;
+      proxy_set_header X-Forwarded-Host $http_host;
+      proxy_set_header X-Forwarded-Proto $scheme;
+      proxy_set_header X-Forwarded-Port $server_port;
+      proxy_set_header X-Request-Id $forwarded_request_id;
+      add_header X-Request-Id $forwarded_request_id always;
+    }`;
+  const minimalLocation = `location / {
+      ${proxied}
       proxy_set_header Host $host;
       proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
       proxy_set_header X-Forwarded-Host $host;
@@ -182,9 +205,17 @@ http {
     server ${upstream};
     keepalive ${NGINX_KEEPALIVE};
   }
+  map $http_x_request_id $forwarded_request_id {
+    default $http_x_request_id;
+    "" $request_id;
+  }
   server {
     listen 127.0.0.1:${port} reuseport backlog=4096;
     ${location}
+  }
+  server {
+    listen 127.0.0.1:${minimalPort} reuseport backlog=4096;
+    ${minimalLocation}
   }
   server {
     listen 127.0.0.1:${tlsPort} ssl reuseport backlog=4096;
@@ -226,16 +257,19 @@ interface Target extends WrkOptions {
 interface Measurement extends WrkResult {
   /** The proxy's CPU time (user + system) per request, in µs; NaN for a target without a process. */
   cpuMicrosPerRequest: number;
+  /** Its user-mode part: the proxy's own code, where the system part is mostly the kernel's network stack. */
+  userMicrosPerRequest: number;
 }
 
 const CLOCK_TICKS_PER_SECOND = Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim()) || 100;
 
-/** User + system CPU time of a process so far, in clock ticks (all its threads). */
-function cpuTicks(pid: number): number {
+/** User and system CPU time of a process so far, in clock ticks (all its threads). */
+function cpuTicks(pid: number | undefined): { user: number; system: number } {
+  if (!pid) return { user: NaN, system: NaN };
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   // The fields after the command name, which is in parentheses and may hold spaces.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return Number(fields[11]) + Number(fields[12]);
+  return { user: Number(fields[11]), system: Number(fields[12]) };
 }
 
 /** One wrk run per connection count and target, in that order; keyed `<target>@<connections>`. */
@@ -243,10 +277,15 @@ async function measure(targets: Target[], duration: string): Promise<Map<string,
   const results = new Map<string, Measurement>();
   for (const connections of CONNECTIONS) {
     for (const target of targets) {
-      const ticksBefore = target.pid ? cpuTicks(target.pid) : NaN;
+      const before = cpuTicks(target.pid);
       const result = await wrk(target.url, connections, duration, target);
-      const cpuSeconds = ((target.pid ? cpuTicks(target.pid) : NaN) - ticksBefore) / CLOCK_TICKS_PER_SECOND;
-      results.set(`${target.name}@${connections}`, { ...result, cpuMicrosPerRequest: (cpuSeconds * 1e6) / result.requests });
+      const after = cpuTicks(target.pid);
+      const microsPerRequest = (ticks: number) => (ticks / CLOCK_TICKS_PER_SECOND) * (1e6 / result.requests);
+      results.set(`${target.name}@${connections}`, {
+        ...result,
+        cpuMicrosPerRequest: microsPerRequest(after.user + after.system - before.user - before.system),
+        userMicrosPerRequest: microsPerRequest(after.user - before.user),
+      });
     }
   }
   return results;
@@ -254,14 +293,14 @@ async function measure(targets: Target[], duration: string): Promise<Map<string,
 
 /** The results table; each row's ratio is to `baselineOf(target)` at the same connection count. */
 function printTable(targets: Target[], results: Map<string, Measurement>, baselineOf: (name: string) => string) {
-  console.log(`\n| target | conns | req/s | p50 ms | p99 ms | vs nginx req/s | proxy CPU µs/req | errors |`);
+  console.log(`\n| target | conns | req/s | p50 ms | p99 ms | vs nginx req/s | proxy CPU µs/req (user) | errors |`);
   console.log(`|---|---|---|---|---|---|---|---|`);
   for (const connections of CONNECTIONS) {
     for (const target of targets) {
       const result = results.get(`${target.name}@${connections}`)!;
       const baseline = results.get(`${baselineOf(target.name)}@${connections}`)!;
       const versus = `${(result.requestsPerSecond / baseline.requestsPerSecond).toFixed(2)}x`;
-      const cpu = fmt(result.cpuMicrosPerRequest, 1);
+      const cpu = `${fmt(result.cpuMicrosPerRequest, 1)} (${fmt(result.userMicrosPerRequest, 1)})`;
       console.log(`| ${target.name} | ${connections} | ${fmt(result.requestsPerSecond)} | ${fmt(result.p50Ms, 2)} | ${fmt(result.p99Ms, 2)} | ${versus} | ${cpu} | ${result.errors || "-"} |`);
     }
   }
@@ -364,8 +403,9 @@ async function main() {
     // ---- nginx ----
     const nginxDir = tempDir("platform-bench-nginx-");
     const nginxPort = await freePort();
+    const nginxMinimalPort = await freePort();
     const nginxTlsPort = await freePort();
-    writeFileSync(join(nginxDir, "nginx.conf"), nginxConfig(nginxDir, nginxPort, nginxTlsPort, upstream, certificate));
+    writeFileSync(join(nginxDir, "nginx.conf"), nginxConfig(nginxDir, nginxPort, nginxMinimalPort, nginxTlsPort, upstream, certificate));
     const nginx = Bun.spawn([nginxBinary(), "-p", nginxDir, "-c", join(nginxDir, "nginx.conf")], { stdout: "ignore", stderr: "pipe" });
     children.push(nginx);
     await waitForHttp(`http://127.0.0.1:${nginxPort}/`);
@@ -386,6 +426,7 @@ async function main() {
     const targets: Target[] = [
       { name: "direct", url: `http://${upstream}/` },
       { name: "nginx", url: `http://127.0.0.1:${nginxPort}/`, pid: nginxWorker },
+      { name: "nginx-minimal", url: `http://127.0.0.1:${nginxMinimalPort}/`, pid: nginxWorker },
       { name: "bare-bun", url: `http://127.0.0.1:${barePort}/`, pid: bare.pid },
       { name: "ours", url: proxyUrl, host: proxyHost, pid },
     ];
