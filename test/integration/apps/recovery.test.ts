@@ -25,7 +25,7 @@ const app = (build: string) =>
 test("SIGKILL during a build: interrupted build, app still serving, route restored", async () => {
   const first = await deployZip(server, key, { name: "steady", runtime: "node", memoryMB: "64" }, app("true"));
   const running = await waitForStatus(server, key, first.body.app.id, ["running", "failed"]);
-  expect(running.status).toBe("running");
+  expect(running).toMatchObject({ status: "running" }); // on failure, the statusReason shows why
 
   const slow = await deployZip(server, key, { name: "steady", runtime: "node", memoryMB: "64" }, app("sleep 60"));
   await waitForStatus(server, key, running.id, ["building"]);
@@ -60,7 +60,7 @@ test("SIGKILL while a stop waits on an app that ignores SIGTERM: the stop is fin
   // node itself gets the signal (npm or a shell would leave on SIGTERM): only the engine's SIGKILL after 10 s ends it.
   const deployed = await deployZip(server, key, { name: "stubborn", runtime: "node", memoryMB: "64", startupCommand: "exec node server.js" }, stubborn);
   const running = await waitForStatus(server, key, deployed.body.app.id, ["running", "failed"]);
-  expect(running.status).toBe("running");
+  expect(running).toMatchObject({ status: "running" }); // on failure, the statusReason shows why
 
   const stopping = await server.request("POST", `/api/apps/${running.id}/stop`, { key });
   expect(stopping.status).toBe(202);
