@@ -9,14 +9,14 @@
 import type { Socket } from "bun";
 import type { CidrRange } from "../http/trusted-proxies";
 import { Exchange } from "./exchange";
-import { HeadError, headerValue, headText, indexOfHeadEnd, MAX_HEAD_BYTES, parseRequestHead, type RequestHead } from "./http1";
-import { clientIdentityOf, requestIdOf, upstreamRequestHead } from "./forwarding";
+import { HeadError, headerValue, indexOfHeadEnd, MAX_HEAD_BYTES, parseRequestHead, type RequestHead } from "./http1";
+import { clientIdentityOf, requestIdOf, type ClientIdentity } from "./forwarding";
 import { challengeAnswer, httpsRedirectAnswer, proxyErrorAnswer, type ProxyErrorCode } from "./pages";
 import { refusalHeaders, type ProxyRateLimiter } from "./rate-limit";
 import { hostNameOf, type ProxyRoutes } from "./routes";
 import type { TrafficRecorder } from "./traffic";
 import type { UpstreamPools } from "./upstream-pool";
-import { joined, SocketWriter } from "./socket-writer";
+import { joined, type OutgoingHead, SocketWriter } from "./socket-writer";
 
 export interface ProxyTimeouts {
   /** A client must send a whole request head within this long. */
@@ -81,6 +81,8 @@ export class ClientConnection {
   private peerEnded = false;
   private lastHost: string | null = null;
   private lastSubdomain: string | null = null;
+  /** Who the client is, for the last Host it asked for; kept only for a peer that is not a trusted proxy. */
+  private lastIdentity: ClientIdentity | null = null;
   /** Requests answered on this connection: until the first, it gets only the header timeout to send one. */
   private answered = 0;
 
@@ -132,7 +134,7 @@ export class ClientConnection {
       }
       let head: RequestHead;
       try {
-        head = parseRequestHead(headText(data, 0, end));
+        head = parseRequestHead(data, 0, end);
       } catch (error) {
         if (!(error instanceof HeadError)) throw error;
         this.refuse(error.status, "BAD_REQUEST", `Malformed request: ${error.message}.`, null, {}, true);
@@ -165,7 +167,7 @@ export class ClientConnection {
       }
       return;
     }
-    const identity = clientIdentityOf(head, this.peerAddress, context.trustedProxies, this.secure ? context.tlsPort : context.port, this.secure);
+    const identity = this.identityOf(head);
     // Plain HTTP (not TLS ended by a trusted proxy in front) to a host with a certificate, once the
     // HTTPS listener is open. A challenge this proxy does not know is the app's own (it may run its
     // own ACME client): never redirected; nor is `OPTIONS *`, which names no path.
@@ -183,17 +185,27 @@ export class ClientConnection {
       this.refuse(429, "RATE_LIMITED", `Too many requests: try again in ${refusal.retryAfterSeconds} s.`, head, refusalHeaders(refusal), mustClose);
       return;
     }
-    const requestId = requestIdOf(head);
-    const websocket = isWebSocketUpgrade(head);
-    const upstreamHead = upstreamRequestHead(head, identity, requestId, websocket);
     this.state = "exchange";
-    const exchange = new Exchange(this, head, subdomain!, upstream, requestId, upstreamHead, websocket, identity.https && upstream.hsts === true);
+    const exchange = new Exchange(this, head, subdomain!, upstream, requestIdOf(head), identity, isWebSocketUpgrade(head), identity.https && upstream.hsts === true);
     this.exchange = exchange;
     const early = this.buffered;
     this.buffered = null;
     const rest = early?.byteLength ? exchange.requestBytes(early) : null;
     if (rest?.byteLength) this.holdEarly(rest);
     exchange.start();
+  }
+
+  /**
+   * The client's identity for this request. From a peer that is not a trusted proxy it depends on
+   * the Host alone, which a keep-alive client sends the same again and again: it is kept for that Host.
+   */
+  private identityOf(head: RequestHead): ClientIdentity {
+    const last = this.lastIdentity;
+    if (last !== null && last.host === (head.host ?? "")) return last;
+    const context = this.context;
+    const identity = clientIdentityOf(head, this.peerAddress, context.trustedProxies, this.secure ? context.tlsPort : context.port, this.secure);
+    this.lastIdentity = identity.trustedPeer ? null : identity;
+    return identity;
   }
 
   /** An ACME challenge (whatever the host) answered from the certificates; false when none waits for this token. */
@@ -237,9 +249,10 @@ export class ClientConnection {
     return this.writer.write(bytes);
   }
 
-  writeJoined(head: string, data: Uint8Array, start: number, end: number): boolean {
+  /** Writes the head just built (with the body bytes appended to it, if any). */
+  writeHead(head: OutgoingHead): boolean {
     if (this.state === "closed") return false;
-    return this.writer.writeJoined(head, data, start, end);
+    return this.writer.writeHead(head);
   }
 
   /** Called by the exchange when its response is complete. */

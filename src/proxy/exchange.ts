@@ -4,13 +4,13 @@
 // WebSocket handshake turns the exchange into a tunnel. Ends in the client's hands: the connection
 // reads the next request, or closes.
 import type { ClientConnection } from "./client-connection";
-import { BodyTracker, headText, indexOfHeadEnd, MAX_HEAD_BYTES, parseResponseHead, responseFraming, type RequestHead, type ResponseHead } from "./http1";
-import { clientResponseHead, interimResponseHead } from "./forwarding";
+import { BodyTracker, indexOfHeadEnd, MAX_HEAD_BYTES, parseResponseHead, responseFraming, type RequestHead, type ResponseHead } from "./http1";
+import { writeClientResponseHead, writeInterimResponseHead, writeUpstreamRequestHead, type ClientIdentity } from "./forwarding";
 import type { Upstream } from "./routes";
-import { joined } from "./socket-writer";
+import { joined, type OutgoingHead, outgoingHead } from "./socket-writer";
 import { UpstreamUnavailable, type UpstreamConnection, type UpstreamListener } from "./upstream-pool";
 
-/** Below this, a head and the first body bytes are joined into one write. */
+/** Below this, a head and the first body bytes that came with it are written together. */
 const JOIN_BELOW_BYTES = 16 * 1024;
 
 /** One request and its response, between the client connection and an upstream connection. */
@@ -42,7 +42,7 @@ export class Exchange implements UpstreamListener {
     private readonly subdomain: string,
     private readonly address: Upstream,
     private readonly requestId: string,
-    private readonly upstreamHead: string,
+    private readonly identity: ClientIdentity,
     private readonly websocket: boolean,
     /** The answer carries the proxy's Strict-Transport-Security (the app's `hsts`, over HTTPS). */
     private readonly hsts: boolean,
@@ -82,7 +82,7 @@ export class Exchange implements UpstreamListener {
     this.lastActivity = this.sentAt;
     const early = this.early;
     this.early = [];
-    let open = connection.writer.write(this.upstreamHead);
+    let open = connection.writer.writeHead(writeUpstreamRequestHead(outgoingHead.begin(), this.request, this.identity, this.requestId, this.websocket));
     for (const bytes of early) open = connection.writer.write(bytes);
     // The client was paused while its body waited for this connection.
     if (open) this.client.resume();
@@ -148,18 +148,20 @@ export class Exchange implements UpstreamListener {
     }
   }
 
-  private toClient(bytes: Uint8Array | string) {
+  private toClient(bytes: Uint8Array) {
     this.wroteToClient = true;
-    if (!this.client.write(bytes) && this.upstream && !this.upstreamPaused) {
-      this.upstreamPaused = true;
-      this.upstream.socket.pause();
-    }
+    if (!this.client.write(bytes)) this.pauseUpstream();
   }
 
-  /** A head and the body bytes of `data` from `start` to `end`, in one write. */
-  private toClientJoined(head: string, data: Uint8Array, start: number, end: number) {
+  /** The head just built (with any body bytes appended to it). */
+  private headToClient(head: OutgoingHead) {
     this.wroteToClient = true;
-    if (!this.client.writeJoined(head, data, start, end) && this.upstream && !this.upstreamPaused) {
+    if (!this.client.writeHead(head)) this.pauseUpstream();
+  }
+
+  /** The client cannot take more for now: the app's connection is not read until it can. */
+  private pauseUpstream() {
+    if (this.upstream && !this.upstreamPaused) {
       this.upstreamPaused = true;
       this.upstream.socket.pause();
     }
@@ -212,7 +214,7 @@ export class Exchange implements UpstreamListener {
       }
       let head: ResponseHead;
       try {
-        head = parseResponseHead(headText(data, start, end));
+        head = parseResponseHead(data, start, end);
       } catch {
         this.failBeforeResponse(502);
         return;
@@ -225,7 +227,7 @@ export class Exchange implements UpstreamListener {
         }
         this.upstreamMs = performance.now() - this.sentAt;
         this.record(101);
-        this.client.write(clientResponseHead(head, this.requestId, false));
+        this.client.writeHead(writeClientResponseHead(outgoingHead.begin(), head, this.requestId, false));
         this.done = true;
         this.tunnel = true;
         const early = this.client.startTunnel();
@@ -235,7 +237,7 @@ export class Exchange implements UpstreamListener {
       }
       if (head.status < 200) {
         // 100 Continue, 103 Early Hints: passed on to an HTTP/1.1 client; the final head follows.
-        if (this.request.minorVersion === 1) this.toClient(interimResponseHead(head));
+        if (this.request.minorVersion === 1) this.headToClient(writeInterimResponseHead(outgoingHead.begin(), head));
         continue;
       }
       this.upstreamMs = performance.now() - this.sentAt;
@@ -245,7 +247,6 @@ export class Exchange implements UpstreamListener {
       if (framing.kind === "close" || head.minorVersion === 0 || head.connection.includes("close")) this.reuseUpstream = false;
       // An answer before the whole request body: where the next request would start is unknown.
       if (framing.kind === "close" || !this.requestDone || this.client.context.stopping) this.closeClient = true;
-      const answerHead = clientResponseHead(head, this.requestId, this.closeClient, this.hsts);
       let bodyEnd: number;
       try {
         bodyEnd = this.responseBody.feed(data, start);
@@ -254,9 +255,10 @@ export class Exchange implements UpstreamListener {
         return;
       }
       const bodyStop = bodyEnd < 0 ? data.byteLength : bodyEnd;
-      if (bodyStop > start && bodyStop - start < JOIN_BELOW_BYTES) this.toClientJoined(answerHead, data, start, bodyStop);
+      const answerHead = writeClientResponseHead(outgoingHead.begin(), head, this.requestId, this.closeClient, this.hsts);
+      if (bodyStop > start && bodyStop - start < JOIN_BELOW_BYTES) this.headToClient(answerHead.bytes(data, start, bodyStop));
       else {
-        this.toClient(answerHead);
+        this.headToClient(answerHead);
         if (bodyStop > start) this.toClient(data.subarray(start, bodyStop));
       }
       if (bodyEnd >= 0) {

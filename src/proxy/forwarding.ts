@@ -7,6 +7,7 @@
 import type { CidrRange } from "../http/trusted-proxies";
 import { clientBehindProxies, inAnyRange, lastHeaderValue } from "../http/trusted-proxies";
 import { fieldCount, fieldKind, FieldKind, fieldLineStart, fieldNameIs, fieldValue, headerValue, type MessageHead, type RequestHead, type ResponseHead } from "./http1";
+import type { OutgoingHead } from "./socket-writer";
 
 /** What an app with the `hsts` setting answers over HTTPS (in place of its own): browsers then use HTTPS only, for a year. */
 const HSTS_LINE = "strict-transport-security: max-age=31536000\r\n";
@@ -28,8 +29,13 @@ export interface ClientIdentity {
 }
 
 export function requestIdOf(head: RequestHead): string {
-  const sent = headerValue(head, "x-request-id");
-  return sent && REQUEST_ID.test(sent) ? sent : crypto.randomUUID();
+  const count = fieldCount(head);
+  for (let index = 0; index < count; index++) {
+    if (fieldKind(head, index) !== FieldKind.requestId) continue;
+    const sent = fieldValue(head, index);
+    return REQUEST_ID.test(sent) ? sent : crypto.randomUUID();
+  }
+  return crypto.randomUUID();
 }
 
 export function clientIdentityOf(head: RequestHead, peerAddress: string, trustedProxies: readonly CidrRange[], proxyPort: number, https: boolean): ClientIdentity {
@@ -51,73 +57,87 @@ export function clientIdentityOf(head: RequestHead, peerAddress: string, trusted
 }
 
 /**
- * The header lines of a head that are passed on, each with its CRLF, as they came: runs of kept
- * lines are sliced out whole rather than written again field by field. `drops(index, kind)` names
- * the lines to leave out.
+ * Copies the header lines of a head that are passed on, each with its CRLF, as they came: runs of
+ * kept lines are copied whole from the bytes the head was read from. `withStartLine`: the head's
+ * own start line goes first (else the caller wrote one). `drops(index, kind)` names the lines to
+ * leave out.
  */
-function keptLines(head: MessageHead, drops: (index: number, kind: FieldKind) => boolean): string {
-  const { text } = head;
-  let kept = "";
-  let runStart = -1;
+function copyKeptLines(out: OutgoingHead, head: MessageHead, withStartLine: boolean, drops: (index: number, kind: FieldKind) => boolean) {
+  const { source, sourceStart } = head;
+  let runStart = withStartLine ? 0 : -1;
   const count = fieldCount(head);
   for (let i = 0; i < count; i++) {
     if (drops(i, fieldKind(head, i))) {
-      if (runStart >= 0) kept += text.slice(runStart, fieldLineStart(head, i));
+      if (runStart >= 0) out.bytes(source, sourceStart + runStart, sourceStart + fieldLineStart(head, i));
       runStart = -1;
     } else if (runStart < 0) runStart = fieldLineStart(head, i);
   }
-  return runStart >= 0 ? `${kept}${text.slice(runStart)}\r\n` : kept;
+  if (runStart >= 0) out.bytes(source, sourceStart + runStart, sourceStart + head.text.length).crlf();
 }
 
-/** The request head as the app receives it, CRLF CRLF included. */
-export function upstreamRequestHead(head: RequestHead, identity: ClientIdentity, requestId: string, websocket: boolean): string {
+/** X-Real-IP and X-Forwarded-Host, -Proto and -Port: the same for every request a connection makes for one host. */
+const identityLines = new WeakMap<ClientIdentity, string>();
+
+function identityLinesOf(identity: ClientIdentity): string {
+  let lines = identityLines.get(identity);
+  if (lines === undefined) {
+    lines = `x-real-ip: ${identity.clientAddress}\r\nx-forwarded-host: ${identity.host}\r\nx-forwarded-proto: ${identity.https ? "https" : "http"}\r\nx-forwarded-port: ${identity.port}\r\n`;
+    identityLines.set(identity, lines);
+  }
+  return lines;
+}
+
+/** Writes the request head as the app receives it, CRLF CRLF included. */
+export function writeUpstreamRequestHead(out: OutgoingHead, head: RequestHead, identity: ClientIdentity, requestId: string, websocket: boolean): OutgoingHead {
   let sentFor: string | null = null;
   // An absolute-form target's authority is the Host (RFC 9112 3.2.2): the client's Host line goes.
   const hostReplaced = head.absoluteForm || head.host === null;
-  const lines = keptLines(head, (index, kind) => {
+  // An HTTP/1.1 client's own request line, unless its target was in absolute form.
+  const ownRequestLine = head.minorVersion === 1 && !head.absoluteForm;
+  if (!ownRequestLine) out.text(`${head.method} ${head.target} HTTP/1.1\r\n`);
+  copyKeptLines(out, head, ownRequestLine, (index, kind) => {
     if (kind === FieldKind.clientIdentity || kind === FieldKind.requestId) {
       if (fieldNameIs(head, index, "x-forwarded-for")) sentFor = sentFor === null ? fieldValue(head, index) : `${sentFor}, ${fieldValue(head, index)}`;
       return true;
     }
     return (hostReplaced && kind === FieldKind.host) || dropped(head, index, kind, websocket);
   });
-  // An HTTP/1.1 client's own request line, unless its target was in absolute form.
-  const requestLine = head.minorVersion === 1 && !head.absoluteForm ? head.text.slice(0, fieldLineStart(head, 0)) : `${head.method} ${head.target} HTTP/1.1\r\n`;
+  if (hostReplaced) out.text(`host: ${head.host ?? identity.host}\r\n`);
+  if (websocket) out.text("connection: upgrade\r\n");
   const forwardedFor = identity.trustedPeer && sentFor ? `${sentFor}, ${identity.peerAddress}` : identity.peerAddress;
-  return (
-    requestLine +
-    lines +
-    (hostReplaced ? `host: ${head.host ?? identity.host}\r\n` : "") +
-    (websocket ? "connection: upgrade\r\n" : "") +
-    `x-forwarded-for: ${forwardedFor}\r\nx-real-ip: ${identity.clientAddress}\r\nx-forwarded-host: ${identity.host}\r\n` +
-    `x-forwarded-proto: ${identity.https ? "https" : "http"}\r\nx-forwarded-port: ${identity.port}\r\nx-request-id: ${requestId}\r\n\r\n`
-  );
+  return out.text(`x-forwarded-for: ${forwardedFor}\r\n`).text(identityLinesOf(identity)).text(`x-request-id: ${requestId}\r\n\r\n`);
 }
 
-/** An HTTP/1.1 status line: the app's own when it answered in HTTP/1.1. */
-function statusLine(head: ResponseHead): string {
-  if (head.minorVersion !== 1) return `HTTP/1.1 ${head.status} ${head.reason}\r\n`;
-  return fieldCount(head) ? head.text.slice(0, fieldLineStart(head, 0)) : `${head.text}\r\n`;
+/** The start line of a response head as sent on (HTTP/1.1), and its kept lines. */
+function copyStatusLineAndKept(out: OutgoingHead, head: ResponseHead, drops: (index: number, kind: FieldKind) => boolean) {
+  // The app's own status line when it answered in HTTP/1.1.
+  const ownStatusLine = head.minorVersion === 1;
+  if (!ownStatusLine) out.text(`HTTP/1.1 ${head.status} ${head.reason}\r\n`);
+  copyKeptLines(out, head, ownStatusLine, drops);
 }
 
 /**
- * The response head as the client receives it, CRLF CRLF included. `close`: the proxy closes the
- * client's connection after this response. A 101 keeps its Upgrade and says `Connection: upgrade`.
- * `hsts`: the answer carries the proxy's Strict-Transport-Security.
+ * Writes the response head as the client receives it, CRLF CRLF included. `close`: the proxy
+ * closes the client's connection after this response. A 101 keeps its Upgrade and says
+ * `Connection: upgrade`. `hsts`: the answer carries the proxy's Strict-Transport-Security.
  */
-export function clientResponseHead(head: ResponseHead, requestId: string, close: boolean, hsts = false): string {
+export function writeClientResponseHead(out: OutgoingHead, head: ResponseHead, requestId: string, close: boolean, hsts = false): OutgoingHead {
   const switching = head.status === 101;
-  const lines = keptLines(
+  copyStatusLineAndKept(
+    out,
     head,
     (index, kind) => kind === FieldKind.requestId || (hsts && kind === FieldKind.strictTransportSecurity) || dropped(head, index, kind, switching),
   );
-  const connection = switching ? "connection: upgrade\r\n" : close ? "connection: close\r\n" : "";
-  return `${statusLine(head)}${lines}${connection}${hsts ? HSTS_LINE : ""}x-request-id: ${requestId}\r\n\r\n`;
+  if (switching) out.text("connection: upgrade\r\n");
+  else if (close) out.text("connection: close\r\n");
+  if (hsts) out.text(HSTS_LINE);
+  return out.text(`x-request-id: ${requestId}\r\n\r\n`);
 }
 
-/** An informational (1xx) answer as the client receives it: its fields, without hop-by-hop ones. */
-export function interimResponseHead(head: ResponseHead): string {
-  return `${statusLine(head)}${keptLines(head, (index, kind) => dropped(head, index, kind, false))}\r\n`;
+/** Writes an informational (1xx) answer as the client receives it: its fields, without hop-by-hop ones. */
+export function writeInterimResponseHead(out: OutgoingHead, head: ResponseHead): OutgoingHead {
+  copyStatusLineAndKept(out, head, (index, kind) => dropped(head, index, kind, false));
+  return out.crlf();
 }
 
 /**

@@ -27,6 +27,9 @@ const UNTIL_CLOSE: BodyFraming = Object.freeze({ kind: "close" });
 export interface MessageHead {
   /** The head as received, latin1, without its final CRLF CRLF. */
   text: string;
+  /** The bytes it was read from, and where in them it starts: the lines passed on are copied from there. */
+  source: Uint8Array;
+  sourceStart: number;
   /**
    * Its header lines, FIELD_STRIDE numbers each: where the line starts, where its name ends (the
    * colon), where its trimmed value starts and ends, and its FieldKind. Offsets rather than strings:
@@ -59,6 +62,9 @@ export interface ResponseHead extends MessageHead {
   reason: string;
 }
 
+/** The Connection tokens of a head without any, shared rather than made for each head (never changed). */
+const NO_TOKENS: string[] = [];
+
 /** Largest request or response head the proxy reads. */
 export const MAX_HEAD_BYTES = 64 * 1024;
 const MAX_HEADERS = 200;
@@ -69,7 +75,7 @@ const TARGET = /^[\x21-\x7e]+$/;
 const HEAD_END = Buffer.from("\r\n\r\n");
 
 /** The text of a head whose bytes are `data` from `start` to `end`: latin1, one character per byte (socket data arrives as Buffers). */
-export const headText = (data: Uint8Array, start: number, end: number): string => (data as Buffer).toString("latin1", start, end);
+const headText = (data: Uint8Array, start: number, end: number): string => Buffer.prototype.toString.call(data, "latin1", start, end);
 
 /** Index of the CRLF CRLF that ends a head, or -1. */
 export function indexOfHeadEnd(data: Uint8Array, from = 0): number {
@@ -139,8 +145,8 @@ export const FieldKind = {
 } as const;
 export type FieldKind = (typeof FieldKind)[keyof typeof FieldKind];
 
-/** Lowercase names by kind, grouped by length so a name is compared with few of them. */
-const KNOWN_NAMES = new Map<number, [string, FieldKind][]>();
+/** Lowercase names by kind, grouped by length (the index) so a name is compared with few of them. */
+const KNOWN_NAMES: [string, FieldKind][][] = [];
 for (const [name, kind] of [
   ["host", FieldKind.host],
   ["connection", FieldKind.connection],
@@ -162,14 +168,14 @@ for (const [name, kind] of [
   ["x-request-id", FieldKind.requestId],
   ["strict-transport-security", FieldKind.strictTransportSecurity],
 ] as const) {
-  const sameLength = KNOWN_NAMES.get(name.length) ?? [];
-  sameLength.push([name, kind]);
-  KNOWN_NAMES.set(name.length, sameLength);
+  (KNOWN_NAMES[name.length] ??= []).push([name, kind]);
 }
+for (let length = 0; length < KNOWN_NAMES.length; length++) KNOWN_NAMES[length] ??= [];
 
 function kindOf(text: string, start: number, end: number): FieldKind {
-  const candidates = KNOWN_NAMES.get(end - start);
-  if (candidates) for (const [name, kind] of candidates) if (nameIs(text, start, end, name)) return kind;
+  if (end - start >= KNOWN_NAMES.length) return FieldKind.other;
+  const candidates = KNOWN_NAMES[end - start]!;
+  for (let i = 0; i < candidates.length; i++) if (nameIs(text, start, end, candidates[i]![0])) return candidates[i]![1];
   return FieldKind.other;
 }
 
@@ -218,10 +224,10 @@ function nameError(text: string, at: number, status: number): HeadError {
  * request, 502 for a response. Written with character loops rather than split and regular
  * expressions, and keeping offsets rather than strings: it runs twice for every proxied request.
  */
-function parseFields(text: string, from: number, request: boolean): Omit<MessageHead, "minorVersion"> & { host: string | null } {
+function parseFields(text: string, from: number, request: boolean): Omit<MessageHead, "minorVersion" | "source" | "sourceStart"> & { host: string | null } {
   const status = request ? 400 : 502;
   const fields: number[] = [];
-  const connection: string[] = [];
+  let connection = NO_TOKENS;
   let contentLength: number | null = null;
   let transferEncoding: string | null = null;
   let host: string | null = null;
@@ -254,6 +260,7 @@ function parseFields(text: string, from: number, request: boolean): Omit<Message
       if (host !== null) throw new HeadError(status, "Host given twice");
       host = text.slice(valueStart, valueEnd);
     } else if (kind === FieldKind.connection) {
+      if (connection === NO_TOKENS) connection = [];
       for (const token of text.slice(valueStart, valueEnd).toLowerCase().split(",")) connection.push(token.trim());
     } else if (kind === FieldKind.contentLength) {
       if (contentLength !== null) throw new HeadError(status, "Content-Length given twice");
@@ -272,8 +279,9 @@ function parseFields(text: string, from: number, request: boolean): Omit<Message
   return { text, fields, connection, contentLength, chunked: transferEncoding !== null, host };
 }
 
-/** A request head, from its first byte to before its CRLF CRLF (latin1 text). */
-export function parseRequestHead(text: string): RequestHead {
+/** A request head: the bytes of `source` from `start` (its first byte) to `end` (its CRLF CRLF). */
+export function parseRequestHead(source: Uint8Array, start: number, end: number): RequestHead {
+  const text = headText(source, start, end);
   let lineEnd = text.indexOf("\r\n");
   if (lineEnd < 0) lineEnd = text.length;
   const firstSpace = text.indexOf(" ");
@@ -311,7 +319,7 @@ export function parseRequestHead(text: string): RequestHead {
   const { fields: lines, connection, contentLength, chunked } = fields;
   const framing: BodyFraming = chunked ? CHUNKED : contentLength ? { kind: "length", length: contentLength } : NO_BODY;
   const keepAlive = minorVersion === 1 ? !connection.includes("close") : connection.includes("keep-alive");
-  return { text, fields: lines, minorVersion, connection, contentLength, chunked, method, target, host, framing, keepAlive, absoluteForm };
+  return { text, source, sourceStart: start, fields: lines, minorVersion, connection, contentLength, chunked, method, target, host, framing, keepAlive, absoluteForm };
 }
 
 const STATUS_LINE_START = "HTTP/1.";
@@ -331,8 +339,9 @@ function statusLineOf(text: string, lineEnd: number): { minorVersion: number; st
   return { minorVersion, status, reason: text.slice(13, lineEnd) };
 }
 
-/** A response head (latin1 text before its CRLF CRLF). */
-export function parseResponseHead(text: string): ResponseHead {
+/** A response head: the bytes of `source` from `start` (its first byte) to `end` (its CRLF CRLF). */
+export function parseResponseHead(source: Uint8Array, start: number, end: number): ResponseHead {
+  const text = headText(source, start, end);
   let lineEnd = text.indexOf("\r\n");
   if (lineEnd < 0) lineEnd = text.length;
   const statusLine = statusLineOf(text, lineEnd);
@@ -341,7 +350,7 @@ export function parseResponseHead(text: string): ResponseHead {
   const fields = parseFields(text, lineEnd + 2, false);
   if (fields.chunked && minorVersion === 0) throw new HeadError(502, "Transfer-Encoding in an HTTP/1.0 response");
   const { fields: lines, connection, contentLength, chunked } = fields;
-  return { text, fields: lines, minorVersion, connection, contentLength, chunked, status, reason };
+  return { text, source, sourceStart: start, fields: lines, minorVersion, connection, contentLength, chunked, status, reason };
 }
 
 /** How the body of a response to `method` is framed (RFC 9112 6.3). */

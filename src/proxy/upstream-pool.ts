@@ -84,6 +84,15 @@ const handlers = {
   },
 };
 
+/** `host:port` of each route's upstream, made once rather than for every request. */
+const addressKeys = new WeakMap<Upstream, string>();
+
+function addressKeyOf(upstream: Upstream): string {
+  let key = addressKeys.get(upstream);
+  if (key === undefined) addressKeys.set(upstream, (key = `${upstream.host}:${upstream.port}`));
+  return key;
+}
+
 export class UpstreamPools {
   private readonly idle = new Map<string, UpstreamConnection[]>();
   private sweeper: ReturnType<typeof setInterval> | null = null;
@@ -92,7 +101,7 @@ export class UpstreamPools {
 
   /** An idle connection to the upstream, or null when a new one must be made. */
   takeIdle(upstream: Upstream): UpstreamConnection | null {
-    const idle = this.idle.get(`${upstream.host}:${upstream.port}`);
+    const idle = this.idle.get(addressKeyOf(upstream));
     for (let connection = idle?.pop(); connection; connection = idle!.pop()) {
       if (!connection.closed && connection.socket.readyState === 1) return connection;
     }
@@ -100,7 +109,7 @@ export class UpstreamPools {
   }
 
   async connect(upstream: Upstream): Promise<UpstreamConnection> {
-    const key = `${upstream.host}:${upstream.port}`;
+    const key = addressKeyOf(upstream);
     let timer: ReturnType<typeof setTimeout> | undefined;
     let timedOut = false;
     const connecting = Bun.connect<UpstreamConnection>({

@@ -1,15 +1,28 @@
 // The heads the proxy sends on (src/proxy/forwarding.ts): hop-by-hop headers dropped both ways,
 // the client's identity written by the proxy itself, and the request id.
 import { describe, expect, test } from "bun:test";
-import { clientIdentityOf, clientResponseHead, interimResponseHead, requestIdOf, upstreamRequestHead, type ClientIdentity } from "../../../src/proxy/forwarding";
-import { parseRequestHead, parseResponseHead, type ResponseHead } from "../../../src/proxy/http1";
+import {
+  clientIdentityOf,
+  requestIdOf,
+  writeClientResponseHead,
+  writeInterimResponseHead,
+  writeUpstreamRequestHead,
+  type ClientIdentity,
+} from "../../../src/proxy/forwarding";
+import { parseRequestHead, parseResponseHead, type RequestHead, type ResponseHead } from "../../../src/proxy/http1";
+import { outgoingHead } from "../../../src/proxy/socket-writer";
 import { parseCidrList } from "../../../src/http/trusted-proxies";
 
-const request = (...lines: string[]) => parseRequestHead(lines.join("\r\n"));
-const response = (...lines: string[]) => parseResponseHead(lines.join("\r\n"));
-const sentOn = upstreamRequestHead;
-const answered = (head: ResponseHead, requestId: string, close: boolean) => clientResponseHead(head, requestId, close);
-const interim = interimResponseHead;
+/** A head as read from a socket: its bytes, from an offset (as when it follows another message). */
+const bytesOf = (lines: string[]) => Buffer.from(`HTTP/1.1 200 OK\r\n\r\n${lines.join("\r\n")}\r\n\r\n`, "latin1");
+const HEAD_START = 19;
+const request = (...lines: string[]) => parseRequestHead(bytesOf(lines), HEAD_START, bytesOf(lines).byteLength - 4);
+const response = (...lines: string[]) => parseResponseHead(bytesOf(lines), HEAD_START, bytesOf(lines).byteLength - 4);
+/** What the proxy writes, as text. */
+const sentOn = (head: RequestHead, identity: ClientIdentity, requestId: string, websocket: boolean) =>
+  writeUpstreamRequestHead(outgoingHead.begin(), head, identity, requestId, websocket).toString();
+const answered = (head: ResponseHead, requestId: string, close: boolean) => writeClientResponseHead(outgoingHead.begin(), head, requestId, close).toString();
+const interim = (head: ResponseHead) => writeInterimResponseHead(outgoingHead.begin(), head).toString();
 
 const untrusted: ClientIdentity = { peerAddress: "127.0.0.5", clientAddress: "127.0.0.5", trustedPeer: false, host: "shop.apps.test:8080", https: false, port: "8080" };
 

@@ -16,8 +16,9 @@ import {
   type ResponseHead,
 } from "../../../src/proxy/http1";
 
-const request = (...lines: string[]) => parseRequestHead(lines.join("\r\n"));
-const response = (...lines: string[]) => parseResponseHead(lines.join("\r\n"));
+const headBytes = (lines: string[]) => Buffer.from(lines.join("\r\n"), "latin1");
+const request = (...lines: string[]) => parseRequestHead(headBytes(lines), 0, headBytes(lines).byteLength);
+const response = (...lines: string[]) => parseResponseHead(headBytes(lines), 0, headBytes(lines).byteLength);
 /** A head's header fields as [name, value] pairs, in order. */
 const fieldsOf = (head: MessageHead) => Array.from({ length: fieldCount(head) }, (_, index) => [fieldName(head, index), fieldValue(head, index)]);
 const bytes = (text: string) => Buffer.from(text, "latin1");
