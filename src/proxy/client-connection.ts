@@ -57,6 +57,8 @@ export const CHALLENGE_PATH_PREFIX = "/.well-known/acme-challenge/";
 
 /** How long a client is told to wait before asking a stopped app again. */
 const NOT_RUNNING_RETRY_SECONDS = 30;
+/** Past this many bytes after a request head in the same piece, the head is read from a copy (see readHeads). */
+const KEPT_WITH_HEAD_BYTES = 16 * 1024;
 /** Bytes of early (pipelined) requests held while a response is in progress before reading pauses. */
 const MAX_EARLY_BYTES = MAX_HEAD_BYTES;
 
@@ -134,7 +136,9 @@ export class ClientConnection {
       }
       let head: RequestHead;
       try {
-        head = parseRequestHead(data, 0, end);
+        // The exchange keeps its head, and the head the bytes it was read from: a head that came with
+        // much more (an upload's first piece) is read from a copy of its own bytes.
+        head = parseRequestHead(data.byteLength - end > KEPT_WITH_HEAD_BYTES ? Uint8Array.prototype.slice.call(data, 0, end) : data, 0, end);
       } catch (error) {
         if (!(error instanceof HeadError)) throw error;
         this.refuse(error.status, "BAD_REQUEST", `Malformed request: ${error.message}.`, null, {}, true);

@@ -19,7 +19,8 @@ export class Exchange implements UpstreamListener {
   /** Request body bytes that came before the upstream connection. */
   private early: Uint8Array[] = [];
   private readonly requestBody: BodyTracker;
-  private responseHead: ResponseHead | null = null;
+  /** The status of the app's final response head, once it came (0 before). Not the head: it would keep the chunk it was read from. */
+  private responseStatus = 0;
   private responseBody: BodyTracker | null = null;
   /** A partial response head. */
   private headBytes: Uint8Array | null = null;
@@ -175,7 +176,7 @@ export class Exchange implements UpstreamListener {
       return;
     }
     if (this.done) return;
-    if (!this.responseHead) {
+    if (!this.responseStatus) {
       const data = joined(this.headBytes, chunk);
       this.headBytes = null;
       this.readResponseHead(data);
@@ -241,7 +242,7 @@ export class Exchange implements UpstreamListener {
         continue;
       }
       this.upstreamMs = performance.now() - this.sentAt;
-      this.responseHead = head;
+      this.responseStatus = head.status;
       const framing = responseFraming(this.request.method, head);
       this.responseBody = new BodyTracker(framing);
       if (framing.kind === "close" || head.minorVersion === 0 || head.connection.includes("close")) this.reuseUpstream = false;
@@ -274,7 +275,7 @@ export class Exchange implements UpstreamListener {
     if (this.done) return;
     this.done = true;
     this.dropUpstream();
-    this.record(this.responseHead?.status ?? 502);
+    this.record(this.responseStatus || 502);
     this.client.destroy();
   }
 
@@ -291,7 +292,7 @@ export class Exchange implements UpstreamListener {
   private finish() {
     if (this.done) return;
     this.done = true;
-    this.record(this.responseHead!.status);
+    this.record(this.responseStatus);
     const upstream = this.upstream;
     this.upstream = null;
     if (upstream) {
@@ -331,7 +332,7 @@ export class Exchange implements UpstreamListener {
       return;
     }
     if (this.done) return;
-    if (!this.responseHead) {
+    if (!this.responseStatus) {
       // A pooled connection the app had just closed: a request without a body is sent once more.
       if (upstream && upstream.uses > 0 && !this.receivedAny && this.request.framing.kind === "none" && !this.retried) {
         this.retried = true;
@@ -348,7 +349,7 @@ export class Exchange implements UpstreamListener {
     }
     // Closed mid-body: the client cannot be told otherwise than by closing its connection too.
     this.done = true;
-    this.record(this.responseHead.status);
+    this.record(this.responseStatus);
     this.client.destroy();
   }
 
@@ -373,17 +374,17 @@ export class Exchange implements UpstreamListener {
 
   tick(now: number) {
     if (this.done || now - this.lastActivity < this.client.context.timeouts.upstreamMs) return;
-    if (!this.responseHead && !this.requestDone && !this.wroteToClient) {
+    if (!this.responseStatus && !this.requestDone && !this.wroteToClient) {
       // The client stopped sending its body: its own doing, not the app's.
       this.done = true;
       this.dropUpstream();
       this.record(408);
       this.client.refuse(408, "REQUEST_TIMEOUT", "The request body stopped coming.", this.request, { "x-request-id": this.requestId }, true);
       this.client.exchangeDone(true);
-    } else if (!this.responseHead) this.failBeforeResponse(504);
+    } else if (!this.responseStatus) this.failBeforeResponse(504);
     else {
       this.done = true;
-      this.record(this.responseHead.status);
+      this.record(this.responseStatus);
       this.upstream?.destroy();
       this.client.destroy();
     }

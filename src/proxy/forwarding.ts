@@ -75,14 +75,17 @@ function copyKeptLines(out: OutgoingHead, head: MessageHead, withStartLine: bool
   if (runStart >= 0) out.bytes(source, sourceStart + runStart, sourceStart + head.text.length).crlf();
 }
 
-/** X-Real-IP and X-Forwarded-Host, -Proto and -Port: the same for every request a connection makes for one host. */
+/**
+ * X-Real-IP and X-Forwarded-Host, -Proto and -Port. Kept for an identity a connection keeps (a
+ * client's own, for one Host); behind a trusted proxy each request has its own.
+ */
 const identityLines = new WeakMap<ClientIdentity, string>();
 
 function identityLinesOf(identity: ClientIdentity): string {
   let lines = identityLines.get(identity);
   if (lines === undefined) {
     lines = `x-real-ip: ${identity.clientAddress}\r\nx-forwarded-host: ${identity.host}\r\nx-forwarded-proto: ${identity.https ? "https" : "http"}\r\nx-forwarded-port: ${identity.port}\r\n`;
-    identityLines.set(identity, lines);
+    if (!identity.trustedPeer) identityLines.set(identity, lines);
   }
   return lines;
 }

@@ -21,7 +21,7 @@ export class OutgoingHead {
   /** Appends `source` from `start` to `end`. */
   bytes(source: Uint8Array, start: number, end: number): this {
     this.reserve(end - start);
-    this.length += (source as Buffer).copy(this.buffer, this.length, start, end);
+    this.length += Buffer.prototype.copy.call(source, this.buffer, this.length, start, end);
     return this;
   }
 
