@@ -50,8 +50,9 @@ export class OutgoingHead {
 
   /** Writes what was built to the socket; what it did not take is returned, copied, or null when it took all. */
   writeTo(socket: Socket<unknown>): Uint8Array | null {
-    const written = Math.max(0, socket.write(this.buffer, 0, this.length));
-    return written < this.length ? this.copied(written) : null;
+    const length = this.length;
+    const written = Math.max(0, socket.write(this.buffer, 0, length));
+    return written < length ? this.copied(written) : null;
   }
 
   /** What was built from `from` on, copied out of the shared buffer. */
