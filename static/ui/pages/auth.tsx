@@ -1,11 +1,12 @@
 // The pages of someone logged out: the owner setup, the login and an invitation's acceptance.
 import type { ComponentChildren } from "preact";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useState } from "preact/hooks";
 import { api, segment } from "../api";
 import { Field, Form } from "../components/form";
 
 function AuthCard({ title, intro, children }: { title: string; intro?: ComponentChildren; children: ComponentChildren }) {
-  useEffect(() => {
+  // In the commit that shows the form, so the first keys typed already land in its first field.
+  useLayoutEffect(() => {
     document.title = `${title} · Platform`;
     document.querySelector<HTMLInputElement>("main.auth input")?.focus();
   }, [title]);

@@ -1,7 +1,7 @@
 // A deploy after the API accepted it: the build log as it is written (GET
 // /api/apps/{appId}/builds/{buildId}/log, followed) and the app's status until it runs or fails,
 // with links to the app's page and its URL.
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { api, ApiError, followLines, segment } from "../../../api";
 import { ErrorText } from "../../../components/text";
 import { Spinner, StatusBadge } from "../../../components/widgets";
@@ -30,8 +30,9 @@ export function DeployProgress({ started, onDeployAnother }: { started: StartedD
   const log = useBuildLog(started.app.id, started.buildId);
   const settled = SETTLED.has(app.status);
   const heading = useRef<HTMLHeadingElement>(null);
-  // The form the person used is gone: their focus goes to what replaced it.
-  useEffect(() => heading.current?.focus(), []);
+  // The form the person used is gone: their focus goes to what replaced it, in the same commit
+  // that shows the heading (an effect would run after paint, leaving a moment with focus nowhere).
+  useLayoutEffect(() => heading.current?.focus(), []);
 
   useEffect(() => {
     if (settled) return;
