@@ -8,6 +8,7 @@
 // until the current response is done. The timeouts are checked by the server's sweep (tick()).
 import type { Socket } from "bun";
 import type { CidrRange } from "../http/trusted-proxies";
+import { now, wallNow } from "./clock";
 import { Exchange } from "./exchange";
 import { HeadError, headerValue, indexOfHeadEnd, MAX_HEAD_BYTES, parseRequestHead, type RequestHead } from "./http1";
 import { clientIdentityOf, requestIdOf, type ClientIdentity } from "./forwarding";
@@ -73,7 +74,7 @@ export class ClientConnection {
   /** Bytes not handled yet: a head in progress, or early requests. */
   private buffered: Uint8Array | null = null;
   /** Since when the connection waits for a head (its first byte, or the end of the last exchange). */
-  private waitingSince = performance.now();
+  private waitingSince = now();
   private exchange: Exchange | null = null;
   private paused = false;
   /** Close once what was written is sent; since when (a client that never reads is cut off). */
@@ -115,7 +116,7 @@ export class ClientConnection {
       if (rest?.byteLength) this.holdEarly(rest);
       return;
     }
-    if (!this.buffered?.byteLength) this.waitingSince = performance.now();
+    if (!this.buffered?.byteLength) this.waitingSince = now();
     this.buffered = joined(this.buffered, chunk);
     this.readHeads();
   }
@@ -183,9 +184,9 @@ export class ClientConnection {
       }
     }
     // A WebSocket counts once against the limits, at its upgrade.
-    const refusal = context.limiter.admit(subdomain!, identity.clientAddress, upstream.rateLimits);
+    const refusal = context.limiter.admit(subdomain!, identity.clientAddress, upstream.rateLimits, now());
     if (refusal) {
-      context.traffic.record(subdomain!, { status: 429, bytesIn: 0, bytesOut: 0, upstreamMs: null });
+      context.traffic.record(subdomain!, { status: 429, bytesIn: 0, bytesOut: 0, upstreamMs: null }, wallNow());
       this.refuse(429, "RATE_LIMITED", `Too many requests: try again in ${refusal.retryAfterSeconds} s.`, head, refusalHeaders(refusal), mustClose);
       return;
     }
@@ -223,7 +224,7 @@ export class ClientConnection {
   /** 308 to the HTTPS address of the same request (the parser made its target a path). */
   private answerRedirect(head: RequestHead, host: string, subdomain: string) {
     const port = this.context.tlsPort === 443 ? "" : `:${this.context.tlsPort}`;
-    this.context.traffic.record(subdomain, { status: 308, bytesIn: 0, bytesOut: 0, upstreamMs: null });
+    this.context.traffic.record(subdomain, { status: 308, bytesIn: 0, bytesOut: 0, upstreamMs: null }, wallNow());
     this.reply((close) => httpsRedirectAnswer(`https://${host}${port}${head.target}`, close), head);
   }
 
@@ -236,7 +237,7 @@ export class ClientConnection {
     this.answered++;
     this.write(answer(shut));
     if (shut) this.end();
-    else this.waitingSince = performance.now();
+    else this.waitingSince = now();
   }
 
   /** The proxy's own answer; the connection closes after it when `close`, else the next request is read. */
@@ -245,7 +246,7 @@ export class ClientConnection {
     this.answered++;
     this.write(proxyErrorAnswer(status, code, message, head && headerValue(head, "accept"), headers, shut));
     if (shut) this.end();
-    else this.waitingSince = performance.now();
+    else this.waitingSince = now();
   }
 
   write(bytes: Uint8Array | string): boolean {
@@ -269,7 +270,7 @@ export class ClientConnection {
       return;
     }
     this.state = "head";
-    this.waitingSince = performance.now();
+    this.waitingSince = now();
     this.resume();
     this.readHeads();
   }
@@ -315,7 +316,7 @@ export class ClientConnection {
   end() {
     if (this.state === "closed" || this.ending) return;
     this.ending = true;
-    this.endingSince = performance.now();
+    this.endingSince = now();
     if (!this.writer.blocked) this.socket.end();
   }
 
@@ -336,17 +337,17 @@ export class ClientConnection {
   }
 
   /** The sweep: the header, idle and upstream timeouts. */
-  tick(now: number) {
+  tick(at: number) {
     if (this.state === "exchange" && !this.ending) {
-      this.exchange!.tick(now);
+      this.exchange!.tick(at);
       return;
     }
     if (this.ending) {
-      if (now - this.endingSince >= this.context.timeouts.headerMs) this.destroy();
+      if (at - this.endingSince >= this.context.timeouts.headerMs) this.destroy();
       return;
     }
     if (this.state !== "head") return;
-    const waited = now - this.waitingSince;
+    const waited = at - this.waitingSince;
     if (this.buffered?.byteLength) {
       if (waited >= this.context.timeouts.headerMs) this.refuse(408, "REQUEST_TIMEOUT", "The request head did not arrive in time.", null, {}, true);
     } else if (waited >= (this.answered ? this.context.timeouts.idleMs : this.context.timeouts.headerMs)) {

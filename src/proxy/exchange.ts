@@ -4,6 +4,7 @@
 // WebSocket handshake turns the exchange into a tunnel. Ends in the client's hands: the connection
 // reads the next request, or closes.
 import type { ClientConnection } from "./client-connection";
+import { now, readClock, wallNow } from "./clock";
 import { BodyTracker, indexOfHeadEnd, MAX_HEAD_BYTES, parseResponseHead, responseFraming, type RequestHead, type ResponseHead } from "./http1";
 import { writeClientResponseHead, writeInterimResponseHead, writeUpstreamRequestHead, type ClientIdentity } from "./forwarding";
 import type { Upstream } from "./routes";
@@ -31,7 +32,7 @@ export class Exchange implements UpstreamListener {
   private done = false;
   private sentAt = 0;
   private upstreamMs: number | null = null;
-  private lastActivity = performance.now();
+  private lastActivity = now();
   private upstreamPaused = false;
   private retried = false;
   /** The app accepted a WebSocket: bytes pass both ways untouched until either side closes. */
@@ -66,10 +67,12 @@ export class Exchange implements UpstreamListener {
   private connect() {
     this.client.context.pools.connect(this.address).then(
       (connection) => {
+        readClock();
         if (this.done) connection.destroy();
         else this.attach(connection);
       },
       (error: unknown) => {
+        readClock();
         if (this.done) return;
         this.failBeforeResponse(error instanceof UpstreamUnavailable && error.timedOut ? 504 : 502);
       },
@@ -79,7 +82,7 @@ export class Exchange implements UpstreamListener {
   private attach(connection: UpstreamConnection) {
     this.upstream = connection;
     connection.listener = this;
-    this.sentAt = performance.now();
+    this.sentAt = now();
     this.lastActivity = this.sentAt;
     const early = this.early;
     this.early = [];
@@ -101,7 +104,7 @@ export class Exchange implements UpstreamListener {
       return null;
     }
     const body = end < 0 ? chunk : chunk.subarray(0, end);
-    this.lastActivity = performance.now();
+    this.lastActivity = now();
     if (body.byteLength) this.toUpstream(body);
     return end < 0 ? null : chunk.subarray(end);
   }
@@ -170,7 +173,7 @@ export class Exchange implements UpstreamListener {
 
   onUpstreamData(chunk: Uint8Array) {
     this.receivedAny = true;
-    this.lastActivity = performance.now();
+    this.lastActivity = now();
     if (this.tunnel) {
       this.toClient(chunk);
       return;
@@ -226,7 +229,7 @@ export class Exchange implements UpstreamListener {
           this.failBeforeResponse(502);
           return;
         }
-        this.upstreamMs = performance.now() - this.sentAt;
+        this.upstreamMs = now() - this.sentAt;
         this.record(101);
         this.client.writeHead(writeClientResponseHead(outgoingHead.begin(), head, this.requestId, false));
         this.done = true;
@@ -241,7 +244,7 @@ export class Exchange implements UpstreamListener {
         if (this.request.minorVersion === 1) this.headToClient(writeInterimResponseHead(outgoingHead.begin(), head));
         continue;
       }
-      this.upstreamMs = performance.now() - this.sentAt;
+      this.upstreamMs = now() - this.sentAt;
       this.responseStatus = head.status;
       const framing = responseFraming(this.request.method, head);
       this.responseBody = new BodyTracker(framing);
@@ -285,7 +288,7 @@ export class Exchange implements UpstreamListener {
       bytesIn: this.requestBody.bytes,
       bytesOut: this.responseBody?.bytes ?? 0,
       upstreamMs: this.upstreamMs,
-    });
+    }, wallNow());
   }
 
   /** The response is complete. */
@@ -372,8 +375,8 @@ export class Exchange implements UpstreamListener {
     this.done = true;
   }
 
-  tick(now: number) {
-    if (this.done || now - this.lastActivity < this.client.context.timeouts.upstreamMs) return;
+  tick(at: number) {
+    if (this.done || at - this.lastActivity < this.client.context.timeouts.upstreamMs) return;
     if (!this.responseStatus && !this.requestDone && !this.wroteToClient) {
       // The client stopped sending its body: its own doing, not the app's.
       this.done = true;

@@ -13,6 +13,7 @@ import type { SecureContext } from "node:tls";
 import type { Config } from "../config";
 import { inAnyRange } from "../http/trusted-proxies";
 import { ClientConnection, type ProxyHttps, type RelayContext } from "./client-connection";
+import { now, readClock, syncWallClock } from "./clock";
 import { proxyErrorAnswer } from "./pages";
 import { clientKey, ProxyRateLimiter } from "./rate-limit";
 import type { ProxyRoutes } from "./routes";
@@ -100,6 +101,7 @@ export function startProxy(options: ProxyOptions): PublicProxy {
 
   const handlers = (secure: boolean): SocketHandler<ClientConnection> => ({
     open(socket: Socket<ClientConnection>) {
+      readClock();
       const peer = socket.remoteAddress;
       // A trusted front proxy carries many clients on its connections: it is not limited.
       if (!inAnyRange(config.trustedProxies, peer)) {
@@ -119,15 +121,19 @@ export function startProxy(options: ProxyOptions): PublicProxy {
       if (context.stopping) connection.end();
     },
     data(socket, chunk) {
+      readClock();
       socket.data?.onData(chunk);
     },
     drain(socket) {
+      readClock();
       socket.data?.onDrain();
     },
     close(socket) {
+      readClock();
       socket.data?.onClose();
     },
     end(socket) {
+      readClock();
       if (socket.data) socket.data.onEnd();
       else socket.end();
     },
@@ -176,8 +182,8 @@ export function startProxy(options: ProxyOptions): PublicProxy {
   context.port = listener.port;
 
   const sweeper = setInterval(() => {
-    const now = performance.now();
-    for (const connection of clients) connection.tick(now);
+    syncWallClock();
+    for (const connection of clients) connection.tick(now());
   }, SWEEP_MS);
   // A proxy with nothing open does not keep the process alive (tests start and stop several).
   sweeper.unref();
@@ -186,6 +192,7 @@ export function startProxy(options: ProxyOptions): PublicProxy {
     port: listener.port,
     startTls,
     stop(force = false) {
+      readClock();
       context.stopping = true;
       listener.stop();
       tlsListener?.stop();

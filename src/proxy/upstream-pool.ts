@@ -4,6 +4,7 @@
 // behind them (0.02x nginx, scripts/bench/proxy.ts). An idle connection is closed after a while,
 // before the app's own keep-alive timeout would close it under a request (Node's is 5 s).
 import type { Socket } from "bun";
+import { now, readClock } from "./clock";
 import type { Upstream } from "./routes";
 import { SocketWriter } from "./socket-writer";
 
@@ -58,16 +59,19 @@ export class UpstreamConnection {
 
 const handlers = {
   data(socket: Socket<UpstreamConnection>, chunk: Uint8Array) {
+    readClock();
     const connection = socket.data;
     // Bytes on an idle connection belong to no request: it cannot be trusted any more.
     if (connection.listener) connection.listener.onUpstreamData(chunk);
     else connection.destroy();
   },
   drain(socket: Socket<UpstreamConnection>) {
+    readClock();
     const connection = socket.data;
     if (connection.writer.flush()) connection.listener?.onUpstreamDrain();
   },
   close(socket: Socket<UpstreamConnection>) {
+    readClock();
     const connection = socket.data;
     if (!connection) return;
     connection.closed = true;
@@ -77,6 +81,7 @@ const handlers = {
     listener?.onUpstreamClose();
   },
   end(socket: Socket<UpstreamConnection>) {
+    readClock();
     socket.end();
   },
   error() {
@@ -153,7 +158,7 @@ export class UpstreamPools {
       connection.destroy();
       return;
     }
-    connection.idleSince = Date.now();
+    connection.idleSince = now();
     idle.push(connection);
     // One timer for all pools, not one per request.
     this.sweeper ??= setInterval(() => this.sweep(), Math.max(100, this.options.idleTimeoutMs / 4));
@@ -161,7 +166,7 @@ export class UpstreamPools {
 
   /** Closes the connections idle longer than the limit (the oldest are first in each list). */
   private sweep() {
-    const limit = Date.now() - this.options.idleTimeoutMs;
+    const limit = readClock() - this.options.idleTimeoutMs;
     for (const [key, idle] of this.idle) {
       let stale = 0;
       while (stale < idle.length && (idle[stale]!.idleSince <= limit || idle[stale]!.closed)) idle[stale++]!.destroy();
