@@ -13,7 +13,7 @@ import { Exchange } from "./exchange";
 import { HeadError, headerValue, indexOfHeadEnd, MAX_HEAD_BYTES, parseRequestHead, type RequestHead } from "./http1";
 import { clientIdentityOf, requestIdOf, type ClientIdentity } from "./forwarding";
 import { challengeAnswer, httpsRedirectAnswer, proxyErrorAnswer, type ProxyErrorCode } from "./pages";
-import { refusalHeaders, type ProxyRateLimiter } from "./rate-limit";
+import { clientBucketOf, refusalHeaders, type ProxyRateLimiter } from "./rate-limit";
 import { hostNameOf, type ProxyRoutes } from "./routes";
 import type { TrafficRecorder } from "./traffic";
 import type { UpstreamPools } from "./upstream-pool";
@@ -86,6 +86,8 @@ export class ClientConnection {
   private lastSubdomain: string | null = null;
   /** Who the client is, for the last Host it asked for; kept only for a peer that is not a trusted proxy. */
   private lastIdentity: ClientIdentity | null = null;
+  /** The client's rate-limit bucket key, for the identity and subdomain it was made for. */
+  private bucket: { identity: ClientIdentity; subdomain: string; key: string } | null = null;
   /** Requests answered on this connection: until the first, it gets only the header timeout to send one. */
   private answered = 0;
 
@@ -184,7 +186,7 @@ export class ClientConnection {
       }
     }
     // A WebSocket counts once against the limits, at its upgrade.
-    const refusal = context.limiter.admit(subdomain!, identity.clientAddress, upstream.rateLimits, now());
+    const refusal = context.limiter.admit(subdomain!, this.bucketKeyOf(identity, subdomain!), upstream.rateLimits, now());
     if (refusal) {
       context.traffic.record(subdomain!, { status: 429, bytesIn: 0, bytesOut: 0, upstreamMs: null }, wallNow());
       this.refuse(429, "RATE_LIMITED", `Too many requests: try again in ${refusal.retryAfterSeconds} s.`, head, refusalHeaders(refusal), mustClose);
@@ -211,6 +213,15 @@ export class ClientConnection {
     const identity = clientIdentityOf(head, this.peerAddress, context.trustedProxies, this.secure ? context.tlsPort : context.port, this.secure);
     this.lastIdentity = identity.trustedPeer ? null : identity;
     return identity;
+  }
+
+  /** The client's bucket key for the subdomain: kept while the identity (kept per Host) and the subdomain stay the same. */
+  private bucketKeyOf(identity: ClientIdentity, subdomain: string): string {
+    const bucket = this.bucket;
+    if (bucket !== null && bucket.identity === identity && bucket.subdomain === subdomain) return bucket.key;
+    const key = clientBucketOf(subdomain, identity.clientAddress);
+    this.bucket = { identity, subdomain, key };
+    return key;
   }
 
   /** An ACME challenge (whatever the host) answered from the certificates; false when none waits for this token. */

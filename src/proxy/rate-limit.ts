@@ -40,6 +40,12 @@ export function clientKey(address: string | null): string {
   return `v6:${(parsed.value >> IPV6_SUBNET_BITS).toString(16)}/64`;
 }
 
+/**
+ * The key of a client's bucket for a host. The caller makes it once for each keep-alive connection
+ * and host rather than for each request: made anew it cost as much as the rest of admit().
+ */
+export const clientBucketOf = (host: string, clientAddress: string | null): string => `${host} ${clientKey(clientAddress)}`;
+
 export class ProxyRateLimiter {
   private readonly clients: TokenBuckets;
   private readonly hosts: TokenBuckets;
@@ -58,13 +64,13 @@ export class ProxyRateLimiter {
   }
 
   /**
-   * Counts one request of a client to a host under `limits` (the host's own, else the defaults); a
-   * refusal says which limit refused it. The host's bucket is only charged when the client's let
+   * Counts one request of a client (its bucket's key, from clientBucketOf) to a host under `limits`
+   * (the host's own, else the defaults); a refusal says which limit refused it. The host's bucket is only charged when the client's let
    * the request through, so one client over its own limit cannot spend the host's tokens for
    * everyone else. New limits apply to a host's existing buckets from the next request.
    */
-  admit(host: string, clientAddress: string | null, limits: ProxyRateLimits = this.limits, now = Date.now()): Refusal | null {
-    const client = this.clients.take(`${host} ${clientKey(clientAddress)}`, now, limits.perClient);
+  admit(host: string, clientBucket: string, limits: ProxyRateLimits = this.limits, now = Date.now()): Refusal | null {
+    const client = this.clients.take(clientBucket, now, limits.perClient);
     if (!client.allowed) return { policy: "client", limit: limits.perClient, retryAfterSeconds: client.retryAfterSeconds };
     const hostResult = this.hosts.take(host, now, limits.perHost);
     if (!hostResult.allowed) return { policy: "host", limit: limits.perHost, retryAfterSeconds: hostResult.retryAfterSeconds };
