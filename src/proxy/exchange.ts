@@ -17,8 +17,8 @@ const JOIN_BELOW_BYTES = 16 * 1024;
 /** One request and its response, between the client connection and an upstream connection. */
 export class Exchange implements UpstreamListener {
   private upstream: UpstreamConnection | null = null;
-  /** Request body bytes that came before the upstream connection. */
-  private early: Uint8Array[] = [];
+  /** Request body bytes that came before the upstream connection (most requests have none: no list made). */
+  private early: Uint8Array[] | null = null;
   private readonly requestBody: BodyTracker;
   /** The status of the app's final response head, once it came (0 before). Not the head: it would keep the chunk it was read from. */
   private responseStatus = 0;
@@ -85,9 +85,9 @@ export class Exchange implements UpstreamListener {
     this.sentAt = now();
     this.lastActivity = this.sentAt;
     const early = this.early;
-    this.early = [];
+    this.early = null;
     let open = connection.writer.writeHead(writeUpstreamRequestHead(outgoingHead.begin(), this.request, this.identity, this.requestId, this.websocket));
-    for (const bytes of early) open = connection.writer.write(bytes);
+    if (early) for (const bytes of early) open = connection.writer.write(bytes);
     // The client was paused while its body waited for this connection.
     if (open) this.client.resume();
     else this.client.pause();
@@ -133,7 +133,7 @@ export class Exchange implements UpstreamListener {
 
   toUpstream(bytes: Uint8Array) {
     if (!this.upstream) {
-      this.early.push(bytes);
+      (this.early ??= []).push(bytes);
       if (this.early.length > 1) this.client.pause();
       return;
     }
