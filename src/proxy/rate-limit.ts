@@ -65,11 +65,13 @@ export class ProxyRateLimiter {
 
   /**
    * Counts one request of a client (its bucket's key, from clientBucketOf) to a host under `limits`
-   * (the host's own, else the defaults); a refusal says which limit refused it. The host's bucket is only charged when the client's let
-   * the request through, so one client over its own limit cannot spend the host's tokens for
-   * everyone else. New limits apply to a host's existing buckets from the next request.
+   * (the host's own, else the defaults); a refusal says which limit refused it. The host's bucket
+   * is only charged when the client's let the request through, so one client over its own limit
+   * cannot spend the host's tokens for everyone else. New limits apply to a host's existing
+   * buckets from the next request. `now` (ms) is required: every call must use the same clock
+   * (the proxy's, src/proxy/clock.ts), or a bucket would see time jump.
    */
-  admit(host: string, clientBucket: string, limits: ProxyRateLimits = this.limits, now = Date.now()): Refusal | null {
+  admit(host: string, clientBucket: string, limits: ProxyRateLimits = this.limits, now: number): Refusal | null {
     const client = this.clients.take(clientBucket, now, limits.perClient);
     if (!client.allowed) return { policy: "client", limit: limits.perClient, retryAfterSeconds: client.retryAfterSeconds };
     const hostResult = this.hosts.take(host, now, limits.perHost);
