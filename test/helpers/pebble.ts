@@ -4,6 +4,7 @@
 import { spawn, type Subprocess } from "bun";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { freePort } from "./ports";
 import { tempDir } from "./temp";
 
 export interface Pebble {
@@ -27,14 +28,6 @@ export interface PebbleOptions {
   httpPort: number;
   /** How long the certificates it issues are valid, in seconds. */
   validitySeconds?: number;
-}
-
-/** A port nothing listens on right now. */
-function freePort(): number {
-  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = probe.port;
-  probe.stop(true);
-  return port;
 }
 
 async function run(command: string[]) {

@@ -5,6 +5,7 @@
 // the platform's API on the bridge gateway; after a restart with the firewall on it reaches
 // neither, and still reaches another app of its workspace. The rules are also read back.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { freePort } from "../../helpers/ports";
 import { TestServer } from "../../helpers/server";
 import { appZip, deleteAllApps, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
 import { FORWARD_CHAIN, INPUT_CHAIN, removeEgressRules } from "../../../src/docker/egress";
@@ -41,18 +42,11 @@ function run(...argv: string[]) {
   return result.stdout.toString();
 }
 
-function freePort(): number {
-  const listener = Bun.listen({ hostname: "0.0.0.0", port: 0, socket: { data() {} } });
-  const port = listener.port;
-  listener.stop(true);
-  return port;
-}
-
 let server: TestServer;
 let key: string;
 let workspaceId: string;
 let standIn: ReturnType<typeof Bun.spawn> | null = null;
-const apiPort = freePort();
+const apiPort = freePort("0.0.0.0");
 const env = { PLATFORM_HOST: "0.0.0.0", PLATFORM_PORT: String(apiPort) };
 let prober: any;
 let gateway: string;

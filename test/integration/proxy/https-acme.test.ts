@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { TestServer } from "../../helpers/server";
 import { deleteAllApps, deployRunningSite } from "../../helpers/apps";
 import { startPebble, type Pebble } from "../../helpers/pebble";
+import { freePort } from "../../helpers/ports";
 import { RawConnection, requestHead } from "../../helpers/raw-http";
 import { makeCertificate, type TestPair } from "../../helpers/certificates";
 
@@ -26,13 +27,6 @@ let root: string;
 let proxyPort: number;
 let tlsPort: number;
 let ownCertificate: TestPair;
-
-function freePort(): number {
-  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = probe.port;
-  probe.stop(true);
-  return port;
-}
 
 beforeAll(async () => {
   proxyPort = freePort();
@@ -55,10 +49,11 @@ beforeAll(async () => {
   appId = await deployRunningSite(server, key, "shop", "<p>the shop</p>");
 }, 180_000);
 
+// What beforeAll started, even when it failed part way: a server that never came up leaves Pebble to stop.
 afterAll(async () => {
-  await deleteAllApps(server, key);
-  await server.stop();
-  await pebble.stop();
+  if (server && key) await deleteAllApps(server, key);
+  await server?.stop();
+  await pebble?.stop();
 }, 60_000);
 
 /** GET over HTTPS to the proxy asking for `host` by SNI and Host; the answer and the certificate served. */
