@@ -74,7 +74,7 @@ const TARGET = /^[\x21-\x7e]+$/;
 
 const HEAD_END = Buffer.from("\r\n\r\n");
 
-/** The text of a head whose bytes are `data` from `start` to `end`: latin1, one character per byte (socket data arrives as Buffers). */
+/** The text of a head whose bytes are `data` from `start` to `end`: latin1, one character per byte (Buffer's method, called on socket data, which arrives as plain Uint8Arrays). */
 const headText = (data: Uint8Array, start: number, end: number): string => Buffer.prototype.toString.call(data, "latin1", start, end);
 
 /** Index of the CRLF CRLF that ends a head, or -1. */

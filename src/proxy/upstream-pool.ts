@@ -58,6 +58,8 @@ export class UpstreamConnection {
 }
 
 const handlers = {
+  // Plain Uint8Arrays rather than Buffers, as the client side gets (src/proxy/server.ts).
+  binaryType: "uint8array" as const,
   data(socket: Socket<UpstreamConnection>, chunk: Uint8Array) {
     readClock();
     const connection = socket.data;
