@@ -649,6 +649,25 @@ describe("requests the proxy refuses itself", () => {
     // Another address has its own bucket.
     expect((await exchange(await open(proxy, "127.0.0.2"), "GET", "/")).status).toBe(200);
   });
+
+  test("a keep-alive connection is charged in the bucket of the app its Host reaches now, also when that changes", async () => {
+    const { app, proxy } = rawSetup((_head, connection) => connection.write(OK));
+    const strict = { perClient: { burst: 1, refillPerSecond: 0.001 }, perHost: { burst: 1000, refillPerSecond: 1000 } };
+    proxy.route("shop", { ...app.upstream, rateLimits: strict });
+    proxy.route("blog", { ...app.upstream, rateLimits: strict });
+    const ownDomain = "www.example.test";
+    proxy.routes.setDomain(ownDomain, "shop");
+    const client = await open(proxy);
+    expect((await exchange(client, "GET", "/", {}, undefined, ownDomain)).status).toBe(200);
+    expect((await exchange(client, "GET", "/", {}, undefined, ownDomain)).status).toBe(429);
+    // The same Host on the same connection now reaches another app: that app's bucket, full.
+    proxy.routes.setDomain(ownDomain, "blog");
+    expect((await exchange(client, "GET", "/", {}, undefined, ownDomain)).status).toBe(200);
+    expect((await exchange(client, "GET", "/", {}, undefined, ownDomain)).status).toBe(429);
+    // Another Host on it: its app's bucket.
+    expect((await exchange(client, "GET", "/", {}, undefined, hostOf("shop"))).status).toBe(429);
+    expect(app.heads.length).toBe(2);
+  });
 });
 
 describe("forwarded headers", () => {
