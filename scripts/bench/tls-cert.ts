@@ -25,16 +25,23 @@ export function wildcardCertificate(dir: string, domain: string): CertificateFil
  * session. wrk reuses a connection's session when it reconnects, so against a server that
  * resumes, its new connections skip the certificate signature; against one that does not, every
  * handshake is a full one.
+ * Each connection sends one request, as wrk does: a TLS 1.3 server may hold its session tickets
+ * back until it first writes (Bun's do), so a connection that only shakes hands gets none.
  */
 export async function resumesTls13Sessions(port: number, serverName: string, dir: string): Promise<boolean> {
   const sessionFile = join(dir, `session-${port}.pem`);
   const connect = async (sessionArgs: string[]): Promise<string> => {
-    const args = ["openssl", "s_client", "-connect", `127.0.0.1:${port}`, "-servername", serverName, "-tls1_3", ...sessionArgs];
+    const args = ["openssl", "s_client", "-connect", `127.0.0.1:${port}`, "-servername", serverName, "-tls1_3", "-ign_eof", ...sessionArgs];
     const child = Bun.spawn(args, { stdin: "pipe", stdout: "pipe", stderr: "ignore" });
-    // TLS 1.3 tickets arrive after the handshake: the connection stays open a moment to get them.
+    child.stdin.write(`HEAD / HTTP/1.1\r\nHost: ${serverName}\r\nConnection: close\r\n\r\n`);
+    child.stdin.flush();
+    // The tickets come after the handshake: the connection stays open a moment to get them. With
+    // -ign_eof, s_client waits for the server to close (Connection: close), within reason.
     await Bun.sleep(500);
     child.stdin.end();
+    const giveUp = setTimeout(() => child.kill(), 5_000);
     const [output] = await Promise.all([new Response(child.stdout).text(), child.exited]);
+    clearTimeout(giveUp);
     return output;
   };
   await connect(["-sess_out", sessionFile]);
