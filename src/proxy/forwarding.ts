@@ -72,7 +72,7 @@ function copyKeptLines(out: OutgoingHead, head: MessageHead, withStartLine: bool
       runStart = -1;
     } else if (runStart < 0) runStart = fieldLineStart(head, i);
   }
-  if (runStart >= 0) out.bytes(source, sourceStart + runStart, sourceStart + head.text.length).crlf();
+  if (runStart >= 0) out.bytes(source, sourceStart + runStart, head.sourceEnd).crlf();
 }
 
 /**

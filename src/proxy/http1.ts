@@ -25,15 +25,20 @@ const CHUNKED: BodyFraming = Object.freeze({ kind: "chunked" });
 const UNTIL_CLOSE: BodyFraming = Object.freeze({ kind: "close" });
 
 export interface MessageHead {
-  /** The head as received, latin1, without its final CRLF CRLF. */
-  text: string;
-  /** The bytes it was read from, and where in them it starts: the lines passed on are copied from there. */
+  /**
+   * The bytes it was read from, and where in them it starts and ends (before its final CRLF CRLF):
+   * the lines passed on are copied from there. Its lines are checked as bytes. A response head is
+   * not made a string at all (it cost a fifth of reading one); a request head is, once, for the few
+   * strings taken from it (method, target, Host).
+   */
   source: Uint8Array;
   sourceStart: number;
+  sourceEnd: number;
   /**
    * Its header lines, FIELD_STRIDE numbers each: where the line starts, where its name ends (the
-   * colon), where its trimmed value starts and ends, and its FieldKind. Offsets rather than strings:
-   * most fields are only passed on, and a string for each cost a tenth of a proxied request.
+   * colon), where its trimmed value starts and ends (offsets from sourceStart), and its FieldKind.
+   * Offsets rather than strings: most fields are only passed on, and a string for each cost a tenth
+   * of a proxied request.
    */
   fields: number[];
   /** 0 for HTTP/1.0, 1 for HTTP/1.1. */
@@ -74,8 +79,8 @@ const TARGET = /^[\x21-\x7e]+$/;
 
 const HEAD_END = Buffer.from("\r\n\r\n");
 
-/** The text of a head whose bytes are `data` from `start` to `end`: latin1, one character per byte (Buffer's method, called on socket data, which arrives as plain Uint8Arrays). */
-const headText = (data: Uint8Array, start: number, end: number): string => Buffer.prototype.toString.call(data, "latin1", start, end);
+/** The bytes of `data` from `start` to `end` as text: latin1, one character per byte (Buffer's method, called on socket data, which arrives as plain Uint8Arrays). */
+const latin1 = (data: Uint8Array, start: number, end: number): string => Buffer.prototype.toString.call(data, "latin1", start, end);
 
 /** Index of the CRLF CRLF that ends a head, or -1. */
 export function indexOfHeadEnd(data: Uint8Array, from = 0): number {
@@ -106,11 +111,8 @@ function isToken(text: string, start: number, end: number): boolean {
 }
 
 /** Tabs, spaces, visible ASCII and obs-text: no other control character. */
-function isFieldValue(text: string, start: number, end: number): boolean {
-  for (let i = start; i < end; i++) {
-    const code = text.charCodeAt(i);
-    if ((code < 0x20 && code !== 0x09) || code === 0x7f) return false;
-  }
+function isFieldValue(bytes: Uint8Array, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) if (!(CHAR_CLASS[bytes[i]!]! & VALUE_CHAR)) return false;
   return true;
 }
 
@@ -120,10 +122,10 @@ const isOws = (code: number) => code === 0x20 || code === 0x09;
  * Same name, ASCII case aside; `lowerName` is lowercase. Only A-Z are folded: `| 0x20` alone would
  * also make `^` a `~`, and Connection tokens (which name headers to drop) are the sender's choice.
  */
-function nameIs(text: string, start: number, end: number, lowerName: string): boolean {
+function nameIs(bytes: Uint8Array, start: number, end: number, lowerName: string): boolean {
   if (end - start !== lowerName.length) return false;
   for (let i = 0; i < lowerName.length; i++) {
-    let code = text.charCodeAt(start + i);
+    let code = bytes[start + i]!;
     if (code >= 0x41 && code <= 0x5a) code |= 0x20;
     if (code !== lowerName.charCodeAt(i)) return false;
   }
@@ -182,24 +184,24 @@ for (const [name, kind] of [
 }
 for (let length = 0; length < KNOWN_NAMES.length; length++) KNOWN_NAMES[length] ??= [];
 
-function kindOf(text: string, start: number, end: number): FieldKind {
+function kindOf(bytes: Uint8Array, start: number, end: number): FieldKind {
   if (end - start >= KNOWN_NAMES.length) return FieldKind.other;
   const candidates = KNOWN_NAMES[end - start]!;
-  for (let i = 0; i < candidates.length; i++) if (nameIs(text, start, end, candidates[i]![0])) return candidates[i]![1];
+  for (let i = 0; i < candidates.length; i++) if (nameIs(bytes, start, end, candidates[i]![0])) return candidates[i]![1];
   return FieldKind.other;
 }
 
 export const fieldCount = (head: MessageHead): number => head.fields.length / FIELD_STRIDE;
 export const fieldKind = (head: MessageHead, index: number): FieldKind => head.fields[index * FIELD_STRIDE + KIND] as FieldKind;
-/** Where header line `index` starts in the head's text. */
+/** Where header line `index` starts, from the head's first byte. */
 export const fieldLineStart = (head: MessageHead, index: number): number => head.fields[index * FIELD_STRIDE + LINE_START]!;
 export const fieldName = (head: MessageHead, index: number): string =>
-  head.text.slice(head.fields[index * FIELD_STRIDE + LINE_START], head.fields[index * FIELD_STRIDE + NAME_END]);
+  latin1(head.source, head.sourceStart + head.fields[index * FIELD_STRIDE + LINE_START]!, head.sourceStart + head.fields[index * FIELD_STRIDE + NAME_END]!);
 export const fieldValue = (head: MessageHead, index: number): string =>
-  head.text.slice(head.fields[index * FIELD_STRIDE + VALUE_START], head.fields[index * FIELD_STRIDE + VALUE_END]);
+  latin1(head.source, head.sourceStart + head.fields[index * FIELD_STRIDE + VALUE_START]!, head.sourceStart + head.fields[index * FIELD_STRIDE + VALUE_END]!);
 /** The name of header line `index` is `lowerName`, ASCII case aside. */
 export const fieldNameIs = (head: MessageHead, index: number, lowerName: string): boolean =>
-  nameIs(head.text, head.fields[index * FIELD_STRIDE + LINE_START]!, head.fields[index * FIELD_STRIDE + NAME_END]!, lowerName);
+  nameIs(head.source, head.sourceStart + head.fields[index * FIELD_STRIDE + LINE_START]!, head.sourceStart + head.fields[index * FIELD_STRIDE + NAME_END]!, lowerName);
 
 /** The value of the first header field named `lowerName`, or null. */
 export function headerValue(head: MessageHead, lowerName: string): string | null {
@@ -208,76 +210,89 @@ export function headerValue(head: MessageHead, lowerName: string): string | null
 }
 
 /** Parses decimal digits; -1 when they are not only digits, or more than 15 (past that a number is no longer exact). */
-function digitsValue(text: string, start: number, end: number): number {
+function digitsValue(bytes: Uint8Array, start: number, end: number): number {
   if (end <= start || end - start > 15) return -1;
   let value = 0;
   for (let i = start; i < end; i++) {
-    const digit = text.charCodeAt(i) - 0x30;
+    const digit = bytes[i]! - 0x30;
     if (digit < 0 || digit > 9) return -1;
     value = value * 10 + digit;
   }
   return value;
 }
 
+/** Where the line starting at `from` ends (its CRLF) in a head ending at `end`: `end` when it is the last line. */
+function lineEndOf(bytes: Uint8Array, from: number, end: number): number {
+  for (let at = from; at + 1 < end; at++) if (bytes[at] === 0x0d && bytes[at + 1] === 0x0a) return at;
+  return end;
+}
+
 /** Why the header line at `at` has no valid name before its colon. */
-function nameError(text: string, at: number, status: number): HeadError {
-  let lineEnd = text.indexOf("\r\n", at);
-  if (lineEnd < 0) lineEnd = text.length;
-  const colon = text.indexOf(":", at);
-  if (colon < 0 || colon >= lineEnd) return new HeadError(status, "a header line without a colon");
-  return new HeadError(status, `invalid header name ${JSON.stringify(text.slice(at, Math.min(colon, at + 64)))}`);
+function nameError(bytes: Uint8Array, at: number, end: number, status: number): HeadError {
+  const line = latin1(bytes, at, lineEndOf(bytes, at, end));
+  const colon = line.indexOf(":");
+  if (colon < 0) return new HeadError(status, "a header line without a colon");
+  return new HeadError(status, `invalid header name ${JSON.stringify(line.slice(0, Math.min(colon, 64)))}`);
 }
 
 /**
- * The header lines of a head from `from` (just after its start line's CRLF): names and values
- * checked, framing fields (and a request's Host) gathered. Errors are HeadErrors: 400 for a
- * request, 502 for a response. Written with character loops rather than split and regular
- * expressions, and keeping offsets rather than strings: it runs twice for every proxied request.
+ * The header lines of a head in `source` from `from` (just after its start line's CRLF) to `end`:
+ * names and values checked, framing fields (and a request's Host) gathered, offsets kept from
+ * `start` (the head's first byte). `requestText`: a request's head as text, where its Host is
+ * taken from; null for a response. Errors are HeadErrors: 400 for a request, 502 for a response.
+ * Written with loops over the bytes rather than split and regular expressions, and keeping
+ * offsets rather than strings: it runs twice for every proxied request.
  */
-function parseFields(text: string, from: number, request: boolean): Omit<MessageHead, "minorVersion" | "source" | "sourceStart"> & { host: string | null } {
+function parseFields(
+  source: Uint8Array,
+  start: number,
+  end: number,
+  from: number,
+  requestText: string | null,
+): Pick<MessageHead, "fields" | "connection" | "contentLength" | "chunked"> & { host: string | null } {
+  const request = requestText !== null;
   const status = request ? 400 : 502;
   const fields: number[] = [];
   let connection = NO_TOKENS;
   let contentLength: number | null = null;
   let transferEncoding: string | null = null;
   let host: string | null = null;
-  const length = text.length;
-  // One pass over each line's characters, checking them as it finds its colon and its end.
-  for (let at = from; at < length; ) {
-    if (isOws(text.charCodeAt(at))) throw new HeadError(status, "obsolete line folding");
+  // One pass over each line's bytes, checking them as it finds its colon and its end.
+  for (let at = from; at < end; ) {
+    if (isOws(source[at]!)) throw new HeadError(status, "obsolete line folding");
     // The name: token characters up to the colon.
     let colon = at;
-    while (colon < length && CHAR_CLASS[text.charCodeAt(colon)]! & TOKEN_CHAR) colon++;
-    if (colon === at || text.charCodeAt(colon) !== 0x3a) throw nameError(text, at, status);
+    while (colon < end && CHAR_CLASS[source[colon]!]! & TOKEN_CHAR) colon++;
+    if (colon === at || colon === end || source[colon] !== 0x3a) throw nameError(source, at, end, status);
     // The value, up to the CRLF: tabs, spaces, visible ASCII and obs-text. Optional whitespace around
     // it is spaces and tabs only: String.trim() would also take a vertical tab or a no-break space,
     // and a value the app reads otherwise than the proxy is a smuggling risk.
     let valueStart = colon + 1;
-    while (valueStart < length && isOws(text.charCodeAt(valueStart))) valueStart++;
+    while (valueStart < end && isOws(source[valueStart]!)) valueStart++;
     let lineEnd = valueStart;
-    while (lineEnd < length && CHAR_CLASS[text.charCodeAt(lineEnd)]! & VALUE_CHAR) lineEnd++;
-    // Stopped at the end of the head, at the line's CRLF, or at a character no value may hold.
-    if (lineEnd < length && (text.charCodeAt(lineEnd) !== 0x0d || text.charCodeAt(lineEnd + 1) !== 0x0a)) {
-      throw new HeadError(status, `a control character in ${text.slice(at, colon)}`);
+    while (lineEnd < end && CHAR_CLASS[source[lineEnd]!]! & VALUE_CHAR) lineEnd++;
+    // Stopped at the end of the head, at the line's CRLF, or at a byte no value may hold.
+    if (lineEnd < end && (lineEnd + 1 === end || source[lineEnd] !== 0x0d || source[lineEnd + 1] !== 0x0a)) {
+      throw new HeadError(status, `a control character in ${latin1(source, at, colon)}`);
     }
     let valueEnd = lineEnd;
-    while (valueEnd > valueStart && isOws(text.charCodeAt(valueEnd - 1))) valueEnd--;
-    const kind = kindOf(text, at, colon);
-    fields.push(at, colon, valueStart, valueEnd, kind);
+    while (valueEnd > valueStart && isOws(source[valueEnd - 1]!)) valueEnd--;
+    const kind = kindOf(source, at, colon);
+    fields.push(at - start, colon - start, valueStart - start, valueEnd - start, kind);
     if (fields.length > MAX_HEADERS * FIELD_STRIDE) throw new HeadError(status, `more than ${MAX_HEADERS} header fields`);
     if (kind === FieldKind.host && request) {
       if (host !== null) throw new HeadError(status, "Host given twice");
-      host = text.slice(valueStart, valueEnd);
+      host = requestText.slice(valueStart - start, valueEnd - start);
     } else if (kind === FieldKind.connection) {
       if (connection === NO_TOKENS) connection = [];
-      for (const token of text.slice(valueStart, valueEnd).toLowerCase().split(",")) connection.push(token.trim());
+      for (const token of latin1(source, valueStart, valueEnd).toLowerCase().split(",")) connection.push(token.trim());
     } else if (kind === FieldKind.contentLength) {
       if (contentLength !== null) throw new HeadError(status, "Content-Length given twice");
-      contentLength = digitsValue(text, valueStart, valueEnd);
-      if (contentLength < 0) throw new HeadError(status, `invalid Content-Length ${JSON.stringify(text.slice(valueStart, Math.min(valueEnd, valueStart + 32)))}`);
+      contentLength = digitsValue(source, valueStart, valueEnd);
+      if (contentLength < 0) throw new HeadError(status, `invalid Content-Length ${JSON.stringify(latin1(source, valueStart, Math.min(valueEnd, valueStart + 32)))}`);
     } else if (kind === FieldKind.transferEncoding) {
       if (transferEncoding !== null) throw new HeadError(status, "Transfer-Encoding given twice");
-      transferEncoding = text.slice(valueStart, valueEnd).toLowerCase();
+      transferEncoding = latin1(source, valueStart, valueEnd).toLowerCase();
     }
     at = lineEnd + 2;
   }
@@ -285,12 +300,14 @@ function parseFields(text: string, from: number, request: boolean): Omit<Message
     if (contentLength !== null) throw new HeadError(status, "both Content-Length and Transfer-Encoding");
     if (transferEncoding !== "chunked") throw new HeadError(status, `unsupported Transfer-Encoding ${JSON.stringify(transferEncoding.slice(0, 64))}`);
   }
-  return { text, fields, connection, contentLength, chunked: transferEncoding !== null, host };
+  return { fields, connection, contentLength, chunked: transferEncoding !== null, host };
 }
 
 /** A request head: the bytes of `source` from `start` (its first byte) to `end` (its CRLF CRLF). */
 export function parseRequestHead(source: Uint8Array, start: number, end: number): RequestHead {
-  const text = headText(source, start, end);
+  // The head is made text once, for the few strings taken from it (a call out of JavaScript costs
+  // more than the copy); its header lines are checked as bytes.
+  const text = latin1(source, start, end);
   let lineEnd = text.indexOf("\r\n");
   if (lineEnd < 0) lineEnd = text.length;
   const firstSpace = text.indexOf(" ");
@@ -299,15 +316,15 @@ export function parseRequestHead(source: Uint8Array, start: number, end: number)
   if (!isToken(text, 0, firstSpace)) throw new HeadError(400, "invalid method");
   const method = text.slice(0, firstSpace);
   let target = text.slice(firstSpace + 1, lastSpace);
-  const version = text.slice(lastSpace + 1, lineEnd);
   if (!TARGET.test(target)) throw new HeadError(400, "invalid request target");
+  const version = text.slice(lastSpace + 1, lineEnd);
   if (version !== "HTTP/1.1" && version !== "HTTP/1.0") {
     if (/^HTTP\/\d\.\d$/.test(version)) throw new HeadError(505, `${version} is not supported`);
     throw new HeadError(400, "malformed request line");
   }
   if (method === "CONNECT") throw new HeadError(501, "CONNECT is not supported");
 
-  const fields = parseFields(text, lineEnd + 2, true);
+  const fields = parseFields(source, start, end, start + lineEnd + 2, text);
   const minorVersion = version === "HTTP/1.1" ? 1 : 0;
   if (fields.chunked && minorVersion === 0) throw new HeadError(400, "Transfer-Encoding in an HTTP/1.0 request");
   let host = fields.host;
@@ -324,42 +341,39 @@ export function parseRequestHead(source: Uint8Array, start: number, end: number)
     throw new HeadError(400, "invalid request target");
   }
 
-  // The request line is visible ASCII (checked above).
   const { fields: lines, connection, contentLength, chunked } = fields;
   const framing: BodyFraming = chunked ? CHUNKED : contentLength ? { kind: "length", length: contentLength } : NO_BODY;
   const keepAlive = minorVersion === 1 ? !connection.includes("close") : connection.includes("keep-alive");
-  return { text, source, sourceStart: start, fields: lines, minorVersion, connection, contentLength, chunked, method, target, host, framing, keepAlive, absoluteForm };
+  return { source, sourceStart: start, sourceEnd: end, fields: lines, minorVersion, connection, contentLength, chunked, method, target, host, framing, keepAlive, absoluteForm };
 }
 
-const STATUS_LINE_START = "HTTP/1.";
+/** `HTTP/1.` */
+const STATUS_LINE_START = [0x48, 0x54, 0x54, 0x50, 0x2f, 0x31, 0x2e];
+
+/** The reason of a status line from `start` to `end`; "OK" is not made again for each response. */
+const reasonOf = (source: Uint8Array, start: number, end: number): string =>
+  end - start === 2 && source[start] === 0x4f && source[start + 1] === 0x4b ? "OK" : latin1(source, start, end);
 
 /**
- * The parts of a status line `HTTP/1.x nnn reason` (the reason may be absent, and holds no control
- * character but tab); null when it is not one.
+ * A response head: the bytes of `source` from `start` (its first byte) to `end` (its CRLF CRLF).
+ * Its status line is `HTTP/1.x nnn reason` (the reason may be absent, and holds no control
+ * character but tab).
  */
-function statusLineOf(text: string, lineEnd: number): { minorVersion: number; status: number; reason: string } | null {
-  if (lineEnd < 12 || !text.startsWith(STATUS_LINE_START) || text.charCodeAt(8) !== 0x20) return null;
-  const minorVersion = text.charCodeAt(7) - 0x30;
-  const status = digitsValue(text, 9, 12);
-  if ((minorVersion !== 0 && minorVersion !== 1) || status < 100) return null;
-  if (lineEnd === 12) return { minorVersion, status, reason: "" };
-  if (text.charCodeAt(12) !== 0x20) return null;
-  if (!isFieldValue(text, 13, lineEnd)) return null;
-  return { minorVersion, status, reason: text.slice(13, lineEnd) };
-}
-
-/** A response head: the bytes of `source` from `start` (its first byte) to `end` (its CRLF CRLF). */
 export function parseResponseHead(source: Uint8Array, start: number, end: number): ResponseHead {
-  const text = headText(source, start, end);
-  let lineEnd = text.indexOf("\r\n");
-  if (lineEnd < 0) lineEnd = text.length;
-  const statusLine = statusLineOf(text, lineEnd);
-  if (!statusLine) throw new HeadError(502, `invalid status line ${JSON.stringify(text.slice(0, Math.min(lineEnd, 100)))}`);
-  const { minorVersion, status, reason } = statusLine;
-  const fields = parseFields(text, lineEnd + 2, false);
+  const lineEnd = lineEndOf(source, start, end);
+  const lineLength = lineEnd - start;
+  let valid = lineLength >= 12 && source[start + 8] === 0x20;
+  for (let i = 0; valid && i < STATUS_LINE_START.length; i++) valid = source[start + i] === STATUS_LINE_START[i];
+  const minorVersion = source[start + 7]! - 0x30;
+  const status = valid ? digitsValue(source, start + 9, start + 12) : -1;
+  valid &&= (minorVersion === 0 || minorVersion === 1) && status >= 100;
+  valid &&= lineLength === 12 || (source[start + 12] === 0x20 && isFieldValue(source, start + 13, lineEnd));
+  if (!valid) throw new HeadError(502, `invalid status line ${JSON.stringify(latin1(source, start, Math.min(lineEnd, start + 100)))}`);
+  const reason = lineLength > 13 ? reasonOf(source, start + 13, lineEnd) : "";
+  const fields = parseFields(source, start, end, lineEnd + 2, null);
   if (fields.chunked && minorVersion === 0) throw new HeadError(502, "Transfer-Encoding in an HTTP/1.0 response");
   const { fields: lines, connection, contentLength, chunked } = fields;
-  return { text, source, sourceStart: start, fields: lines, minorVersion, connection, contentLength, chunked, status, reason };
+  return { source, sourceStart: start, sourceEnd: end, fields: lines, minorVersion, connection, contentLength, chunked, status, reason };
 }
 
 /** How the body of a response to `method` is framed (RFC 9112 6.3). */
