@@ -1,6 +1,6 @@
 // Public proxy throughput benchmark, on the compiled binary and the real local Docker engine with
 // the stand-in images (the same ones test/setup.ts selects). One bun app answering 1 KiB is
-// deployed through the API; then wrk (-t2, 10 s, --latency) at 64 and 256 connections measures:
+// deployed through the API; then wrk (-t2, --latency) at 64 and 256 connections measures:
 //   direct  wrk -> the app's container (its address on the workspace network)
 //   nginx   wrk -> nginx (1 worker, upstream keepalive pool) on a loopback port -> the container,
 //           forwarding the headers ours does (X-Forwarded-*, X-Real-IP, X-Request-Id both ways):
@@ -14,6 +14,10 @@
 // bare relay, the platform) is printed too: with wrk, the app and the proxy sharing the cores,
 // req/s also shows who got the CPU, while CPU per request is the proxy's own cost. Its user part
 // follows in parentheses: the proxy's own code, where the system part is mostly the network stack.
+// The targets take turns: 4 rounds of 3 s each, every other round in reverse order, so that a
+// machine that speeds up or slows down during the run (a shared VM drifts by 10% in minutes) weighs
+// on all of them alike. A row gives the mean req/s of its rounds, the median p50 and p99, and the
+// CPU over all of them; the verdict lines also list ours/nginx round by round.
 // Targets: ours >= 1.0x nginx req/s at both counts, p99 no worse than nginx, RSS growth < 30 MB.
 //
 // Then HTTPS, nginx against ours only, at the same counts, keep-alive and new connections (wrk
@@ -36,9 +40,9 @@
 //
 // The proxy's rate and connection limits (PLATFORM_PROXY_*) are set out of reach for the run. BENCH_BINARY=path
 // benchmarks another build of the platform instead of ./platform (not rebuilt).
-// Settings: BENCH_DURATION (wrk -d, default 10s), BENCH_HTTPS_DURATION (wrk -d of the HTTPS runs,
-// default 5s), BENCH_CONNECTIONS (default 64,256), BENCH_NGINX_KEEPALIVE (nginx upstream
-// keepalive pool, default 256).
+// Settings: BENCH_ROUNDS (default 4), BENCH_DURATION (wrk -d of one round, default 3s),
+// BENCH_HTTPS_DURATION (wrk -d of one HTTPS round, default 2s), BENCH_CONNECTIONS (default
+// 64,256), BENCH_NGINX_KEEPALIVE (nginx upstream keepalive pool, default 256).
 // Traffic goes only to 127.0.0.1 and the bench's own container; the app is deleted through the
 // API, nginx and the bare relay stopped, the server stopped and temp dirs removed at the end.
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -54,8 +58,9 @@ import { resumesTls13Sessions, wildcardCertificate, type CertificateFiles } from
 
 useStandInImages();
 
-const DURATION = process.env.BENCH_DURATION ?? "10s";
-const HTTPS_DURATION = process.env.BENCH_HTTPS_DURATION ?? "5s";
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
+const DURATION = process.env.BENCH_DURATION ?? "3s";
+const HTTPS_DURATION = process.env.BENCH_HTTPS_DURATION ?? "2s";
 const CONNECTIONS = (process.env.BENCH_CONNECTIONS ?? "64,256").split(",").map(Number);
 const NGINX_KEEPALIVE = Number(process.env.BENCH_NGINX_KEEPALIVE ?? 256);
 const RSS_TARGET_MB = 30;
@@ -263,6 +268,8 @@ interface Measurement extends WrkResult {
   cpuMicrosPerRequest: number;
   /** Its user-mode part: the proxy's own code, where the system part is mostly the kernel's network stack. */
   userMicrosPerRequest: number;
+  /** req/s of each round, in order. */
+  roundRequestsPerSecond: number[];
 }
 
 const CLOCK_TICKS_PER_SECOND = Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim()) || 100;
@@ -276,24 +283,54 @@ function cpuTicks(pid: number | undefined): { user: number; system: number } {
   return { user: Number(fields[11]), system: Number(fields[12]) };
 }
 
-/** One wrk run per connection count and target, in that order; keyed `<target>@<connections>`. */
+const median = (values: number[]): number => {
+  const sorted = values.toSorted((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+};
+
+/**
+ * At each connection count, ROUNDS rounds of one wrk run per target, every other round in reverse
+ * order; keyed `<target>@<connections>`.
+ */
 async function measure(targets: Target[], duration: string): Promise<Map<string, Measurement>> {
   const results = new Map<string, Measurement>();
   for (const connections of CONNECTIONS) {
-    for (const target of targets) {
-      const before = cpuTicks(target.pid);
-      const result = await wrk(target.url, connections, duration, target);
-      const after = cpuTicks(target.pid);
-      const microsPerRequest = (ticks: number) => (ticks / CLOCK_TICKS_PER_SECOND) * (1e6 / result.requests);
-      results.set(`${target.name}@${connections}`, {
-        ...result,
-        cpuMicrosPerRequest: microsPerRequest(after.user + after.system - before.user - before.system),
-        userMicrosPerRequest: microsPerRequest(after.user - before.user),
+    const runs = new Map<string, { result: WrkResult; user: number; system: number }[]>();
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const target of round % 2 ? targets.toReversed() : targets) {
+        const before = cpuTicks(target.pid);
+        const result = await wrk(target.url, connections, duration, target);
+        const after = cpuTicks(target.pid);
+        const targetRuns = runs.get(target.name) ?? [];
+        targetRuns.push({ result, user: after.user - before.user, system: after.system - before.system });
+        runs.set(target.name, targetRuns);
+      }
+    }
+    for (const [name, targetRuns] of runs) {
+      const requests = targetRuns.reduce((sum, run) => sum + run.result.requests, 0);
+      const microsPerRequest = (ticks: number) => (ticks / CLOCK_TICKS_PER_SECOND) * (1e6 / requests);
+      const user = targetRuns.reduce((sum, run) => sum + run.user, 0);
+      const system = targetRuns.reduce((sum, run) => sum + run.system, 0);
+      const roundRequestsPerSecond = targetRuns.map((run) => run.result.requestsPerSecond);
+      results.set(`${name}@${connections}`, {
+        requests,
+        requestsPerSecond: roundRequestsPerSecond.reduce((sum, rps) => sum + rps, 0) / targetRuns.length,
+        p50Ms: median(targetRuns.map((run) => run.result.p50Ms)),
+        p99Ms: median(targetRuns.map((run) => run.result.p99Ms)),
+        errors: [...new Set(targetRuns.map((run) => run.result.errors).filter(Boolean))].join("; "),
+        cpuMicrosPerRequest: microsPerRequest(user + system),
+        userMicrosPerRequest: microsPerRequest(user),
+        roundRequestsPerSecond,
       });
     }
   }
   return results;
 }
+
+/** ours/nginx of each round, as `0.97 1.02 ...`. */
+const roundRatios = (ours: Measurement, nginx: Measurement): string =>
+  ours.roundRequestsPerSecond.map((rps, round) => (rps / nginx.roundRequestsPerSecond[round]!).toFixed(2)).join(" ");
 
 /** The results table; each row's ratio is to `baselineOf(target)` at the same connection count. */
 function printTable(targets: Target[], results: Map<string, Measurement>, baselineOf: (name: string) => string) {
@@ -426,7 +463,7 @@ async function main() {
     children.push(bare);
     await waitForHttp(`http://127.0.0.1:${barePort}/`);
 
-    console.log(`\nupstream ${upstream} (bun app, 1 KiB answers); nginx 1 worker, keepalive ${NGINX_KEEPALIVE}; wrk -t2 -d${DURATION} --latency`);
+    console.log(`\nupstream ${upstream} (bun app, 1 KiB answers); nginx 1 worker, keepalive ${NGINX_KEEPALIVE}; wrk -t2 -d${DURATION} --latency, ${ROUNDS} rounds`);
     const targets: Target[] = [
       { name: "direct", url: `http://${upstream}/` },
       { name: "nginx", url: `http://127.0.0.1:${nginxPort}/`, pid: nginxWorker },
@@ -467,10 +504,10 @@ async function main() {
       const verdict = ratio >= 1 && ours.p99Ms <= nginxResult.p99Ms ? "meets" : "misses";
       const invalid = ours.errors || nginxResult.errors ? ` (NOT VALID: ${ours.errors || nginxResult.errors})` : "";
       const cpu = `CPU ${fmt(ours.cpuMicrosPerRequest, 1)} µs/req vs ${fmt(nginxResult.cpuMicrosPerRequest, 1)} µs/req`;
-      console.log(`ours/nginx at ${connections}: ${ratio.toFixed(2)}x req/s (target >= 1.00x), p99 ${fmt(ours.p99Ms, 2)} ms vs ${fmt(nginxResult.p99Ms, 2)} ms: ${verdict} the target; ${cpu}${invalid}`);
+      console.log(`ours/nginx at ${connections}: ${ratio.toFixed(2)}x req/s (target >= 1.00x), p99 ${fmt(ours.p99Ms, 2)} ms vs ${fmt(nginxResult.p99Ms, 2)} ms: ${verdict} the target; ${cpu}; rounds ${roundRatios(ours, nginxResult)}${invalid}`);
     }
 
-    console.log(`\nHTTPS (ECDSA P-256 *.${BENCH_DOMAIN}, SNI ${proxyHost}; new-conn: Connection: close); wrk -t2 -d${HTTPS_DURATION} --latency`);
+    console.log(`\nHTTPS (ECDSA P-256 *.${BENCH_DOMAIN}, SNI ${proxyHost}; new-conn: Connection: close); wrk -t2 -d${HTTPS_DURATION} --latency, ${ROUNDS} rounds`);
     printTable(httpsTargets, httpsResults, (name) => name.replace("ours", "nginx"));
     const resumes = async (port: number) => ((await resumesTls13Sessions(port, proxyHost, certificateDir)) ? "yes" : "no");
     console.log(`\nTLS 1.3 session resumption (wrk's reconnects resume when the server lets them): nginx ${await resumes(nginxTlsPort)}, ours ${await resumes(proxyTlsPort)}`);
@@ -481,7 +518,7 @@ async function main() {
         const nginxResult = httpsResults.get(`nginx ${mode}@${connections}`)!;
         const invalid = ours.errors || nginxResult.errors ? ` (NOT VALID: ${ours.errors || nginxResult.errors})` : "";
         console.log(
-          `ours/nginx ${mode} at ${connections}: ${(ours.requestsPerSecond / nginxResult.requestsPerSecond).toFixed(2)}x req/s, p99 ${fmt(ours.p99Ms, 2)} ms vs ${fmt(nginxResult.p99Ms, 2)} ms${invalid}`,
+          `ours/nginx ${mode} at ${connections}: ${(ours.requestsPerSecond / nginxResult.requestsPerSecond).toFixed(2)}x req/s, p99 ${fmt(ours.p99Ms, 2)} ms vs ${fmt(nginxResult.p99Ms, 2)} ms; rounds ${roundRatios(ours, nginxResult)}${invalid}`,
         );
       }
     }
