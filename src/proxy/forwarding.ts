@@ -56,18 +56,27 @@ export function clientIdentityOf(head: RequestHead, peerAddress: string, trusted
   };
 }
 
+/** The FieldKinds in `kinds` as a set of bits, for copyKeptLines. */
+const kindBits = (...kinds: FieldKind[]): number => kinds.reduce<number>((bits, kind) => bits | (1 << kind), 0);
+const OWN_LINES_OF_REQUEST = kindBits(FieldKind.clientIdentity, FieldKind.requestId);
+const OWN_LINES_OF_REQUEST_AND_HOST = kindBits(FieldKind.clientIdentity, FieldKind.requestId, FieldKind.host);
+const OWN_LINES_OF_RESPONSE = kindBits(FieldKind.requestId);
+const OWN_LINES_OF_RESPONSE_AND_HSTS = kindBits(FieldKind.requestId, FieldKind.strictTransportSecurity);
+
 /**
  * Copies the header lines of a head that are passed on, each with its CRLF, as they came: runs of
  * kept lines are copied whole from the bytes the head was read from. `withStartLine`: the head's
- * own start line goes first (else the caller wrote one). `drops(index, kind)` names the lines to
- * leave out.
+ * own start line goes first (else the caller wrote one). Left out: the hop-by-hop lines (see
+ * dropped()), and those of the kinds in `ownKinds` (kindBits), which the proxy writes itself. A
+ * set of kinds rather than a function that decides: a closure made for each head costs more.
  */
-function copyKeptLines(out: OutgoingHead, head: MessageHead, withStartLine: boolean, drops: (index: number, kind: FieldKind) => boolean) {
+function copyKeptLines(out: OutgoingHead, head: MessageHead, withStartLine: boolean, ownKinds: number, upgrading: boolean) {
   const { source, sourceStart } = head;
   let runStart = withStartLine ? 0 : -1;
   const count = fieldCount(head);
   for (let i = 0; i < count; i++) {
-    if (drops(i, fieldKind(head, i))) {
+    const kind = fieldKind(head, i);
+    if (ownKinds & (1 << kind) || dropped(head, i, kind, upgrading)) {
       if (runStart >= 0) out.bytes(source, sourceStart + runStart, sourceStart + fieldLineStart(head, i));
       runStart = -1;
     } else if (runStart < 0) runStart = fieldLineStart(head, i);
@@ -105,30 +114,35 @@ const identityLines = (identity: ClientIdentity, forwardedFor: string): string =
 
 /** Writes the request head as the app receives it, CRLF CRLF included. */
 export function writeUpstreamRequestHead(out: OutgoingHead, head: RequestHead, identity: ClientIdentity, requestId: string, websocket: boolean): OutgoingHead {
-  let sentFor: string | null = null;
   // An absolute-form target's authority is the Host (RFC 9112 3.2.2): the client's Host line goes.
   const hostReplaced = head.absoluteForm || head.host === null;
   // An HTTP/1.1 client's own request line, unless its target was in absolute form.
   const ownRequestLine = head.minorVersion === 1 && !head.absoluteForm;
   if (!ownRequestLine) out.text(`${head.method} ${head.target} HTTP/1.1\r\n`);
-  copyKeptLines(out, head, ownRequestLine, (index, kind) => {
-    if (kind === FieldKind.clientIdentity || kind === FieldKind.requestId) {
-      if (fieldNameIs(head, index, "x-forwarded-for")) sentFor = sentFor === null ? fieldValue(head, index) : `${sentFor}, ${fieldValue(head, index)}`;
-      return true;
-    }
-    return (hostReplaced && kind === FieldKind.host) || dropped(head, index, kind, websocket);
-  });
+  copyKeptLines(out, head, ownRequestLine, hostReplaced ? OWN_LINES_OF_REQUEST_AND_HOST : OWN_LINES_OF_REQUEST, websocket);
   if (hostReplaced) out.text(`host: ${head.host ?? identity.host}\r\n`);
   if (websocket) out.text("connection: upgrade\r\n");
-  return writeRequestIdAndEnd(writeIdentityLines(out, identity, sentFor), requestId);
+  return writeRequestIdAndEnd(writeIdentityLines(out, identity, identity.trustedPeer ? forwardedForSent(head) : null), requestId);
 }
 
-/** The start line of a response head as sent on (HTTP/1.1), and its kept lines. */
-function copyStatusLineAndKept(out: OutgoingHead, head: ResponseHead, drops: (index: number, kind: FieldKind) => boolean) {
+/** The X-Forwarded-For chain a request came with (its fields joined), or null. */
+function forwardedForSent(head: RequestHead): string | null {
+  let sentFor: string | null = null;
+  const count = fieldCount(head);
+  for (let index = 0; index < count; index++) {
+    if (fieldKind(head, index) === FieldKind.clientIdentity && fieldNameIs(head, index, "x-forwarded-for")) {
+      sentFor = sentFor === null ? fieldValue(head, index) : `${sentFor}, ${fieldValue(head, index)}`;
+    }
+  }
+  return sentFor;
+}
+
+/** The start line of a response head as sent on (HTTP/1.1), and its kept lines (see copyKeptLines). */
+function copyStatusLineAndKept(out: OutgoingHead, head: ResponseHead, ownKinds: number, upgrading: boolean) {
   // The app's own status line when it answered in HTTP/1.1.
   const ownStatusLine = head.minorVersion === 1;
   if (!ownStatusLine) out.text(`HTTP/1.1 ${head.status} ${head.reason}\r\n`);
-  copyKeptLines(out, head, ownStatusLine, drops);
+  copyKeptLines(out, head, ownStatusLine, ownKinds, upgrading);
 }
 
 /**
@@ -138,11 +152,7 @@ function copyStatusLineAndKept(out: OutgoingHead, head: ResponseHead, drops: (in
  */
 export function writeClientResponseHead(out: OutgoingHead, head: ResponseHead, requestId: string, close: boolean, hsts = false): OutgoingHead {
   const switching = head.status === 101;
-  copyStatusLineAndKept(
-    out,
-    head,
-    (index, kind) => kind === FieldKind.requestId || (hsts && kind === FieldKind.strictTransportSecurity) || dropped(head, index, kind, switching),
-  );
+  copyStatusLineAndKept(out, head, hsts ? OWN_LINES_OF_RESPONSE_AND_HSTS : OWN_LINES_OF_RESPONSE, switching);
   if (switching) out.text("connection: upgrade\r\n");
   else if (close) out.text("connection: close\r\n");
   if (hsts) out.text(HSTS_LINE);
@@ -151,7 +161,7 @@ export function writeClientResponseHead(out: OutgoingHead, head: ResponseHead, r
 
 /** Writes an informational (1xx) answer as the client receives it: its fields, without hop-by-hop ones. */
 export function writeInterimResponseHead(out: OutgoingHead, head: ResponseHead): OutgoingHead {
-  copyStatusLineAndKept(out, head, (index, kind) => dropped(head, index, kind, false));
+  copyStatusLineAndKept(out, head, 0, false);
   return out.crlf();
 }
 
