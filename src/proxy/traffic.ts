@@ -42,6 +42,9 @@ const emptySlot = (): Slot => ({ minute: -1, byClass: [0, 0, 0, 0, 0], rateLimit
 
 export class TrafficRecorder {
   private readonly bySubdomain = new Map<string, Slot[]>();
+  /** The minute of the last request recorded and its slot's index: worked out again only when the minute changes. */
+  private minute = -1;
+  private minuteIndex = 0;
 
   record(subdomain: string, request: ProxiedRequest, now = Date.now()) {
     let slots = this.bySubdomain.get(subdomain);
@@ -49,8 +52,12 @@ export class TrafficRecorder {
       slots = Array.from({ length: SLOTS }, emptySlot);
       this.bySubdomain.set(subdomain, slots);
     }
-    const minute = now - (now % SLOT_MS);
-    const index = Math.floor(minute / SLOT_MS) % SLOTS;
+    if (now < this.minute || now >= this.minute + SLOT_MS) {
+      this.minute = now - (now % SLOT_MS);
+      this.minuteIndex = Math.floor(this.minute / SLOT_MS) % SLOTS;
+    }
+    const minute = this.minute;
+    const index = this.minuteIndex;
     let slot = slots[index]!;
     if (slot.minute !== minute) slot = slots[index] = { ...emptySlot(), minute };
     const statusClass = Math.floor(request.status / 100) - 1;
