@@ -28,8 +28,8 @@ export interface MessageHead {
   /**
    * The bytes it was read from, and where in them it starts and ends (before its final CRLF CRLF):
    * the lines passed on are copied from there. Its lines are checked as bytes. A response head is
-   * not made a string at all (it cost a fifth of reading one); a request head is, once, for the few
-   * strings taken from it (method, target, Host).
+   * not made a string at all (making it one cost a quarter of reading it); a request head is, once,
+   * for the few strings taken from it (method, target, Host).
    */
   source: Uint8Array;
   sourceStart: number;
