@@ -33,3 +33,12 @@ test("slots older than the window are left out, and a slot an hour old is reused
   expect(traffic.window("unknown", 60, start).requests).toBe(0);
   expect(traffic.window(null, 60, start).requests).toBe(0);
 });
+
+test("a request counts in its own minute even when the clock went back since the last one", () => {
+  const traffic = new TrafficRecorder();
+  traffic.record("shop", { status: 200, bytesIn: 0, bytesOut: 0, upstreamMs: 1 }, start + 5 * MINUTE + 30_000);
+  // The system clock was set back: this request belongs to an earlier minute, not the one recorded last.
+  traffic.record("shop", { status: 500, bytesIn: 0, bytesOut: 0, upstreamMs: 1 }, start + 1_000);
+  expect(traffic.window("shop", 1, start + 5 * MINUTE)).toMatchObject({ requests: 1, byStatusClass: { "2xx": 1, "5xx": 0 } });
+  expect(traffic.window("shop", 6, start + 5 * MINUTE)).toMatchObject({ requests: 2, byStatusClass: { "2xx": 1, "5xx": 1 } });
+});
