@@ -1,6 +1,6 @@
 // What the benchmarks share: the compiled ./platform (rebuilt when missing, older than src/, or
 // with --rebuild), started through the test suite's server helper (same start-up parsing, temp
-// data dir, CLI keys), and the resident memory of a process.
+// data dir, CLI keys), the resident memory of a process, and the median of measurements.
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { TestServer } from "../../test/helpers/server";
@@ -56,4 +56,11 @@ export async function runBenchmark(main: () => Promise<void>) {
     console.error(error instanceof Error ? error.message : error);
     process.exitCode = 1;
   });
+}
+
+/** The middle value (the mean of the two middle ones for an even count). */
+export function median(values: number[]): number {
+  const sorted = values.toSorted((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }

@@ -20,7 +20,7 @@ import { strToU8, zipSync } from "fflate";
 import { useStandInImages } from "../../test/helpers/stand-ins";
 import { removeTempDirs, tempDir } from "../../test/helpers/temp";
 import type { TestServer } from "../../test/helpers/server";
-import { ensureBinary, residentMegabytes, startBinary, printServerTail, runBenchmark } from "./binary";
+import { ensureBinary, median, residentMegabytes, startBinary, printServerTail, runBenchmark } from "./binary";
 
 useStandInImages();
 
@@ -33,11 +33,6 @@ const RSS_SAMPLE_MS = 50;
 const POLL_MS = 20;
 const DEPLOY_TIMEOUT_MS = 120_000;
 
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-};
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 const ratio = (value: number, target: number) => `${(value / target).toFixed(2)}x of target`;
 

@@ -53,7 +53,7 @@ import { strToU8, zipSync } from "fflate";
 import { useStandInImages } from "../../test/helpers/stand-ins";
 import { removeTempDirs, tempDir } from "../../test/helpers/temp";
 import type { TestServer } from "../../test/helpers/server";
-import { ensureBinary, residentMegabytes, startBinary, printServerTail, runBenchmark } from "./binary";
+import { ensureBinary, median, residentMegabytes, startBinary, printServerTail, runBenchmark } from "./binary";
 import { resumesTls13Sessions, wildcardCertificate, type CertificateFiles } from "./tls-cert";
 
 useStandInImages();
@@ -282,12 +282,6 @@ function cpuTicks(pid: number | undefined): { user: number; system: number } {
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return { user: Number(fields[11]), system: Number(fields[12]) };
 }
-
-const median = (values: number[]): number => {
-  const sorted = values.toSorted((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-};
 
 /**
  * At each connection count, ROUNDS rounds of one wrk run per target, every other round in reverse
