@@ -205,6 +205,17 @@ describe("the response head sent to the client", () => {
     expect(valuesOf(sent, "sec-websocket-protocol")).toEqual(["chat.v2"]);
   });
 
+  test("with the app's `hsts`, the proxy's Strict-Transport-Security replaces the app's own; without it the app's stays", () => {
+    const head = response("HTTP/1.1 200 OK", "Strict-Transport-Security: max-age=5", "X-Request-Id: from-app", "Content-Length: 0");
+    const withHsts = writeClientResponseHead(outgoingHead.begin(), head, "id", false, true).toString();
+    expect(valuesOf(withHsts, "strict-transport-security")).toEqual(["max-age=31536000"]);
+    expect(valuesOf(withHsts, "x-request-id")).toEqual(["id"]);
+    expect(valuesOf(withHsts, "content-length")).toEqual(["0"]);
+    const without = answered(head, "id", false);
+    expect(valuesOf(without, "strict-transport-security")).toEqual(["max-age=5"]);
+    expect(valuesOf(without, "x-request-id")).toEqual(["id"]);
+  });
+
   test("a 1xx answer keeps its fields, without hop-by-hop ones and without a request id", () => {
     const sent = interim(response("HTTP/1.1 103 Early Hints", "Link: </a.css>; rel=preload", "Link: </b.js>; rel=preload", "Connection: X-Hop", "X-Hop: 1", "Keep-Alive: 5"));
     expect(sent).toBe("HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\nLink: </b.js>; rel=preload\r\n\r\n");
