@@ -7,6 +7,7 @@ import type { Page } from "playwright-core";
 import { TestServer } from "../helpers/server";
 import { launchBrowser, type TestBrowser } from "../helpers/browser";
 import { seriousViolations } from "../helpers/axe";
+import { tablesScrollingSideways } from "../helpers/dashboard-page";
 import { createDatabase, deleteAllDatabases, removeWorkspaceNetworks } from "../helpers/databases";
 
 setDefaultTimeout(90_000);
@@ -43,6 +44,17 @@ async function violationsAtBothSizes(name: string): Promise<string[]> {
 /** Nothing sticks out sideways: a 375 px page needs no horizontal scrolling of the whole page. */
 async function pageWidth() {
   return page.evaluate(() => document.documentElement.scrollWidth);
+}
+
+/** Each cell of a data table on a phone, as "label: value" the way it is shown. */
+async function phoneCells(caption: string): Promise<string[]> {
+  return page.evaluate((wanted) => {
+    const table = [...document.querySelectorAll("table")].find((candidate) => candidate.querySelector("caption")?.textContent === wanted);
+    return [...(table?.querySelectorAll("tbody td") ?? [])].map((cell) => {
+      const label = getComputedStyle(cell, "::before").content.replace(/^"|"$/g, "");
+      return `${label === "none" ? "" : label}: ${cell.textContent?.trim()}`;
+    });
+  }, caption);
 }
 
 async function openSection(section: string) {
@@ -96,8 +108,29 @@ describe("accessibility", () => {
       expect(await violationsAtBothSizes(`settings-${slug}`)).toEqual([]);
       await page.setViewportSize(PHONE);
       expect(await pageWidth()).toBeLessThanOrEqual(PHONE.width);
+      expect(await tablesScrollingSideways(page)).toEqual([]);
       await page.setViewportSize(DESKTOP);
     }
+  });
+
+  test("on a phone a table's rows are cards: every value is shown under its column's name", async () => {
+    await page.goto(`${server.baseUrl}/#/settings/audit-log`);
+    await page.getByRole("heading", { level: 2, name: "Audit log" }).waitFor();
+    const auditLog = page.getByRole("table", { name: "Audit log" });
+    await auditLog.getByRole("row").nth(1).waitFor();
+    await page.setViewportSize(PHONE);
+    const cells = await phoneCells("Audit log");
+    expect(cells).toContain(`Actor: ${OWNER.email}`);
+    expect(cells.filter((cell) => cell.startsWith("Time: ")).length).toBeGreaterThanOrEqual(2);
+    // Each date stays on one line, beside its label.
+    const timeHeights = await auditLog.locator("td time").evaluateAll((times) => times.map((time) => time.getBoundingClientRect().height));
+    for (const height of timeHeights) expect(height).toBeLessThan(30);
+    // Screen readers still get a table with its column headers.
+    await auditLog.getByRole("columnheader", { name: "Actor" }).waitFor();
+    await screenshot("audit-log-cards-phone");
+    await page.setViewportSize(DESKTOP);
+    // On a desktop the same table keeps its columns: no label is drawn in a cell.
+    expect((await phoneCells("Audit log")).every((cell) => cell.startsWith(": "))).toBe(true);
   });
 
   test("the Platform tab shows the engine, the version and the upload limits", async () => {

@@ -10,7 +10,7 @@ import { launchBrowser, type TestBrowser } from "../helpers/browser";
 import { appZip, deleteAllApps, deployZip, viaProxy, waitForStatus } from "../helpers/apps";
 import { seriousViolations } from "../helpers/axe";
 import { makeCertificate } from "../helpers/certificates";
-import { ownerHoldingKey, collectPageErrors, logInThroughPage } from "../helpers/dashboard-page";
+import { ownerHoldingKey, collectPageErrors, logInThroughPage, tablesScrollingSideways } from "../helpers/dashboard-page";
 
 setDefaultTimeout(120_000);
 
@@ -215,6 +215,12 @@ describe("an app's page", () => {
     await page.getByRole("row", { name: /rollback of/ }).getByText("succeeded").waitFor({ timeout: 60_000 });
     await waitForStatus(server, key.key, appId, ["running"]);
     await shoot("builds");
+    // Seven columns on a phone: each build is a card, its rollback button reached without scrolling sideways.
+    await page.setViewportSize({ width: 375, height: 800 });
+    expect(await tablesScrollingSideways(page)).toEqual([]);
+    await page.getByRole("button", { name: /^Roll back to build/ }).first().waitFor();
+    await shoot("builds-phone");
+    await page.setViewportSize({ width: 1280, height: 800 });
   });
 
   test("a domain is added with its certificate and DNS status, and removed", async () => {
@@ -243,6 +249,10 @@ describe("an app's page", () => {
     const { body } = await server.request("GET", `/api/apps/${appId}/domains`, { key: key.key });
     expect(body.domains[0].certificate).toMatchObject({ status: "issued", source: "uploaded" });
     await shoot("domains");
+    await page.setViewportSize({ width: 375, height: 800 });
+    expect(await tablesScrollingSideways(page)).toEqual([]);
+    await shoot("domains-phone");
+    await page.setViewportSize({ width: 1280, height: 800 });
 
     await row.getByRole("button", { name: "Back to automatic" }).click();
     await row.getByRole("button", { name: "Back to automatic" }).waitFor({ state: "detached" });

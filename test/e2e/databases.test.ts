@@ -10,7 +10,7 @@ import { TestServer, type CreatedKey } from "../helpers/server";
 import { launchBrowser, type TestBrowser } from "../helpers/browser";
 import { deleteAllDatabases, removeWorkspaceNetworks } from "../helpers/databases";
 import { seriousViolations } from "../helpers/axe";
-import { ownerHoldingKey, collectPageErrors, logInThroughPage } from "../helpers/dashboard-page";
+import { ownerHoldingKey, collectPageErrors, logInThroughPage, tablesScrollingSideways } from "../helpers/dashboard-page";
 
 setDefaultTimeout(180_000);
 
@@ -132,6 +132,12 @@ describe("the databases section", () => {
     // The restore takes a pre-restore backup first.
     await backupRows().filter({ hasText: "pre-restore" }).getByText("completed").waitFor({ timeout: 60_000 });
     await shoot("backups");
+    // On a phone each backup is a card with its buttons: nothing to scroll sideways to reach them.
+    await page.setViewportSize({ width: 375, height: 800 });
+    expect(await tablesScrollingSideways(page)).toEqual([]);
+    await manual.getByRole("button", { name: /^Restore backup/ }).waitFor();
+    await shoot("backups-phone");
+    await page.setViewportSize({ width: 1280, height: 800 });
   });
 
   test("the operations history lists the create, backup, verify and restore", async () => {
@@ -142,6 +148,10 @@ describe("the databases section", () => {
     }
     await history.getByRole("cell", { name: "backup", exact: true }).first().waitFor();
     await shoot("history");
+    await page.setViewportSize({ width: 375, height: 800 });
+    expect(await tablesScrollingSideways(page)).toEqual([]);
+    await shoot("history-phone");
+    await page.setViewportSize({ width: 1280, height: 800 });
   });
 
   test("the logs show the engine's lines, with timestamps on request", async () => {

@@ -1,5 +1,6 @@
-// What the dashboard's end-to-end tests share: an owner who holds the workspace's key, and a watch
-// on the page for what must never happen (uncaught exceptions, console errors such as CSP refusals).
+// What the dashboard's end-to-end tests share: an owner who holds the workspace's key, a watch on
+// the page for what must never happen (uncaught exceptions, console errors such as CSP refusals),
+// and the tables a reader would have to scroll sideways.
 import type { Page } from "playwright-core";
 import type { CreatedKey, TestServer } from "./server";
 
@@ -35,4 +36,13 @@ export async function logInThroughPage(page: Page, owner: Owner) {
   await page.getByLabel("Email").fill(owner.email);
   await page.getByLabel("Password").fill(owner.password);
   await page.getByRole("button", { name: "Log in" }).click();
+}
+
+/** The tables on the page that are read by scrolling sideways inside their frame, by caption. */
+export function tablesScrollingSideways(page: Page): Promise<string[]> {
+  return page.evaluate(() =>
+    [...document.querySelectorAll<HTMLElement>(".table-wrap")]
+      .filter((frame) => frame.scrollWidth > frame.clientWidth + 1)
+      .map((frame) => frame.querySelector("caption")?.textContent ?? frame.outerHTML.slice(0, 80)),
+  );
 }
