@@ -1,8 +1,9 @@
 // The dashboard's apps list and deploy page in headless Chromium against the real server: a static
 // site ZIP deployed through the page (its env check asks for the variable the code reads), its
 // build log followed until it runs, the site opened through the public proxy, the list showing it
-// live, the API's message for a bad name, and a deploy from a private repository on a local git
-// server. The steps build on each other, in order, on one server.
+// live, the API's message for a bad name, a deploy from a private repository on a local git
+// server, and a Python app started with the command and port given in the form. The steps build
+// on each other, in order, on one server.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -198,6 +199,47 @@ describe("apps list and deploy", () => {
     } finally {
       await site.close();
     }
+  });
+
+  test("a Python app the detection cannot start runs with the start command and port given in the form", async () => {
+    const pythonZip = join(tempDir("apps-deploy-"), "python.zip");
+    writeFileSync(
+      pythonZip,
+      appZip({
+        "requirements.txt": "",
+        // Not main.py, app.py or server.py: without a start command the deploy fails.
+        "web.py":
+          "import http.server, os\n" +
+          "class Handler(http.server.BaseHTTPRequestHandler):\n" +
+          "    def do_GET(self):\n" +
+          "        self.send_response(200); self.end_headers(); self.wfile.write(b'python on ' + os.environ['PORT'].encode())\n" +
+          "http.server.ThreadingHTTPServer(('0.0.0.0', int(os.environ['PORT'])), Handler).serve_forever()\n",
+      }),
+    );
+    await page.goto(`${server.baseUrl}/#/apps/new`);
+    const form = page.getByRole("form", { name: "Deploy from a ZIP" });
+    await form.getByLabel(/^Name/).fill("py-web");
+    await form.getByLabel("Runtime").selectOption("python");
+    await form.getByLabel("Memory (MB)").fill("128");
+    await form.getByLabel("Start command (optional)").fill("python web.py");
+    await form.getByLabel("Port (optional)").fill("8000");
+    await form.getByLabel("ZIP file").setInputFiles(pythonZip);
+    await form.getByRole("button", { name: "Deploy" }).click();
+    await page.getByText("py-web is running at").waitFor({ timeout: 150_000 });
+    await screenshot("python-log");
+
+    const app = (await server.request("GET", "/api/apps/", { key })).body.apps.find((listed: { name: string }) => listed.name === "py-web");
+    expect(app).toMatchObject({ runtime: "python", startupCommand: "python web.py", exposePort: 8000, status: "running" });
+    const site = await chromium.context.newPage();
+    try {
+      await site.goto(`http://py-web.localhost:${server.proxyPort}`);
+      await site.getByText("python on 8000").waitFor();
+    } finally {
+      await site.close();
+    }
+    await page.getByRole("button", { name: "Deploy another app" }).click();
+    await form.getByLabel("Start command (optional)").waitFor();
+    expect(await form.getByLabel("Start command (optional)").inputValue()).toBe("");
   });
 
   test("a ZIP with nothing to run fails, and the page says why", async () => {

@@ -1,5 +1,6 @@
-// The fields a deploy from a ZIP and one from a repository share: the app's name, runtime, memory
-// and subdomain. The API checks them and names the field at fault; no pattern here would say more.
+// The fields a deploy from a ZIP and one from a repository share: the app's name, runtime, memory,
+// subdomain, and the start command and port for an app the detection does not know how to run.
+// The API checks them and names the field at fault; no pattern here would say more.
 import { Field, SelectField } from "../../../components/form";
 
 export const RUNTIMES: [value: string, text: string][] = [
@@ -15,16 +16,20 @@ export function AppFields() {
       <SelectField label="Runtime" name="runtime" options={RUNTIMES} />
       <Field label="Memory (MB)" name="memoryMB" type="number" required min={64} max={16384} step={1} defaultValue="256" />
       <Field label="Subdomain (optional)" name="subdomain" autocomplete="off" spellcheck={false} placeholder="Same as the name" />
+      <Field label="Start command (optional)" name="startupCommand" autocomplete="off" spellcheck={false} placeholder="Detected from the source" hint="Run in the app's folder, for example: python web.py" />
+      <Field label="Port (optional)" name="exposePort" type="number" min={1} max={65535} step={1} placeholder="3000" hint="Given to the app as PORT, where it must listen." />
     </div>
   );
 }
 
-/** The shared fields as the API takes them: memory as a number, an empty subdomain left out. */
+/** The shared fields as the API takes them: numbers as numbers, empty optional fields left out. */
 export function appFieldValues(values: Record<string, string>) {
   return {
     name: values.name!.trim(),
     runtime: values.runtime!,
     memoryMB: Number(values.memoryMB),
     ...(values.subdomain?.trim() ? { subdomain: values.subdomain.trim() } : {}),
+    ...(values.startupCommand?.trim() ? { startupCommand: values.startupCommand.trim() } : {}),
+    ...(values.exposePort?.trim() ? { exposePort: Number(values.exposePort) } : {}),
   };
 }
