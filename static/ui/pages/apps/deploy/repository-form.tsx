@@ -1,12 +1,15 @@
 // A deploy from a git repository (POST /api/apps/deploy-from-repo, JSON): the app's fields, the
-// repository, branch and folder, whether pushes deploy it, and a token for a private one.
+// repository, branch and folder, whether pushes deploy it, a token for a private one, and the
+// environment variables it starts with.
 import { api } from "../../../api";
 import { Field, Form, type FormValues } from "../../../components/form";
 import { AppFields, appFieldValues } from "./app-fields";
+import { EnvTextField, envTextVariables } from "./env-text";
 import type { StartedDeploy } from "./progress";
 
 export function RepositoryDeployForm({ onStarted }: { onStarted: (started: StartedDeploy) => void }) {
   const deploy = async (values: FormValues) => {
+    const envVars = envTextVariables(values.envText);
     const body = {
       ...appFieldValues(values),
       repository: {
@@ -18,6 +21,7 @@ export function RepositoryDeployForm({ onStarted }: { onStarted: (started: Start
       },
       autoDeploy: values.autoDeploy === "on",
       ...(values.accessToken ? { accessToken: values.accessToken } : {}),
+      ...(Object.keys(envVars).length ? { envVars } : {}),
     };
     onStarted(await api<StartedDeploy>("POST", "/api/apps/deploy-from-repo", body));
   };
@@ -40,6 +44,7 @@ export function RepositoryDeployForm({ onStarted }: { onStarted: (started: Start
         />
         <Field label="Access token (optional)" name="accessToken" type="password" autocomplete="off" hint="For a private repository: stored encrypted, never shown again." />
       </div>
+      <EnvTextField hint="KEY=VALUE lines, as in a .env file: the app starts with them. Stored encrypted; the Environment tab edits them later." />
       <label class="deploy-check">
         <input type="checkbox" name="autoDeploy" />
         <span>Deploy again on every push to the branch</span>

@@ -1,11 +1,12 @@
 // A deploy from a ZIP: the app's fields and the file; "Check the ZIP" asks the API which env
-// variables the code reads (POST /api/apps/inspect-env) and offers an input for each, then Deploy
-// uploads it all (POST /api/apps/deploy) with a progress bar.
+// variables the code reads (POST /api/apps/inspect-env) and offers an input for each, any others
+// go in as .env text, then Deploy uploads it all (POST /api/apps/deploy) with a progress bar.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { upload } from "../../../api";
 import { ErrorText } from "../../../components/text";
 import { Spinner } from "../../../components/widgets";
 import { AppFields, appFieldValues } from "./app-fields";
+import { EnvTextField, envTextVariables } from "./env-text";
 import type { StartedDeploy } from "./progress";
 
 interface EnvVariable {
@@ -55,9 +56,16 @@ export function ZipDeployForm({ onStarted }: { onStarted: (started: StartedDeplo
     event.preventDefault();
     const values = Object.fromEntries(new FormData(event.currentTarget as HTMLFormElement)) as Record<string, string>;
     if (!file) return setError("Choose the ZIP file first.");
+    let pasted: Record<string, string>;
+    try {
+      pasted = envTextVariables(values.envText);
+    } catch (failure) {
+      return setError((failure as Error).message);
+    }
     const form = new FormData();
     for (const [field, value] of Object.entries(appFieldValues(values))) form.set(field, String(value));
-    const envVars = Object.fromEntries(Object.entries(envValues).filter(([, value]) => value !== ""));
+    // A value typed for a variable the check found wins over the same name in the text.
+    const envVars = { ...pasted, ...Object.fromEntries(Object.entries(envValues).filter(([, value]) => value !== "")) };
     if (Object.keys(envVars).length) form.set("envVars", JSON.stringify(envVars));
     form.set("file", file);
     setError("");
@@ -88,6 +96,7 @@ export function ZipDeployForm({ onStarted }: { onStarted: (started: StartedDeplo
       </div>
       <ErrorText message={checkError} />
       {variables && <EnvInputs variables={variables} values={envValues} onChange={(name, value) => setEnvValues({ ...envValues, [name]: value })} />}
+      <EnvTextField hint="KEY=VALUE lines, as in a .env file, for variables the check does not list; a value typed above wins. Stored encrypted." />
       <div class="form-actions deploy-actions">
         <button type="submit" class="primary" disabled={uploading}>
           Deploy
