@@ -203,7 +203,7 @@ describe("apps list and deploy", () => {
     }
   });
 
-  test("a Python app the detection cannot start runs with the start command, port and env variables given in the form", async () => {
+  test("a Python app the detection cannot start runs with the CPUs, start command, port and env variables given in the form", async () => {
     const pythonZip = join(tempDir("apps-deploy-"), "python.zip");
     writeFileSync(
       pythonZip,
@@ -223,6 +223,7 @@ describe("apps list and deploy", () => {
     await form.getByLabel(/^Name/).fill("py-web");
     await form.getByLabel("Runtime").selectOption("python");
     await form.getByLabel("Memory (MB)").fill("128");
+    await form.getByLabel("CPUs (optional)").fill("0.5");
     await form.getByLabel("Start command (optional)").fill("python web.py");
     await form.getByLabel("Port (optional)").fill("8000");
     await form.getByLabel("ZIP file").setInputFiles(pythonZip);
@@ -239,7 +240,7 @@ describe("apps list and deploy", () => {
     await screenshot("python-log");
 
     const app = (await server.request("GET", "/api/apps/", { key })).body.apps.find((listed: { name: string }) => listed.name === "py-web");
-    expect(app).toMatchObject({ runtime: "python", startupCommand: "python web.py", exposePort: 8000, status: "running" });
+    expect(app).toMatchObject({ runtime: "python", cpus: 0.5, startupCommand: "python web.py", exposePort: 8000, status: "running" });
     expect((await server.request("GET", `/api/apps/${app.id}/env`, { key })).body.envVars).toEqual({ GREETING: "hello from the form" });
     const site = await chromium.context.newPage();
     try {

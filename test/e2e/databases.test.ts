@@ -75,10 +75,12 @@ describe("the databases section", () => {
     await page.getByRole("form", { name: "New database" }).getByRole("alert").getByText(/quota|memory/i).waitFor();
     expect((await server.request("GET", "/api/databases/", { key: key.key })).body.databases).toEqual([]);
     await page.getByLabel("Memory (MB)").fill("256");
+    await page.getByLabel("CPUs").fill("1.5");
     await page.getByLabel("Engine").selectOption("postgresql");
     await page.getByRole("button", { name: "Create database" }).click();
 
     await page.getByRole("heading", { level: 1, name: NAME }).waitFor();
+    expect((await theDatabase()).cpus).toBe(1.5);
     await page.locator(".db-heading").getByText("running", { exact: true }).waitFor({ timeout: 150_000 });
     await shoot("created");
 
@@ -208,12 +210,14 @@ describe("the databases section", () => {
     expect((await server.request("GET", `/api/databases/${id}/backup-schedule`, { key: key.key })).body.schedule).toBeNull();
   });
 
-  test("the memory is changed in the settings, and a rotated password changes the connection string", async () => {
+  test("the memory and CPUs are changed in the settings, and a rotated password changes the connection string", async () => {
     await openTab("Settings");
+    expect(await page.getByLabel("CPUs").inputValue()).toBe("1.5");
     await page.getByLabel("Memory (MB)").fill("384");
+    await page.getByLabel("CPUs").fill("0.5");
     await page.getByRole("button", { name: "Save", exact: true }).click();
     for (const deadline = Date.now() + 30_000; Date.now() < deadline && (await theDatabase()).memoryMB !== 384; ) await Bun.sleep(200);
-    expect((await theDatabase()).memoryMB).toBe(384);
+    expect(await theDatabase()).toMatchObject({ memoryMB: 384, cpus: 0.5 });
 
     const before = (await theDatabase()).connectionString;
     await page.getByRole("button", { name: "Rotate password" }).click();

@@ -202,6 +202,9 @@ function SettingsTab({ database, onChanged }: { database: Database; onChanged: (
     const body: Record<string, unknown> = {};
     if (values.name!.trim() !== database.name) body.name = values.name!.trim();
     if (Number(values.memoryMB) !== database.memoryMB) body.memoryMB = Number(values.memoryMB);
+    // Emptied: back to the platform default (PLATFORM_DEFAULT_CPUS).
+    const cpus = values.cpus!.trim() ? Number(values.cpus) : null;
+    if (cpus !== database.cpus) body.cpus = cpus;
     if (!Object.keys(body).length) return;
     await api("PATCH", databasePath(database.id, "/settings"), body);
     await onChanged();
@@ -223,6 +226,7 @@ function SettingsTab({ database, onChanged }: { database: Database; onChanged: (
       <Form class="db-form" label="Database settings" submitText="Save" onSubmit={save}>
         <Field label="Name" name="name" required maxLength={63} defaultValue={database.name} hint="Also its host name on your apps' network; the connection string stays." />
         <Field label="Memory (MB)" name="memoryMB" type="number" min={256} max={262144} step={1} required defaultValue={String(database.memoryMB)} hint="Applied without a restart." />
+        <Field label="CPUs" name="cpus" type="number" min={0.1} max={16} step={0.1} defaultValue={String(database.cpus)} hint="0.1 to 16; empty: the platform default. Applied without a restart." />
       </Form>
       <h2>Password</h2>
       <p class="muted">A new random password is set in the engine; the connection strings change with it.</p>

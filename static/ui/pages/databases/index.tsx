@@ -57,6 +57,7 @@ function NewDatabase() {
     const body: Record<string, unknown> = { name: values.name!.trim(), engine: values.engine };
     if (values.version?.trim()) body.version = values.version.trim();
     if (values.memoryMB) body.memoryMB = Number(values.memoryMB);
+    if (values.cpus) body.cpus = Number(values.cpus);
     if (values.storageGB) body.storageGB = Number(values.storageGB);
     const { database } = await api<{ database: Database }>("POST", "/api/databases/", body);
     location.hash = href("databases", database.id);
@@ -73,6 +74,7 @@ function NewDatabase() {
         <SelectField label="Engine" name="engine" options={ENGINES.map(([value, text, version]) => [value, `${text} (default ${version})`])} />
         <Field label="Version" name="version" maxLength={32} placeholder="Engine's default" hint="The image tag, e.g. 16 for PostgreSQL 16." />
         <Field label="Memory (MB)" name="memoryMB" type="number" min={256} max={262144} step={1} placeholder="512" />
+        <Field label="CPUs" name="cpus" type="number" min={0.1} max={16} step={0.1} placeholder="Platform default" hint="0.1 to 16, e.g. 0.5 for half a core." />
         <Field label="Storage (GB)" name="storageGB" type="number" min={1} max={65536} step={1} placeholder="5"
           hint="An allowance: use is measured and warned about, not enforced." />
       </Form>
