@@ -69,7 +69,7 @@ describe("the databases section", () => {
     await page.getByRole("link", { name: "New database" }).click();
     await page.getByRole("heading", { level: 1, name: "New database" }).waitFor();
     // Memory over the workspace's quota (16 GB by default) is refused by the API, said in the form, and nothing is made.
-    await page.getByLabel("Name").fill(NAME);
+    await page.getByLabel(/^Name/).fill(NAME);
     await page.getByLabel("Memory (MB)").fill("200000");
     await page.getByRole("button", { name: "Create database" }).click();
     await page.getByRole("form", { name: "New database" }).getByRole("alert").getByText(/quota|memory/i).waitFor();
@@ -77,6 +77,11 @@ describe("the databases section", () => {
     await page.getByLabel("Memory (MB)").fill("256");
     await page.getByLabel("CPUs").fill("1.5");
     await page.getByLabel("Engine").selectOption("postgresql");
+    // The credentials an existing app already uses, kept instead of generated ones.
+    const credentials = page.getByRole("group", { name: "Credentials (optional)" });
+    await credentials.getByLabel("User").fill("orders_app");
+    await credentials.getByLabel("Password").fill("kept-Pass_123");
+    await credentials.getByLabel("Database name").fill("orders");
     await page.getByRole("button", { name: "Create database" }).click();
 
     await page.getByRole("heading", { level: 1, name: NAME }).waitFor();
@@ -101,7 +106,7 @@ describe("the databases section", () => {
     const { body } = await server.request("GET", "/api/databases/", { key: key.key });
     const { body: one } = await server.request("GET", `/api/databases/${body.databases[0].id}`, { key: key.key });
     expect(await external.textContent()).toBe(one.database.connectionString);
-    expect(one.database.connectionString).toMatch(/^postgresql:\/\/user_\w+:[^*]+@/);
+    expect(one.database.connectionString).toMatch(/^postgresql:\/\/orders_app:kept-Pass_123@[^/]+\/orders$/);
     await page.getByText(/^Memory: \d/).waitFor();
     // A line is drawn once a second sample has come in.
     await page.getByRole("img", { name: "Memory over time" }).locator("polyline").waitFor({ state: "attached" });

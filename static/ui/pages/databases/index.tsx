@@ -59,6 +59,8 @@ function NewDatabase() {
     if (values.memoryMB) body.memoryMB = Number(values.memoryMB);
     if (values.cpus) body.cpus = Number(values.cpus);
     if (values.storageGB) body.storageGB = Number(values.storageGB);
+    // Left out when empty: the API generates them.
+    for (const field of ["username", "password", "databaseName"] as const) if (values[field]) body[field] = values[field];
     const { database } = await api<{ database: Database }>("POST", "/api/databases/", body);
     location.hash = href("databases", database.id);
   };
@@ -77,6 +79,13 @@ function NewDatabase() {
         <Field label="CPUs" name="cpus" type="number" min={0.1} max={16} step={0.1} placeholder="Platform default" hint="0.1 to 16, e.g. 0.5 for half a core." />
         <Field label="Storage (GB)" name="storageGB" type="number" min={1} max={65536} step={1} placeholder="5"
           hint="An allowance: use is measured and warned about, not enforced." />
+        <fieldset class="db-credentials">
+          <legend>Credentials (optional)</legend>
+          <p class="muted">Generated when left empty; set them to keep what an existing app already uses.</p>
+          <Field label="User" name="username" maxLength={63} autocomplete="off" spellcheck={false} placeholder="Generated" hint="Lowercase letters, digits and _." />
+          <Field label="Password" name="password" type="password" minLength={8} maxLength={128} autocomplete="new-password" placeholder="Generated" hint="At least 8 characters, no spaces." />
+          <Field label="Database name" name="databaseName" maxLength={63} autocomplete="off" spellcheck={false} placeholder="From the name" hint="Lowercase letters, digits and _; PostgreSQL, MySQL and MongoDB." />
+        </fieldset>
       </Form>
     </>
   );
