@@ -215,7 +215,7 @@ describe("the databases section", () => {
     expect((await server.request("GET", `/api/databases/${id}/backup-schedule`, { key: key.key })).body.schedule).toBeNull();
   });
 
-  test("the memory and CPUs are changed in the settings, and a rotated password changes the connection string", async () => {
+  test("the memory and CPUs are changed in the settings, and a password of one's choosing changes the connection string", async () => {
     await openTab("Settings");
     expect(await page.getByLabel("CPUs").inputValue()).toBe("1.5");
     await page.getByLabel("Memory (MB)").fill("384");
@@ -224,12 +224,15 @@ describe("the databases section", () => {
     for (const deadline = Date.now() + 30_000; Date.now() < deadline && (await theDatabase()).memoryMB !== 384; ) await Bun.sleep(200);
     expect(await theDatabase()).toMatchObject({ memoryMB: 384, cpus: 0.5 });
 
+    // A password of the person's choosing, as an app elsewhere already has it.
     const before = (await theDatabase()).connectionString;
+    await page.getByLabel("New password (optional)").fill("chosen-Pass_456");
     await page.getByRole("button", { name: "Rotate password" }).click();
     await page.getByText("Password rotation started").waitFor();
     for (const deadline = Date.now() + 60_000; Date.now() < deadline && (await theDatabase()).connectionString === before; ) await Bun.sleep(500);
     const after = (await theDatabase()).connectionString;
     expect(after).not.toBe(before);
+    expect(after).toContain("orders_app:chosen-Pass_456@");
 
     // The overview shows the new one.
     await openTab("Overview");

@@ -198,6 +198,7 @@ export function HistoryTab({ database }: { database: Database }) {
 function SettingsTab({ database, onChanged }: { database: Database; onChanged: () => Promise<void> }) {
   const [rotateError, setRotateError] = useState("");
   const [rotated, setRotated] = useState(false);
+  const [newPassword, setNewPassword] = useState("");
   const save = async (values: Record<string, string>) => {
     const body: Record<string, unknown> = {};
     if (values.name!.trim() !== database.name) body.name = values.name!.trim();
@@ -212,7 +213,8 @@ function SettingsTab({ database, onChanged }: { database: Database; onChanged: (
   const rotate = async () => {
     setRotated(false);
     if (!confirm(`Rotate the password of ${database.name}? Apps using the current one lose access until they get the new one.`)) return;
-    await api("POST", databasePath(database.id, "/rotate-password"), {});
+    await api("POST", databasePath(database.id, "/rotate-password"), newPassword ? { password: newPassword } : {});
+    setNewPassword("");
     setRotated(true);
     await onChanged();
   };
@@ -229,7 +231,14 @@ function SettingsTab({ database, onChanged }: { database: Database; onChanged: (
         <Field label="CPUs" name="cpus" type="number" min={0.1} max={16} step={0.1} defaultValue={String(database.cpus)} hint="0.1 to 16; empty: the platform default. Applied without a restart." />
       </Form>
       <h2>Password</h2>
-      <p class="muted">A new random password is set in the engine; the connection strings change with it.</p>
+      <p class="muted">A new password is set in the engine, random unless you give one; the connection strings change with it.</p>
+      <div class="db-form">
+        <label class="field">
+          <span class="field-label">New password (optional)</span>
+          <input type="password" autocomplete="new-password" minLength={8} maxLength={128} placeholder="Random" value={newPassword} onInput={(event) => setNewPassword((event.currentTarget as HTMLInputElement).value)} />
+          <small>At least 8 characters, no spaces.</small>
+        </label>
+      </div>
       <ActionButton run={rotate} onError={setRotateError}>
         Rotate password
       </ActionButton>
