@@ -158,6 +158,38 @@ describe("an app's page", () => {
     await waitForStatus(server, key.key, appId, ["running"]);
   });
 
+  test("the deploy-hook URL is shown when asked for, deploys the app when called, and stops working once replaced", async () => {
+    await openTab("Settings");
+    const hook = page.getByRole("region", { name: "Deploy hook" });
+    await hook.getByRole("button", { name: "Show the URL" }).click();
+    const revealed = async () => {
+      await hook.getByRole("button", { name: "Reveal Deploy-hook URL" }).click();
+      return (await hook.getByRole("group", { name: "Deploy-hook URL" }).locator("code").textContent())!;
+    };
+    const url = await revealed();
+    expect(url).toStartWith(`${server.baseUrl}/api/webhooks/deploy/${appId}/`);
+
+    // Called from a CI, without a key: a new build of the app's kept source, which then serves.
+    const called = await fetch(url, { method: "POST" });
+    expect(called.status).toBe(202);
+    const { deployHookRun } = (await called.json()) as { deployHookRun: { buildId: string } };
+    await openTab("Builds");
+    await page.getByRole("row", { name: /deploy-hook/ }).getByText("succeeded").waitFor({ timeout: 60_000 });
+    expect((await server.request("GET", `/api/apps/${appId}/builds`, { key: key.key })).body.builds[0]).toMatchObject({ id: deployHookRun.buildId, trigger: "deploy-hook" });
+    await waitForStatus(server, key.key, appId, ["running"]);
+
+    // Replaced (after a confirmation, accepted by the dialog handler): the old URL is refused.
+    await openTab("Settings");
+    await hook.getByRole("button", { name: "Replace the URL" }).click();
+    await hook.getByText("Replaced: the previous URL no longer deploys.").waitFor();
+    const replacement = await revealed();
+    expect(replacement).not.toBe(url);
+    const refused = await fetch(url, { method: "POST" });
+    expect(refused.status).toBe(401);
+    expect(((await refused.json()) as { code: string }).code).toBe("INVALID_DEPLOY_HOOK");
+    await shoot("settings-deploy-hook");
+  });
+
   test("stop, then start, from the header", async () => {
     await page.getByRole("button", { name: "Stop", exact: true }).click();
     await header().getByText("stopped", { exact: true }).waitFor({ timeout: 60_000 });

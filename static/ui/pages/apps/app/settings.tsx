@@ -1,10 +1,12 @@
 // Settings tab: PUT /api/apps/{id}/settings with only the fields the person changed. A refusal that
 // names a field ("Invalid body field 'memoryMB': ...") is shown beside that field, else under the form.
+// The deploy-hook URL follows (./deploy-hook.tsx).
 import type { ComponentChildren } from "preact";
 import { useMemo, useState } from "preact/hooks";
 import { api, segment } from "../../../api";
 import { ErrorText } from "../../../components/text";
 import { Spinner } from "../../../components/widgets";
+import { DeployHook } from "./deploy-hook";
 import type { App, RateLimits, TabProps } from "./types";
 
 const RATE_LIMIT_FIELDS: [keyof RateLimits, string][] = [
@@ -201,6 +203,7 @@ export function SettingsTab({ app, reloadApp }: TabProps) {
         </p>
         <ErrorText message={formError} />
       </form>
+      <DeployHook app={app} />
     </>
   );
 }
