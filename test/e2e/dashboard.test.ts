@@ -126,7 +126,7 @@ describe("dashboard", () => {
     await openSettingsTab("Members");
     await page.getByRole("row", { name: new RegExp(OWNER.email) }).waitFor();
     await page.getByLabel("Email").fill(INVITEE.email);
-    await page.getByLabel("Role").selectOption("member");
+    await page.getByRole("form", { name: "Invite a member" }).getByLabel("Role").selectOption("member");
     await page.getByRole("button", { name: "Invite", exact: true }).click();
     const linkField = page.getByLabel(`Invite link for ${INVITEE.email}`);
     await linkField.waitFor();
@@ -153,6 +153,30 @@ describe("dashboard", () => {
     await page.reload();
     await page.getByRole("row", { name: new RegExp(INVITEE.email) }).first().waitFor();
     await page.getByRole("row", { name: /accepted/ }).waitFor();
+  });
+
+  test("the owner makes the invitee a viewer, may not demote the last owner, and removes the invitee", async () => {
+    await openSettingsTab("Members");
+    await page.getByLabel(`Role of ${INVITEE.email}`).selectOption("viewer");
+    await page.waitForResponse((response) => response.request().method() === "PATCH" && response.url().includes("/api/organization/members/") && response.ok());
+    await page.reload();
+    await page.getByRole("heading", { level: 2, name: "Members" }).waitFor();
+    await expect(page.getByLabel(`Role of ${INVITEE.email}`).inputValue()).resolves.toBe("viewer");
+
+    // Refused with the API's reason, and the select shows the role kept.
+    await page.getByLabel(`Role of ${OWNER.email}`).selectOption("admin");
+    await page.getByText("The workspace's last owner cannot be demoted").waitFor();
+    await expect(page.getByLabel(`Role of ${OWNER.email}`).inputValue()).resolves.toBe("owner");
+
+    // Removed after a confirmation (accepted by the dialog handler). Read back with the page's own session.
+    const roles = async () => {
+      const { members } = (await (await page.request.get(`${server.baseUrl}/api/organization/members`)).json()) as { members: { email: string; role: string }[] };
+      return Object.fromEntries(members.map((member) => [member.email, member.role]));
+    };
+    expect(await roles()).toEqual({ [OWNER.email]: "owner", [INVITEE.email]: "viewer" });
+    await page.getByRole("button", { name: `Remove ${INVITEE.email}` }).click();
+    await page.getByLabel(`Role of ${INVITEE.email}`).waitFor({ state: "detached" });
+    expect(await roles()).toEqual({ [OWNER.email]: "owner" });
   });
 
   test("the audit log tab lists the key's creation and revocation", async () => {

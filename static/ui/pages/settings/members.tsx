@@ -1,4 +1,5 @@
-// Settings > Members: the workspace's members, and invitations (owners and admins send and cancel them).
+// Settings > Members: the workspace's members (owners and admins change their roles and remove
+// them; the API says who may touch an owner), and invitations (owners and admins send and cancel them).
 import { useState } from "preact/hooks";
 import { api, segment } from "../../api";
 import { ActionButton, Field, Form, SelectField } from "../../components/form";
@@ -21,6 +22,14 @@ interface Invitation {
   expiresAt: string;
 }
 
+/** Roles as offered; an invitation is never for an owner. */
+const ROLES: [role: string, text: string][] = [
+  ["member", "Member"],
+  ["admin", "Admin"],
+  ["viewer", "Viewer (read-only)"],
+  ["owner", "Owner"],
+];
+
 const inviteLink = (invitationId: string) => `${location.origin}/#/invite/${segment(invitationId)}`;
 
 export function MembersTab() {
@@ -29,12 +38,29 @@ export function MembersTab() {
   const members = useLoad(() => api<{ members: Member[] }>("GET", "/api/organization/members").then(({ members }) => members));
   const invitations = useLoad(() => api<{ invitations: Invitation[] }>("GET", "/api/organization/invitations").then(({ invitations }) => invitations));
   const [invitationsError, setInvitationsError] = useState("");
+  const [membersError, setMembersError] = useState("");
 
   const invite = async (values: Record<string, string>, form: HTMLFormElement) => {
     await api("POST", "/api/organization/invitations", values);
     form.reset();
     await invitations.reload();
   };
+  const changeRole = async (member: Member, role: string) => {
+    setMembersError("");
+    try {
+      await api("PATCH", `/api/organization/members/${segment(member.userId)}`, { role });
+      await members.reload();
+    } catch (failure) {
+      // Redrawn with the message, the select goes back to the role kept.
+      setMembersError((failure as Error).message);
+    }
+  };
+  const remove = async (member: Member) => {
+    if (!confirm(`Remove ${member.email} from the workspace? Their sessions and API keys here stop working.`)) return;
+    await api("DELETE", `/api/organization/members/${segment(member.userId)}`);
+    await members.reload();
+  };
+  const roleOptions = (current: string) => ROLES.filter(([role]) => session.role === "owner" || role !== "owner" || current === "owner");
   const cancel = async (invitation: Invitation) => {
     await api("DELETE", `/api/organization/invitations/${segment(invitation.id)}`);
     await invitations.reload();
@@ -43,13 +69,35 @@ export function MembersTab() {
   return (
     <>
       <h2>Members</h2>
-      <ErrorText message={members.error} />
+      <ErrorText message={membersError || members.error} />
       {members.data && (
         <Table
           caption="Members"
-          headings={["Email", "Role", "Joined"]}
+          headings={canManage ? ["Email", "Role", "Joined", ""] : ["Email", "Role", "Joined"]}
           empty="No members."
-          rows={members.data.map((member) => [member.email + (member.userId === session.user.id ? " (you)" : ""), member.role, <When iso={member.joinedAt} />])}
+          rows={members.data.map((member) => {
+            const cells = [
+              member.email + (member.userId === session.user.id ? " (you)" : ""),
+              canManage ? (
+                <select aria-label={`Role of ${member.email}`} value={member.role} onChange={(event) => void changeRole(member, (event.currentTarget as HTMLSelectElement).value)}>
+                  {roleOptions(member.role).map(([role, text]) => (
+                    <option value={role}>{text}</option>
+                  ))}
+                </select>
+              ) : (
+                member.role
+              ),
+              <When iso={member.joinedAt} />,
+            ];
+            if (canManage) {
+              cells.push(
+                <ActionButton class="danger" label={`Remove ${member.email}`} run={() => remove(member)} onError={setMembersError}>
+                  Remove
+                </ActionButton>,
+              );
+            }
+            return cells;
+          })}
         />
       )}
       <h2>Invitations</h2>
@@ -58,15 +106,7 @@ export function MembersTab() {
           <p class="muted">Invite someone by email, then send them the invite link. It is valid for 48 hours.</p>
           <Form class="inline" label="Invite a member" submitText="Invite" onSubmit={invite}>
             <Field label="Email" type="email" name="email" required autocomplete="off" />
-            <SelectField
-              label="Role"
-              name="role"
-              options={[
-                ["member", "Member"],
-                ["admin", "Admin"],
-                ["viewer", "Viewer (read-only)"],
-              ]}
-            />
+            <SelectField label="Role" name="role" options={ROLES.filter(([role]) => role !== "owner")} />
           </Form>
         </>
       )}
