@@ -306,6 +306,26 @@ describe("an app's page", () => {
     await shoot("traffic");
   });
 
+  test("a new version whose build hangs is canceled from the Builds tab, and the app keeps serving the old one", async () => {
+    const slow = appZip({
+      "package.json": JSON.stringify({ name: APP_NAME, scripts: { build: "sleep 600", start: "bun server.js" } }),
+      "server.js": "require('http').createServer((req, res) => res.end('new version')).listen(process.env.PORT);\n",
+    });
+    const deployed = await deployZip(server, key.key, { name: APP_NAME, runtime: "bun", memoryMB: "128" }, slow);
+    expect(deployed.status).toBe(202);
+    const buildId: string = deployed.body.buildId;
+    await openTab("Builds");
+    const row = page.getByRole("row", { name: new RegExp(buildId) });
+    await row.getByText("building").waitFor({ timeout: 60_000 });
+    // Confirmed by the dialog handler.
+    await row.getByRole("button", { name: `Cancel build ${buildId}` }).click();
+    await row.getByText("canceled").waitFor();
+    expect(await row.getByRole("button", { name: `Cancel build ${buildId}` }).count()).toBe(0);
+    const build = (await server.request("GET", `/api/apps/${appId}/builds/${buildId}`, { key: key.key })).body.build;
+    expect(build).toMatchObject({ status: "canceled", error: "canceled by a user" });
+    expect(await (await viaProxy(server, APP_NAME)).text()).toStartWith("hi ");
+  });
+
   test("delete asks for the name, then goes back to the apps and the app is gone", async () => {
     await page.getByRole("button", { name: "Delete…" }).click();
     const confirm = page.getByRole("button", { name: "Delete app" });

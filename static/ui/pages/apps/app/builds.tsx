@@ -1,5 +1,6 @@
-// Builds tab: the app's build history, one build's log (followed while the build runs), and a
-// rollback to any succeeded build. `#/apps/<id>/builds/<buildId>` opens that build's log.
+// Builds tab: the app's build history, one build's log (followed while the build runs), a
+// rollback to any succeeded build, and a cancel for one waiting or running. `#/apps/<id>/builds/<buildId>`
+// opens that build's log.
 import { useEffect, useState } from "preact/hooks";
 import { api, followLines, segment } from "../../../api";
 import { ActionButton } from "../../../components/form";
@@ -77,6 +78,11 @@ export function BuildsTab({ app, reloadApp, rest }: TabProps) {
     await api("POST", `/api/apps/${segment(app.id)}/builds/${segment(build.id)}/rollback`);
     await Promise.all([builds.reload(), reloadApp()]);
   };
+  const cancel = async (build: Build) => {
+    if (!confirm(`Cancel build ${build.id} of ${app.name}? The app keeps serving what it serves now.`)) return;
+    await api("POST", `/api/apps/${segment(app.id)}/builds/${segment(build.id)}/cancel`);
+    await Promise.all([builds.reload(), reloadApp()]);
+  };
   const opened = rest[0] ? builds.data?.find((build) => build.id === rest[0]) : undefined;
 
   return (
@@ -108,6 +114,10 @@ export function BuildsTab({ app, reloadApp, rest }: TabProps) {
             build.status === "succeeded" ? (
               <ActionButton label={`Roll back to build ${build.id}`} run={() => rollback(build)} onError={setError}>
                 Roll back
+              </ActionButton>
+            ) : UNFINISHED.has(build.status) && !build.rollbackOf ? (
+              <ActionButton class="danger" label={`Cancel build ${build.id}`} run={() => cancel(build)} onError={setError}>
+                Cancel
               </ActionButton>
             ) : (
               ""
