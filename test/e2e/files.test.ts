@@ -4,6 +4,7 @@
 // per row. The steps build on each other (one app), so they run in order.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Page } from "playwright-core";
+import { strFromU8, unzipSync } from "fflate";
 import { TestServer, type CreatedKey } from "../helpers/server";
 import { launchBrowser, type TestBrowser } from "../helpers/browser";
 import { appZip, deleteAllApps, deployZip, viaProxy, waitForStatus } from "../helpers/apps";
@@ -78,6 +79,14 @@ describe("an app's file manager", () => {
     await page.getByRole("navigation", { name: "Folder path" }).getByRole("link", { name: "Files" }).click();
     await opened("Root folder");
     await shoot("tree");
+  });
+
+  test("the whole tree downloads as a ZIP of the app's files", async () => {
+    const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name: "Download as ZIP" }).click()]);
+    expect(download.suggestedFilename()).toBe(`${APP_NAME}.zip`);
+    const entries = unzipSync(new Uint8Array(await Bun.file((await download.path())!).arrayBuffer()));
+    expect(Object.keys(entries).filter((name) => !name.endsWith("/")).sort()).toEqual(["notes/a.md", "notes/a.txt", "notes/b.txt", "package.json", "server.js"]);
+    expect(strFromU8(entries["server.js"]!)).toBe(serverSource("first version"));
   });
 
   test("a file edited in the page and redeployed with the files is what the app serves", async () => {

@@ -1,5 +1,5 @@
 // An app's files: the file manager of its kept source tree (browse, edit, create, rename, delete,
-// bulk rename) and a redeploy that builds the tree as it is now.
+// bulk rename), the whole tree as a ZIP, and a redeploy that builds the tree as it is now.
 import { useState } from "preact/hooks";
 import "./files.css";
 import { api, segment } from "../../../api";
@@ -59,7 +59,12 @@ export function FilesTab({ appId, rest }: { appId: string; rest: string[] }) {
     <section class="files">
       <div class="files-head">
         <h2>Files</h2>
-        <Redeploy appId={appId} />
+        <div class="files-actions">
+          <a class="button-link" href={`/api/apps/${segment(appId)}/fs/archive`} download>
+            Download as ZIP
+          </a>
+          <Redeploy appId={appId} />
+        </div>
       </div>
       <Breadcrumbs appId={appId} path={location.path} isFile={location.kind === "file"} />
       {location.kind === "file" ? <FileEditor key={location.path} appId={appId} path={location.path} /> : <FolderView key={location.path} appId={appId} folder={location.path} />}
