@@ -176,4 +176,18 @@ describe("an app's file manager", () => {
     await page.setViewportSize({ width: 1280, height: 800 });
     expect(pageErrors).toEqual([]);
   });
+
+  test("the History tab puts the edits and the builds on one timeline, each edit with its author", async () => {
+    await page.getByRole("navigation", { name: "App" }).getByRole("link", { name: "History" }).click();
+    const history = page.getByRole("table", { name: "History" });
+    await history.getByRole("row").nth(1).waitFor();
+    const rows = (await history.getByRole("row").allTextContents()).slice(1);
+    const at = (pattern: RegExp) => rows.findIndex((row) => pattern.test(row));
+    // Newest first: the bulk rename, the renames and deletion, the redeploy, the save it was made from, the first deploy.
+    const order = [/Bulk rename.*notes\/a\.txt/, /Deleted.*final\.txt/, /Renamed or moved.*draft\.txt → final\.txt/, /File created.*draft\.txt/, /Build .*redeploy/, /File saved.*server\.js/, /Build .*upload/].map(at);
+    expect(order).not.toContain(-1);
+    expect(order).toEqual(order.toSorted((a, b) => a - b));
+    expect(rows[order[5]!]).toContain(OWNER.email);
+    await shoot("history");
+  });
 });

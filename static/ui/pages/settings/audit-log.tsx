@@ -3,6 +3,7 @@ import { api } from "../../api";
 import { Table } from "../../components/table";
 import { ErrorText, When } from "../../components/text";
 import { useLoad } from "../../session";
+import { actorText, memberEmails, type Actor } from "../../components/actor";
 
 const ACTION_LABELS: Record<string, string> = {
   "api_key.created": "API key created",
@@ -36,25 +37,16 @@ const ACTION_LABELS: Record<string, string> = {
 interface AuditEvent {
   createdAt: string;
   action: string;
-  actor: { type: string; id: string };
+  actor: Actor;
   target: string | null;
   clientAddress: string | null;
 }
 
 export function AuditLogTab() {
   const loaded = useLoad(async () => {
-    const [{ events }, { members }] = await Promise.all([
-      api<{ events: AuditEvent[] }>("GET", "/api/organization/audit-log"),
-      api<{ members: { userId: string; email: string }[] }>("GET", "/api/organization/members"),
-    ]);
-    return { events, emailOf: new Map(members.map((member) => [member.userId, member.email])) };
+    const [{ events }, emailOf] = await Promise.all([api<{ events: AuditEvent[] }>("GET", "/api/organization/audit-log"), memberEmails()]);
+    return { events, emailOf };
   });
-  const actorText = (actor: AuditEvent["actor"]) => {
-    if (actor.type === "user") return loaded.data?.emailOf.get(actor.id) ?? `user ${actor.id}`;
-    if (actor.type === "api_key") return `API key ${actor.id}`;
-    if (actor.type === "cli") return "command line";
-    return actor.type;
-  };
   return (
     <>
       <h2>Audit log</h2>
@@ -68,7 +60,7 @@ export function AuditLogTab() {
           rows={loaded.data.events.map((event) => [
             <When iso={event.createdAt} />,
             <span title={event.action}>{ACTION_LABELS[event.action] ?? event.action}</span>,
-            actorText(event.actor),
+            actorText(event.actor, loaded.data?.emailOf),
             event.target ?? "—",
             event.clientAddress ?? "—",
           ])}

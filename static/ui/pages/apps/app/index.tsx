@@ -1,5 +1,5 @@
 // One app's page: its name, live status, URL and lifecycle actions, then its tabs (overview, logs,
-// builds, environment, settings, domains, traffic, files), each a hash route of its own.
+// builds, environment, settings, domains, traffic, files, history), each a hash route of its own.
 import { useEffect, useState } from "preact/hooks";
 import "./app-page.css";
 import { api, segment } from "../../../api";
@@ -12,6 +12,7 @@ import { FilesTab } from "../files";
 import { BuildsTab } from "./builds";
 import { DomainsTab } from "./domains";
 import { EnvTab } from "./env";
+import { HistoryTab } from "./history";
 import { LogsTab } from "./logs";
 import { SettingsTab } from "./settings";
 import { TrafficTab } from "./traffic";
@@ -68,6 +69,7 @@ const TABS: { id: string; title: string; Tab: (props: TabProps) => preact.JSX.El
   { id: "domains", title: "Domains", Tab: DomainsTab },
   { id: "traffic", title: "Traffic", Tab: TrafficTab },
   { id: "files", title: "Files", Tab: ({ app, rest }) => <FilesTab appId={app.id} rest={rest} /> },
+  { id: "history", title: "History", Tab: HistoryTab },
 ];
 
 function Actions({ app, reloadApp }: { app: App; reloadApp(): Promise<void> }) {
