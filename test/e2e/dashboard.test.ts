@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import type { Page } from "playwright-core";
 import { TestServer } from "../helpers/server";
 import { launchBrowser, type TestBrowser } from "../helpers/browser";
+import { sessionCookieOf } from "../helpers/auth-matrix";
 
 setDefaultTimeout(60_000);
 
@@ -77,8 +78,10 @@ describe("dashboard", () => {
     const key = (await shownKey.textContent())!;
     expect(key).toMatch(/^svc_[A-Za-z0-9]{32,}$/);
     await page.getByText("won't be shown again").waitFor();
-    const row = page.getByRole("row", { name: /ci deploy/ });
+    const row = page.getByRole("table", { name: "API keys" }).getByRole("row", { name: /ci deploy/ });
     await row.waitFor();
+    // As the owner, the key is also among all the workspace's keys, under the owner's email.
+    await page.getByRole("table", { name: "All keys in this workspace" }).getByRole("row", { name: /owner@example\.com.*ci deploy/ }).waitFor();
 
     const listed = await server.request("GET", "/api/api-keys/", { key });
     expect(listed.status).toBe(200);
@@ -155,6 +158,32 @@ describe("dashboard", () => {
     await page.getByRole("row", { name: /accepted/ }).waitFor();
   });
 
+  test("a member's key is listed among all the workspace's keys, and the owner revokes it there", async () => {
+    // The invitee makes a key with their own session, as the Developer tab would.
+    const login = await fetch(`${server.baseUrl}/api/auth/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(INVITEE) });
+    expect(login.status).toBe(200);
+    const cookie = sessionCookieOf(login);
+    const made = await fetch(`${server.baseUrl}/api/api-keys/`, {
+      method: "POST",
+      headers: { cookie, origin: server.baseUrl, "content-type": "application/json" },
+      body: JSON.stringify({ name: "dev laptop" }),
+    });
+    expect(made.status).toBe(201);
+    const inviteeKey = ((await made.json()) as { key: string }).key;
+    const appsWith = (key: string) => fetch(`${server.baseUrl}/api/apps/`, { headers: { authorization: `Bearer ${key}` } }).then((response) => response.status);
+    expect(await appsWith(inviteeKey)).toBe(200);
+
+    await openSettingsTab("Developer");
+    const all = page.getByRole("table", { name: "All keys in this workspace" });
+    const row = all.getByRole("row", { name: /dev@example\.com.*dev laptop/ });
+    await row.waitFor();
+    // The owner's own list holds only the owner's keys.
+    expect(await page.getByRole("table", { name: "API keys" }).getByText("dev laptop").count()).toBe(0);
+    await row.getByRole("button", { name: "Revoke dev@example.com's dev laptop" }).click();
+    await row.waitFor({ state: "detached" });
+    expect(await appsWith(inviteeKey)).toBe(401);
+  });
+
   test("the owner makes the invitee a viewer, may not demote the last owner, and removes the invitee", async () => {
     await openSettingsTab("Members");
     await page.getByLabel(`Role of ${INVITEE.email}`).selectOption("viewer");
@@ -182,10 +211,13 @@ describe("dashboard", () => {
   test("the audit log tab lists the key's creation and revocation", async () => {
     await openSettingsTab("Audit log");
     const log = page.getByRole("table", { name: "Audit log" });
-    await log.getByRole("row", { name: /API key created/ }).waitFor();
-    await log.getByRole("row", { name: /API key revoked/ }).waitFor();
+    await log.getByRole("row", { name: /API key created/ }).first().waitFor();
+    await log.getByRole("row", { name: /API key revoked/ }).first().waitFor();
     await log.getByRole("row", { name: /Invitation accepted/ }).waitFor();
-    expect(await log.getByRole("row", { name: /API key revoked/ }).textContent()).toContain(OWNER.email);
+    // The owner revoked both: their own key, and the invitee's among all the workspace's keys.
+    const revocations = await log.getByRole("row", { name: /API key revoked/ }).allTextContents();
+    expect(revocations.length).toBe(2);
+    for (const revocation of revocations) expect(revocation).toContain(OWNER.email);
   });
 
   test("no page threw or hit the content security policy", () => {

@@ -1,10 +1,11 @@
-// Settings > Developer: the caller's API keys: create (shown once), enable or disable, revoke.
+// Settings > Developer: the caller's API keys: create (shown once), enable or disable, revoke; for
+// owners and admins, every key that acts in the workspace, whoever holds it, which they may revoke here.
 import { useState } from "preact/hooks";
 import { api, segment } from "../../api";
 import { ActionButton, Field, Form } from "../../components/form";
 import { Table } from "../../components/table";
 import { CopyButton, ErrorText, When } from "../../components/text";
-import { useLoad } from "../../session";
+import { useLoad, useSession } from "../../session";
 
 interface ApiKey {
   id: string;
@@ -37,10 +38,53 @@ function EnabledSwitch({ apiKey, onError }: { apiKey: ApiKey; onError: (message:
   return <input type="checkbox" role="switch" checked={enabled} disabled={busy} aria-label={`Enable ${apiKey.name}`} onChange={toggle} />;
 }
 
+interface WorkspaceKey extends ApiKey {
+  email: string;
+}
+
+/** Every key acting in the workspace, with its holder: a leaked one is revoked here without its holder. */
+function WorkspaceKeys({ revision }: { revision: number }) {
+  const keys = useLoad(() => api<{ keys: WorkspaceKey[] }>("GET", "/api/organization/api-keys").then(({ keys }) => keys), [revision]);
+  const [error, setError] = useState("");
+  const revoke = async (key: WorkspaceKey) => {
+    if (!confirm(`Revoke ${key.email}'s key "${key.name}" in this workspace? Anything using it here stops working at once.`)) return;
+    await api("DELETE", `/api/organization/api-keys/${segment(key.id)}`);
+    await keys.reload();
+  };
+  return (
+    <>
+      <h3>All keys in this workspace</h3>
+      <p class="muted">Every member's keys that act here. Revoking one made elsewhere only takes this workspace from it.</p>
+      <ErrorText message={error || keys.error} />
+      {keys.data && (
+        <Table
+          caption="All keys in this workspace"
+          headings={["Holder", "Name", "Key", "Last used", "Expires", ""]}
+          empty="No API keys act in this workspace."
+          rows={keys.data.map((key) => [
+            key.email,
+            key.name,
+            <code>{`${key.start ?? key.prefix}…`}</code>,
+            <When iso={key.lastUsedAt} empty="Never" />,
+            <When iso={key.expiresAt} empty="Never" />,
+            <ActionButton class="danger" label={`Revoke ${key.email}'s ${key.name}`} run={() => revoke(key)} onError={setError}>
+              Revoke
+            </ActionButton>,
+          ])}
+        />
+      )}
+    </>
+  );
+}
+
 export function DeveloperTab() {
+  const { session } = useSession();
+  const canManage = session.role === "owner" || session.role === "admin";
   const keys = useLoad(() => api<{ keys: ApiKey[] }>("GET", "/api/api-keys/").then(({ keys }) => keys));
   const [listError, setListError] = useState("");
   const [created, setCreated] = useState<{ name: string; key: string } | null>(null);
+  // Bumped when the person's own keys change, so the workspace's list shows the same.
+  const [revision, setRevision] = useState(0);
 
   const create = async (values: Record<string, string>, form: HTMLFormElement) => {
     const body: { name: string; expiresIn?: number } = { name: values.name!.trim() };
@@ -49,11 +93,13 @@ export function DeveloperTab() {
     form.reset();
     setCreated({ name: body.name, key: made.key });
     await keys.reload();
+    setRevision((count) => count + 1);
   };
   const revoke = async (key: ApiKey) => {
     if (!confirm(`Revoke the key "${key.name}"? Anything using it stops working at once.`)) return;
     await api("DELETE", `/api/api-keys/${segment(key.id)}`);
     await keys.reload();
+    setRevision((count) => count + 1);
   };
 
   return (
@@ -103,6 +149,7 @@ export function DeveloperTab() {
           ])}
         />
       )}
+      {canManage && <WorkspaceKeys revision={revision} />}
     </>
   );
 }
