@@ -11,6 +11,9 @@ export interface Session {
   organizations: { id: string; name: string }[];
 }
 
+/** Owners and admins run the workspace: invitations, members' roles, every key acting in it. */
+export const managesWorkspace = (session: Session): boolean => session.role === "owner" || session.role === "admin";
+
 export interface SessionControl {
   session: Session;
   /** Reads the session again (after a workspace switch). */

@@ -5,7 +5,7 @@ import { api, segment } from "../../api";
 import { ActionButton, Field, Form } from "../../components/form";
 import { Table } from "../../components/table";
 import { CopyButton, ErrorText, When } from "../../components/text";
-import { useLoad, useSession } from "../../session";
+import { managesWorkspace, useLoad, useSession } from "../../session";
 
 interface ApiKey {
   id: string;
@@ -38,6 +38,9 @@ function EnabledSwitch({ apiKey, onError }: { apiKey: ApiKey; onError: (message:
   return <input type="checkbox" role="switch" checked={enabled} disabled={busy} aria-label={`Enable ${apiKey.name}`} onChange={toggle} />;
 }
 
+/** The start of a key, all that is ever shown again of it. */
+const KeyStart = ({ apiKey }: { apiKey: ApiKey }) => <code>{`${apiKey.start ?? apiKey.prefix}…`}</code>;
+
 interface WorkspaceKey extends ApiKey {
   email: string;
 }
@@ -64,7 +67,7 @@ function WorkspaceKeys({ revision }: { revision: number }) {
           rows={keys.data.map((key) => [
             key.email,
             key.name,
-            <code>{`${key.start ?? key.prefix}…`}</code>,
+            <KeyStart apiKey={key} />,
             <When iso={key.lastUsedAt} empty="Never" />,
             <When iso={key.expiresAt} empty="Never" />,
             <ActionButton class="danger" label={`Revoke ${key.email}'s ${key.name}`} run={() => revoke(key)} onError={setError}>
@@ -79,7 +82,7 @@ function WorkspaceKeys({ revision }: { revision: number }) {
 
 export function DeveloperTab() {
   const { session } = useSession();
-  const canManage = session.role === "owner" || session.role === "admin";
+  const canManage = managesWorkspace(session);
   const keys = useLoad(() => api<{ keys: ApiKey[] }>("GET", "/api/api-keys/").then(({ keys }) => keys));
   const [listError, setListError] = useState("");
   const [created, setCreated] = useState<{ name: string; key: string } | null>(null);
@@ -138,7 +141,7 @@ export function DeveloperTab() {
           empty="No API keys yet."
           rows={keys.data.map((key) => [
             key.name,
-            <code>{`${key.start ?? key.prefix}…`}</code>,
+            <KeyStart apiKey={key} />,
             <When iso={key.createdAt} />,
             <When iso={key.lastUsedAt} empty="Never" />,
             <When iso={key.expiresAt} empty="Never" />,

@@ -5,7 +5,7 @@ import { api, segment } from "../../api";
 import { ActionButton, Field, Form, SelectField } from "../../components/form";
 import { Table } from "../../components/table";
 import { CopyButton, ErrorText, When } from "../../components/text";
-import { useLoad, useSession } from "../../session";
+import { managesWorkspace, useLoad, useSession } from "../../session";
 
 interface Member {
   userId: string;
@@ -34,7 +34,7 @@ const inviteLink = (invitationId: string) => `${location.origin}/#/invite/${segm
 
 export function MembersTab() {
   const { session } = useSession();
-  const canManage = session.role === "owner" || session.role === "admin";
+  const canManage = managesWorkspace(session);
   const members = useLoad(() => api<{ members: Member[] }>("GET", "/api/organization/members").then(({ members }) => members));
   const invitations = useLoad(() => api<{ invitations: Invitation[] }>("GET", "/api/organization/invitations").then(({ invitations }) => invitations));
   const [invitationsError, setInvitationsError] = useState("");
