@@ -102,11 +102,19 @@ describe("dashboard", () => {
     await Promise.all([keyUpdate(), toggle.check()]);
     expect((await server.request("GET", "/api/api-keys/", { key })).status).toBe(200);
 
+    const allKeys = page.getByRole("table", { name: "All keys in this workspace" });
     await page.getByRole("button", { name: "Revoke ci deploy" }).click();
     await page.getByText("No API keys yet.").waitFor();
     const revoked = await server.request("GET", "/api/api-keys/", { key });
     expect(revoked.status).toBe(401);
     expect(revoked.body.success).toBe(false);
+    // Revoked in one list, gone from the other: from the owner's own list, and back.
+    await allKeys.getByRole("row", { name: /ci deploy/ }).waitFor({ state: "detached" });
+    await page.getByLabel("Name").fill("laptop");
+    await page.getByRole("button", { name: "Create key" }).click();
+    await page.getByRole("table", { name: "API keys" }).getByRole("row", { name: /laptop/ }).waitFor();
+    await allKeys.getByRole("button", { name: "Revoke owner@example.com's laptop" }).click();
+    await page.getByText("No API keys yet.").waitFor();
   });
 
   test("after logging out the login form shows, a wrong password is refused, the right one logs in", async () => {
@@ -214,9 +222,9 @@ describe("dashboard", () => {
     await log.getByRole("row", { name: /API key created/ }).first().waitFor();
     await log.getByRole("row", { name: /API key revoked/ }).first().waitFor();
     await log.getByRole("row", { name: /Invitation accepted/ }).waitFor();
-    // The owner revoked both: their own key, and the invitee's among all the workspace's keys.
+    // The owner revoked all three: their own two keys, and the invitee's among all the workspace's keys.
     const revocations = await log.getByRole("row", { name: /API key revoked/ }).allTextContents();
-    expect(revocations.length).toBe(2);
+    expect(revocations.length).toBe(3);
     for (const revocation of revocations) expect(revocation).toContain(OWNER.email);
   });
 

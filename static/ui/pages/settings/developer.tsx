@@ -45,14 +45,17 @@ interface WorkspaceKey extends ApiKey {
   email: string;
 }
 
-/** Every key acting in the workspace, with its holder: a leaked one is revoked here without its holder. */
-function WorkspaceKeys({ revision }: { revision: number }) {
+/**
+ * Every key acting in the workspace, with its holder: a leaked one is revoked here without its
+ * holder. Read again at each `revision`; `onRevoked` tells the tab (the key may be the person's own).
+ */
+function WorkspaceKeys({ revision, onRevoked }: { revision: number; onRevoked: () => Promise<void> }) {
   const keys = useLoad(() => api<{ keys: WorkspaceKey[] }>("GET", "/api/organization/api-keys").then(({ keys }) => keys), [revision]);
   const [error, setError] = useState("");
   const revoke = async (key: WorkspaceKey) => {
     if (!confirm(`Revoke ${key.email}'s key "${key.name}" in this workspace? Anything using it here stops working at once.`)) return;
     await api("DELETE", `/api/organization/api-keys/${segment(key.id)}`);
-    await keys.reload();
+    await onRevoked();
   };
   return (
     <>
@@ -86,8 +89,12 @@ export function DeveloperTab() {
   const keys = useLoad(() => api<{ keys: ApiKey[] }>("GET", "/api/api-keys/").then(({ keys }) => keys));
   const [listError, setListError] = useState("");
   const [created, setCreated] = useState<{ name: string; key: string } | null>(null);
-  // Bumped when the person's own keys change, so the workspace's list shows the same.
+  // Bumped whenever a key changes here, so both lists are read again.
   const [revision, setRevision] = useState(0);
+  const keysChanged = async () => {
+    await keys.reload();
+    setRevision((count) => count + 1);
+  };
 
   const create = async (values: Record<string, string>, form: HTMLFormElement) => {
     const body: { name: string; expiresIn?: number } = { name: values.name!.trim() };
@@ -95,14 +102,12 @@ export function DeveloperTab() {
     const made = await api<{ key: string }>("POST", "/api/api-keys/", body);
     form.reset();
     setCreated({ name: body.name, key: made.key });
-    await keys.reload();
-    setRevision((count) => count + 1);
+    await keysChanged();
   };
   const revoke = async (key: ApiKey) => {
     if (!confirm(`Revoke the key "${key.name}"? Anything using it stops working at once.`)) return;
     await api("DELETE", `/api/api-keys/${segment(key.id)}`);
-    await keys.reload();
-    setRevision((count) => count + 1);
+    await keysChanged();
   };
 
   return (
@@ -152,7 +157,7 @@ export function DeveloperTab() {
           ])}
         />
       )}
-      {canManage && <WorkspaceKeys revision={revision} />}
+      {canManage && <WorkspaceKeys revision={revision} onRevoked={keysChanged} />}
     </>
   );
 }
