@@ -223,6 +223,11 @@ describe("the databases section", () => {
     await page.getByRole("button", { name: "Save", exact: true }).click();
     for (const deadline = Date.now() + 30_000; Date.now() < deadline && (await theDatabase()).memoryMB !== 384; ) await Bun.sleep(200);
     expect(await theDatabase()).toMatchObject({ memoryMB: 384, cpus: 0.5 });
+    // Emptied, the CPUs go back to the platform's default (PLATFORM_DEFAULT_CPUS, 1 here).
+    await page.getByLabel("CPUs").fill("");
+    await page.getByRole("button", { name: "Save", exact: true }).click();
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline && (await theDatabase()).cpus !== 1; ) await Bun.sleep(200);
+    expect(await theDatabase()).toMatchObject({ memoryMB: 384, cpus: 1 });
 
     // A password of the person's choosing, as an app elsewhere already has it.
     const before = (await theDatabase()).connectionString;
