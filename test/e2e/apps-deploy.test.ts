@@ -105,6 +105,8 @@ describe("apps list and deploy", () => {
     expect((await server.request("GET", "/api/apps/", { key })).body.apps).toEqual([]);
 
     await variable.fill("Dashboard site");
+    // The value typed for a variable the check found wins over the same name in the .env text.
+    await form.getByLabel("Environment variables (optional)").fill("SITE_TITLE=from the text");
     await form.getByRole("button", { name: "Deploy" }).click();
     await page.getByRole("heading", { level: 2, name: "Deploying my-site" }).waitFor();
     await page.getByText("my-site is running at").waitFor({ timeout: 150_000 });
