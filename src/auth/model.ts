@@ -38,6 +38,11 @@ export const SessionSchema = resource(
     activeOrganizationId: t.String({ description: "The workspace this request acts in" }),
     role: oneOf(ROLES, "The caller's role in the active workspace"),
     organizations: t.Array(ref(OrganizationSchema), { description: "Every workspace the user belongs to (a key acts only in those it was made for)" }),
+    permissions: t.Array(t.String(), {
+      description:
+        "The routes the caller may call in the active workspace, as `METHOD path` with the path as this document writes it " +
+        "(`POST /api/apps/{appId}/stop`): what the role allows. Any other route answers 403 `FORBIDDEN`; a client can offer only these.",
+    }),
   },
   "Who is calling: the user, the workspace the request acts in and the role there.",
 );

@@ -8,6 +8,7 @@ import type { PlatformDb } from "../db";
 import { apiKeys, memberships, sessions, users } from "../db/schema";
 import { randomBase62, sha256Hex } from "../crypto/tokens";
 import { ApiError } from "../http/errors";
+import { permittedRoutes } from "../http/permissions";
 import { recordAuditEvent } from "../audit/service";
 import { findUsableKey, type ApiKeyRow } from "../api-keys/service";
 import {
@@ -177,6 +178,7 @@ export function describeSession(
     activeOrganizationId: caller.workspaceId,
     role: caller.role,
     organizations: workspacesOf(db, user.id).map((workspace) => ({ id: workspace.id, name: workspace.name, role: workspace.role })),
+    permissions: permittedRoutes(caller.role),
   };
 }
 

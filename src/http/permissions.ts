@@ -128,6 +128,16 @@ export const PERMISSIONS: Record<string, RoutePermission> = {
   "DELETE /api/databases/:databaseId/backup-schedule": { roles: MANAGERS, audit: "database.backup_schedule_cleared" },
 };
 
+/**
+ * The routes `role` may call, in the OpenAPI document's form (`POST /api/apps/{appId}/stop`): what
+ * GET /api/auth/session tells a client, so that it offers only what would not be refused.
+ */
+export function permittedRoutes(role: Role): string[] {
+  return Object.keys(PERMISSIONS)
+    .filter((key) => PERMISSIONS[key]!.roles.includes(role))
+    .map((key) => key.replace(/:([A-Za-z]+)/g, "{$1}"));
+}
+
 /** Env var values and connection strings: every role but viewer reads them. */
 export function mayReadSecrets(role: Role): boolean {
   return role !== "viewer";

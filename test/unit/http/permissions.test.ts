@@ -1,6 +1,6 @@
 // The permission matrix's lookup: Elysia's route pattern or the path, and fail-closed refusals.
 import { describe, expect, test } from "bun:test";
-import { assertPermitted, mayReadSecrets, PERMISSIONS, routeKeyOf } from "../../../src/http/permissions";
+import { assertPermitted, mayReadSecrets, PERMISSIONS, permittedRoutes, routeKeyOf } from "../../../src/http/permissions";
 import { ApiError } from "../../../src/http/errors";
 
 function refusal(run: () => unknown): ApiError {
@@ -54,5 +54,16 @@ describe("assertPermitted", () => {
       expect(key).toMatch(/^(GET|POST|PUT|PATCH|DELETE) \/api\//);
       expect(permission.roles).toContain("owner");
     }
+  });
+});
+
+describe("permittedRoutes", () => {
+  test("lists a role's routes as the OpenAPI document writes them", () => {
+    const viewer = permittedRoutes("viewer");
+    expect(viewer).toContain("GET /api/apps/{appId}");
+    expect(viewer).not.toContain("POST /api/apps/{appId}/stop");
+    expect(permittedRoutes("member")).toContain("POST /api/apps/{appId}/stop");
+    expect(permittedRoutes("member")).not.toContain("DELETE /api/databases/{databaseId}");
+    expect(permittedRoutes("owner")).toHaveLength(Object.keys(PERMISSIONS).length);
   });
 });
