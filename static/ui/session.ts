@@ -9,10 +9,15 @@ export interface Session {
   role: "owner" | "admin" | "member" | "viewer";
   activeOrganizationId: string;
   organizations: { id: string; name: string }[];
+  /** The routes the user's role may call, as `POST /api/apps/{appId}/stop` (src/http/permissions.ts). */
+  permissions: string[];
 }
 
-/** Owners and admins run the workspace: invitations, members' roles, every key acting in it. */
-export const managesWorkspace = (session: Session): boolean => session.role === "owner" || session.role === "admin";
+/**
+ * The user's role may call `route` (written as in the session's `permissions`): a page offers an
+ * action only then, rather than a button the API would refuse with 403.
+ */
+export const may = (session: Session, route: string): boolean => session.permissions.includes(route);
 
 export interface SessionControl {
   session: Session;

@@ -39,3 +39,11 @@ export function CopyButton({ text, label: what }: { text: string; label?: string
     </button>
   );
 }
+
+/**
+ * Where a page leaves out what the user's role may not do (the API would refuse it with 403): the
+ * sentence starts with the role, `children` say what it may.
+ */
+export function ReadOnlyNote({ role, children }: { role: string; children: string }) {
+  return <p class="muted read-only-note">{`Your role in this workspace (${role}) ${children}`}</p>;
+}

@@ -1,7 +1,10 @@
 // The permission matrix's lookup: Elysia's route pattern or the path, and fail-closed refusals.
 import { describe, expect, test } from "bun:test";
+import { join } from "node:path";
 import { assertPermitted, mayReadSecrets, PERMISSIONS, permittedRoutes, routeKeyOf } from "../../../src/http/permissions";
 import { ApiError } from "../../../src/http/errors";
+
+const ROOT = join(import.meta.dir, "../../..");
 
 function refusal(run: () => unknown): ApiError {
   try {
@@ -65,5 +68,18 @@ describe("permittedRoutes", () => {
     expect(permittedRoutes("member")).toContain("POST /api/apps/{appId}/stop");
     expect(permittedRoutes("member")).not.toContain("DELETE /api/databases/{databaseId}");
     expect(permittedRoutes("owner")).toHaveLength(Object.keys(PERMISSIONS).length);
+  });
+
+  // The dashboard offers an action when the session lists its route (static/ui/session.ts, may()):
+  // a route written there that is not in the table would hide its action from every role.
+  test("every route the dashboard asks about is a route of the table", async () => {
+    const routes = new Set(permittedRoutes("owner"));
+    const asked: string[] = [];
+    for (const file of new Bun.Glob("static/ui/**/*.{ts,tsx}").scanSync({ cwd: ROOT })) {
+      const source = await Bun.file(`${ROOT}/${file}`).text();
+      for (const match of source.matchAll(/"((?:GET|POST|PUT|PATCH|DELETE) \/api\/[^"]*)"/g)) asked.push(match[1]!);
+    }
+    expect(asked.length).toBeGreaterThan(40);
+    expect(asked.filter((route) => !routes.has(route))).toEqual([]);
   });
 });

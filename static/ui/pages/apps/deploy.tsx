@@ -3,7 +3,9 @@
 import { useEffect, useState } from "preact/hooks";
 import "./apps.css";
 import { Tabs } from "../../components/widgets";
+import { ReadOnlyNote } from "../../components/text";
 import { href, useRoute } from "../../router";
+import { may, useSession } from "../../session";
 import { DeployProgress, type StartedDeploy } from "./deploy/progress";
 import { RepositoryDeployForm } from "./deploy/repository-form";
 import { ZipDeployForm } from "./deploy/zip-form";
@@ -14,6 +16,7 @@ const SOURCES = [
 ];
 
 export function DeployPage() {
+  const { session } = useSession();
   const route = useRoute();
   const source = route[2] === "repository" ? "repository" : "zip";
   const [started, setStarted] = useState<StartedDeploy | null>(null);
@@ -26,7 +29,9 @@ export function DeployPage() {
         <a href="#/apps">← Apps</a>
       </p>
       <h1>Deploy an app</h1>
-      {started ? (
+      {!may(session, "POST /api/apps/deploy") && !may(session, "POST /api/apps/deploy-from-repo") ? (
+        <ReadOnlyNote role={session.role}>can read the workspace's apps, not deploy them.</ReadOnlyNote>
+      ) : started ? (
         <DeployProgress key={started.buildId} started={started} onDeployAnother={() => setStarted(null)} />
       ) : (
         <>

@@ -6,7 +6,7 @@ import { api } from "../../api";
 import { ErrorText, When } from "../../components/text";
 import { Spinner, StatusBadge } from "../../components/widgets";
 import { href } from "../../router";
-import { useLoad } from "../../session";
+import { may, useLoad, useSession } from "../../session";
 
 export interface AppSummary {
   id: string;
@@ -21,6 +21,8 @@ export interface AppSummary {
 const REFRESH_MS = 4000;
 
 export function AppList() {
+  const { session } = useSession();
+  const canDeploy = may(session, "POST /api/apps/deploy") || may(session, "POST /api/apps/deploy-from-repo");
   const apps = useLoad(() => api<{ apps: AppSummary[] }>("GET", "/api/apps/").then(({ apps }) => apps));
   const [search, setSearch] = useState("");
   const { reload } = apps;
@@ -43,9 +45,11 @@ export function AppList() {
     <>
       <div class="apps-heading">
         <h1>Apps</h1>
-        <a class="button-link primary" href="#/apps/new">
-          Deploy an app
-        </a>
+        {canDeploy && (
+          <a class="button-link primary" href="#/apps/new">
+            Deploy an app
+          </a>
+        )}
       </div>
       <ErrorText message={apps.error} />
       {!apps.data && !apps.error && (
@@ -55,7 +59,13 @@ export function AppList() {
       )}
       {apps.data && apps.data.length === 0 && (
         <p class="empty">
-          No apps in this workspace yet. <a href="#/apps/new">Deploy an app</a> from a ZIP or a repository.
+          No apps in this workspace yet.
+          {canDeploy && (
+            <>
+              {" "}
+              <a href="#/apps/new">Deploy an app</a> from a ZIP or a repository.
+            </>
+          )}
         </p>
       )}
       {apps.data && apps.data.length > 0 && (

@@ -1,15 +1,22 @@
 // A database's backups: take one, list them (size, status, verified), download, verify, restore
 // after typing the database's name, upload a dump with its progress, and the schedule with its
-// retention; a warning when the newest backup is older than the schedule promises.
+// retention; a warning when the newest backup is older than the schedule promises. Each action is
+// offered only to a role that may take it.
 import { useEffect, useState } from "preact/hooks";
 import { api, upload } from "../../api";
 import { ActionButton, Field, Form } from "../../components/form";
 import { Table } from "../../components/table";
 import { ErrorText, When } from "../../components/text";
+import { may, useSession } from "../../session";
 import { ConfirmByName, Spinner, StatusBadge } from "../../components/widgets";
 import { databasePath, everyFewSeconds, formatBytes, type Backup, type BackupSummary, type Database } from "./types";
 
 export function BackupsTab({ database, summary, onChanged }: { database: Database; summary: BackupSummary; onChanged: () => Promise<void> }) {
+  const { session } = useSession();
+  const canDownload = may(session, "GET /api/databases/{databaseId}/backups/{backupId}/download");
+  const canVerify = may(session, "POST /api/databases/{databaseId}/backups/{backupId}/verify");
+  const canRestore = may(session, "POST /api/databases/{databaseId}/restore");
+  const hasActions = canDownload || canVerify || canRestore;
   const [backups, setBackups] = useState<Backup[] | null>(null);
   const [listError, setListError] = useState("");
   const [actionError, setActionError] = useState("");
@@ -55,9 +62,11 @@ export function BackupsTab({ database, summary, onChanged }: { database: Databas
       <p class="muted">
         Newest completed backup: <When iso={summary.lastCompletedAt} empty="none yet" />
       </p>
-      <ActionButton class="primary" run={backUp} onError={setActionError}>
-        Back up now
-      </ActionButton>
+      {may(session, "POST /api/databases/{databaseId}/backups") && (
+        <ActionButton class="primary" run={backUp} onError={setActionError}>
+          Back up now
+        </ActionButton>
+      )}
       <div role="status">{notice && <p>{notice}</p>}</div>
       <ErrorText message={actionError} />
       <ErrorText message={listError} />
@@ -76,10 +85,11 @@ export function BackupsTab({ database, summary, onChanged }: { database: Databas
       {backups && (
         <Table
           caption="Backups"
-          headings={["Taken", "Type", "Status", "Size", "Verified", ""]}
+          headings={["Taken", "Type", "Status", "Size", "Verified", ...(hasActions ? [""] : [])]}
           empty="No backups yet."
           rowKeys={backups.map((backup) => backup.id)}
-          rows={backups.map((backup) => [
+          rows={backups.map((backup) => {
+            const cells = [
             <When iso={backup.createdAt} />,
             backup.type,
             <>
@@ -88,24 +98,41 @@ export function BackupsTab({ database, summary, onChanged }: { database: Databas
             </>,
             backup.status === "completed" ? formatBytes(backup.sizeBytes) : "—",
             <Verification backup={backup} />,
-            backup.status === "completed" && (
-              <span class="db-row-actions">
-                <a href={databasePath(database.id, `/backups/${encodeURIComponent(backup.id)}/download`)} download>
-                  Download
-                </a>
-                <ActionButton run={() => verify(backup)} onError={setActionError} label={`Verify backup of ${backup.createdAt}`}>
-                  Verify
-                </ActionButton>
-                <button type="button" aria-label={`Restore backup of ${backup.createdAt}`} onClick={() => setRestoring(backup)}>
-                  Restore
-                </button>
-              </span>
-            ),
-          ])}
+            ];
+            if (!hasActions) return cells;
+            return [
+              ...cells,
+              backup.status === "completed" && (
+                <span class="db-row-actions">
+                  {canDownload && (
+                    <a href={databasePath(database.id, `/backups/${encodeURIComponent(backup.id)}/download`)} download>
+                      Download
+                    </a>
+                  )}
+                  {canVerify && (
+                    <ActionButton run={() => verify(backup)} onError={setActionError} label={`Verify backup of ${backup.createdAt}`}>
+                      Verify
+                    </ActionButton>
+                  )}
+                  {canRestore && (
+                    <button type="button" aria-label={`Restore backup of ${backup.createdAt}`} onClick={() => setRestoring(backup)}>
+                      Restore
+                    </button>
+                  )}
+                </span>
+              ),
+            ];
+          })}
         />
       )}
-      <UploadDump database={database} onUploaded={load} />
-      <ScheduleForm database={database} summary={summary} onChanged={onChanged} />
+      {may(session, "POST /api/databases/{databaseId}/backups/upload") && <UploadDump database={database} onUploaded={load} />}
+      <ScheduleForm
+        database={database}
+        summary={summary}
+        onChanged={onChanged}
+        canSet={may(session, "PUT /api/databases/{databaseId}/backup-schedule")}
+        canClear={may(session, "DELETE /api/databases/{databaseId}/backup-schedule")}
+      />
     </>
   );
 }
@@ -151,7 +178,9 @@ function UploadDump({ database, onUploaded }: { database: Database; onUploaded: 
   );
 }
 
-function ScheduleForm({ database, summary, onChanged }: { database: Database; summary: BackupSummary; onChanged: () => Promise<void> }) {
+/** The schedule: its form for a role that may set it, else what it is, in words. */
+function ScheduleForm(props: { database: Database; summary: BackupSummary; onChanged: () => Promise<void>; canSet: boolean; canClear: boolean }) {
+  const { database, summary, onChanged, canSet, canClear } = props;
   const schedule = summary.schedule;
   const [clearError, setClearError] = useState("");
   const save = async (values: Record<string, string>) => {
@@ -180,18 +209,28 @@ function ScheduleForm({ database, summary, onChanged }: { database: Database; su
           "No schedule: backups are taken only when you ask."
         )}
       </p>
-      <Form class="db-form" label="Backup schedule" submitText={schedule ? "Save schedule" : "Set schedule"} onSubmit={save}>
-        <Field label="When (cron, UTC)" name="cron" required maxLength={120} defaultValue={schedule?.cron ?? ""} placeholder="0 3 * * *"
-          hint="5 fields (minute hour day month weekday) or @daily, @hourly…" />
-        <Field label="Keep the last" name="keepLast" type="number" min={1} max={1000} defaultValue={String(schedule?.keepLast ?? 7)} />
-        <Field label="Keep one a day for (days)" name="keepDailyDays" type="number" min={0} max={3650} defaultValue={String(schedule?.keepDailyDays ?? 0)} />
-        <Field label="Keep one a week for (weeks)" name="keepWeeklyWeeks" type="number" min={0} max={520} defaultValue={String(schedule?.keepWeeklyWeeks ?? 0)} />
-        <label class="db-check">
-          <input type="checkbox" name="verify" defaultChecked={schedule?.verify ?? false} />
-          Verify each scheduled backup
-        </label>
-      </Form>
-      {schedule && (
+      {schedule && !canSet && (
+        <p>
+          {`Runs at ${schedule.cron} (UTC), keeps the last ${schedule.keepLast}` +
+            (schedule.keepDailyDays ? `, one a day for ${schedule.keepDailyDays} days` : "") +
+            (schedule.keepWeeklyWeeks ? `, one a week for ${schedule.keepWeeklyWeeks} weeks` : "") +
+            (schedule.verify ? "; each backup is verified." : ".")}
+        </p>
+      )}
+      {canSet && (
+        <Form class="db-form" label="Backup schedule" submitText={schedule ? "Save schedule" : "Set schedule"} onSubmit={save}>
+          <Field label="When (cron, UTC)" name="cron" required maxLength={120} defaultValue={schedule?.cron ?? ""} placeholder="0 3 * * *"
+            hint="5 fields (minute hour day month weekday) or @daily, @hourly…" />
+          <Field label="Keep the last" name="keepLast" type="number" min={1} max={1000} defaultValue={String(schedule?.keepLast ?? 7)} />
+          <Field label="Keep one a day for (days)" name="keepDailyDays" type="number" min={0} max={3650} defaultValue={String(schedule?.keepDailyDays ?? 0)} />
+          <Field label="Keep one a week for (weeks)" name="keepWeeklyWeeks" type="number" min={0} max={520} defaultValue={String(schedule?.keepWeeklyWeeks ?? 0)} />
+          <label class="db-check">
+            <input type="checkbox" name="verify" defaultChecked={schedule?.verify ?? false} />
+            Verify each scheduled backup
+          </label>
+        </Form>
+      )}
+      {schedule && canClear && (
         <ActionButton class="danger" run={clear} onError={setClearError}>
           Clear schedule
         </ActionButton>

@@ -8,16 +8,19 @@ import { LogOptions } from "../../components/log-options";
 import { ErrorText, When } from "../../components/text";
 import { ConfirmByName, Secret, Spinner, Sparkline, StatusBadge, Tabs } from "../../components/widgets";
 import { href } from "../../router";
-import { useLoad } from "../../session";
+import { may, useLoad, useSession, type Session } from "../../session";
 import { BackupsTab } from "./backups";
 import { databasePath, engineName, everyFewSeconds, formatBytes, type BackupSummary, type Database, type DatabaseStats, type Operation } from "./types";
+
+/** What the Settings tab offers; a role that may do none of it does not get the tab. */
+const SETTINGS_ROUTES = ["PATCH /api/databases/{databaseId}/settings", "POST /api/databases/{databaseId}/rotate-password", "DELETE /api/databases/{databaseId}"];
 
 const TABS = [
   { id: "overview", title: "Overview" },
   { id: "logs", title: "Logs" },
   { id: "backups", title: "Backups" },
   { id: "history", title: "History" },
-  { id: "settings", title: "Settings" },
+  { id: "settings", title: "Settings", offered: (session: Session) => SETTINGS_ROUTES.some((route) => may(session, route)) },
 ];
 
 export interface Loaded {
@@ -26,6 +29,7 @@ export interface Loaded {
 }
 
 export function DatabasePage({ databaseId, tab }: { databaseId: string; tab: string }) {
+  const { session } = useSession();
   const loaded = useLoad(() => api<Loaded>("GET", databasePath(databaseId)), [databaseId]);
   const [actionError, setActionError] = useState("");
   // The status moves in the background (provisioning, a start or stop): the header follows it.
@@ -42,7 +46,10 @@ export function DatabasePage({ databaseId, tab }: { databaseId: string; tab: str
     );
   }
   const { database } = loaded.data;
-  const current = TABS.find((candidate) => candidate.id === tab) ?? TABS[0]!;
+  const tabs = TABS.filter((candidate) => !candidate.offered || candidate.offered(session));
+  const current = tabs.find((candidate) => candidate.id === tab) ?? tabs[0]!;
+  const running = database.status === "running" || database.status === "provisioning";
+  const lifecycle = running ? "stop" : "start";
   const act = async (action: "start" | "stop") => {
     await api("POST", databasePath(database.id, `/${action}`));
     await loaded.reload();
@@ -59,20 +66,16 @@ export function DatabasePage({ databaseId, tab }: { databaseId: string; tab: str
           {engineName(database.engine)} {database.version}
         </span>
         <span class="spacer" />
-        {database.status === "running" || database.status === "provisioning" ? (
-          <ActionButton run={() => act("stop")} onError={setActionError}>
-            Stop
-          </ActionButton>
-        ) : (
-          <ActionButton run={() => act("start")} onError={setActionError}>
-            Start
+        {may(session, running ? "POST /api/databases/{databaseId}/stop" : "POST /api/databases/{databaseId}/start") && (
+          <ActionButton run={() => act(lifecycle)} onError={setActionError}>
+            {running ? "Stop" : "Start"}
           </ActionButton>
         )}
       </div>
       {database.statusReason && <p class="muted">{database.statusReason}</p>}
       <ErrorText message={actionError || loaded.error} />
       <div class="db-tabs">
-        <Tabs label="Database" current={current.id} tabs={TABS.map(({ id, title }) => ({ id, title, href: href("databases", database.id, id) }))} />
+        <Tabs label="Database" current={current.id} tabs={tabs.map(({ id, title }) => ({ id, title, href: href("databases", database.id, id) }))} />
       </div>
       <section class="panel" aria-label={current.title}>
         {current.id === "overview" && <OverviewTab database={database} />}
@@ -196,9 +199,7 @@ export function HistoryTab({ database }: { database: Database }) {
 }
 
 function SettingsTab({ database, onChanged }: { database: Database; onChanged: () => Promise<void> }) {
-  const [rotateError, setRotateError] = useState("");
-  const [rotated, setRotated] = useState(false);
-  const [newPassword, setNewPassword] = useState("");
+  const { session } = useSession();
   const save = async (values: Record<string, string>) => {
     const body: Record<string, unknown> = {};
     if (values.name!.trim() !== database.name) body.name = values.name!.trim();
@@ -210,6 +211,39 @@ function SettingsTab({ database, onChanged }: { database: Database; onChanged: (
     await api("PATCH", databasePath(database.id, "/settings"), body);
     await onChanged();
   };
+  const remove = async () => {
+    await api("DELETE", databasePath(database.id));
+    location.hash = href("databases");
+  };
+  return (
+    <>
+      {may(session, "PATCH /api/databases/{databaseId}/settings") && (
+        <>
+          <h2>Settings</h2>
+          <Form class="db-form" label="Database settings" submitText="Save" onSubmit={save}>
+            <Field label="Name" name="name" required maxLength={63} defaultValue={database.name} hint="Also its host name on your apps' network; the connection string stays." />
+            <Field label="Memory (MB)" name="memoryMB" type="number" min={256} max={262144} step={1} required defaultValue={String(database.memoryMB)} hint="Applied without a restart." />
+            <Field label="CPUs" name="cpus" type="number" min={0.1} max={16} step={0.1} defaultValue={String(database.cpus)} hint="0.1 to 16; empty: the platform default. Applied without a restart." />
+          </Form>
+        </>
+      )}
+      {may(session, "POST /api/databases/{databaseId}/rotate-password") && <PasswordRotation database={database} onChanged={onChanged} />}
+      {may(session, "DELETE /api/databases/{databaseId}") && (
+        <>
+          <h2>Delete</h2>
+          <ConfirmByName name={database.name} action="Delete database" onConfirm={remove}>
+            <p class="muted">The container, its volumes and its backups are deleted. This cannot be undone.</p>
+          </ConfirmByName>
+        </>
+      )}
+    </>
+  );
+}
+
+function PasswordRotation({ database, onChanged }: { database: Database; onChanged: () => Promise<void> }) {
+  const [rotateError, setRotateError] = useState("");
+  const [rotated, setRotated] = useState(false);
+  const [newPassword, setNewPassword] = useState("");
   const rotate = async () => {
     setRotated(false);
     if (!confirm(`Rotate the password of ${database.name}? Apps using the current one lose access until they get the new one.`)) return;
@@ -218,18 +252,8 @@ function SettingsTab({ database, onChanged }: { database: Database; onChanged: (
     setRotated(true);
     await onChanged();
   };
-  const remove = async () => {
-    await api("DELETE", databasePath(database.id));
-    location.hash = href("databases");
-  };
   return (
     <>
-      <h2>Settings</h2>
-      <Form class="db-form" label="Database settings" submitText="Save" onSubmit={save}>
-        <Field label="Name" name="name" required maxLength={63} defaultValue={database.name} hint="Also its host name on your apps' network; the connection string stays." />
-        <Field label="Memory (MB)" name="memoryMB" type="number" min={256} max={262144} step={1} required defaultValue={String(database.memoryMB)} hint="Applied without a restart." />
-        <Field label="CPUs" name="cpus" type="number" min={0.1} max={16} step={0.1} defaultValue={String(database.cpus)} hint="0.1 to 16; empty: the platform default. Applied without a restart." />
-      </Form>
       <h2>Password</h2>
       <p class="muted">A new password is set in the engine, random unless you give one; the connection strings change with it.</p>
       <div class="db-form">
@@ -244,10 +268,6 @@ function SettingsTab({ database, onChanged }: { database: Database; onChanged: (
       </ActionButton>
       <div role="status">{rotated && <p>Password rotation started: the new connection strings show once it has finished.</p>}</div>
       <ErrorText message={rotateError} />
-      <h2>Delete</h2>
-      <ConfirmByName name={database.name} action="Delete database" onConfirm={remove}>
-        <p class="muted">The container, its volumes and its backups are deleted. This cannot be undone.</p>
-      </ConfirmByName>
     </>
   );
 }

@@ -5,7 +5,7 @@ import { api, segment } from "../../api";
 import { ActionButton, Field, Form } from "../../components/form";
 import { Table } from "../../components/table";
 import { CopyButton, ErrorText, When } from "../../components/text";
-import { managesWorkspace, useLoad, useSession } from "../../session";
+import { may, useLoad, useSession } from "../../session";
 
 interface ApiKey {
   id: string;
@@ -85,7 +85,7 @@ function WorkspaceKeys({ revision, onRevoked }: { revision: number; onRevoked: (
 
 export function DeveloperTab() {
   const { session } = useSession();
-  const canManage = managesWorkspace(session);
+  const seesWorkspaceKeys = may(session, "GET /api/organization/api-keys");
   const keys = useLoad(() => api<{ keys: ApiKey[] }>("GET", "/api/api-keys/").then(({ keys }) => keys));
   const [listError, setListError] = useState("");
   const [created, setCreated] = useState<{ name: string; key: string } | null>(null);
@@ -157,7 +157,7 @@ export function DeveloperTab() {
           ])}
         />
       )}
-      {canManage && <WorkspaceKeys revision={revision} onRevoked={keysChanged} />}
+      {seesWorkspaceKeys && <WorkspaceKeys revision={revision} onRevoked={keysChanged} />}
     </>
   );
 }

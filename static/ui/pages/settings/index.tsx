@@ -1,19 +1,23 @@
 // Settings: tabs for API keys, members and invitations, the audit log, and the platform.
 import { useEffect } from "preact/hooks";
+import { may, useSession } from "../../session";
 import { AuditLogTab } from "./audit-log";
 import { DeveloperTab } from "./developer";
 import { MembersTab } from "./members";
 import { PlatformTab } from "./platform";
 
+/** The tabs; one that reads a route the user's role may not call is not offered. */
 const TABS = [
   { path: "developer", title: "Developer", Tab: DeveloperTab },
   { path: "members", title: "Members", Tab: MembersTab },
-  { path: "audit-log", title: "Audit log", Tab: AuditLogTab },
+  { path: "audit-log", title: "Audit log", Tab: AuditLogTab, reads: "GET /api/organization/audit-log" },
   { path: "platform", title: "Platform", Tab: PlatformTab },
 ];
 
 export function SettingsSection({ route }: { route: string[] }) {
-  const tab = TABS.find((candidate) => candidate.path === route[0]) ?? TABS[0]!;
+  const { session } = useSession();
+  const tabs = TABS.filter((candidate) => !candidate.reads || may(session, candidate.reads));
+  const tab = tabs.find((candidate) => candidate.path === route[0]) ?? tabs[0]!;
   useEffect(() => {
     document.title = `${tab.title} · Settings · Platform`;
   }, [tab]);
@@ -21,7 +25,7 @@ export function SettingsSection({ route }: { route: string[] }) {
     <>
       <h1>Settings</h1>
       <nav class="tabs" aria-label="Settings">
-        {TABS.map((candidate) => (
+        {tabs.map((candidate) => (
           <a href={`#/settings/${candidate.path}`} aria-current={candidate === tab ? "page" : undefined}>
             {candidate.title}
           </a>

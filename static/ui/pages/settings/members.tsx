@@ -1,11 +1,12 @@
 // Settings > Members: the workspace's members (owners and admins change their roles and remove
-// them; the API says who may touch an owner), and invitations (owners and admins send and cancel them).
+// them; the API says who may touch an owner), and invitations (owners and admins send and cancel
+// them; no one else sees them).
 import { useState } from "preact/hooks";
 import { api, segment } from "../../api";
 import { ActionButton, Field, Form, SelectField } from "../../components/form";
 import { Table } from "../../components/table";
 import { CopyButton, ErrorText, When } from "../../components/text";
-import { managesWorkspace, useLoad, useSession } from "../../session";
+import { may, useLoad, useSession } from "../../session";
 
 interface Member {
   userId: string;
@@ -34,9 +35,15 @@ const inviteLink = (invitationId: string) => `${location.origin}/#/invite/${segm
 
 export function MembersTab() {
   const { session } = useSession();
-  const canManage = managesWorkspace(session);
+  const canManage = may(session, "PATCH /api/organization/members/{userId}");
+  const canRemove = may(session, "DELETE /api/organization/members/{userId}");
+  const seesInvitations = may(session, "GET /api/organization/invitations");
+  const canInvite = may(session, "POST /api/organization/invitations");
+  const canCancel = may(session, "DELETE /api/organization/invitations/{invitationId}");
   const members = useLoad(() => api<{ members: Member[] }>("GET", "/api/organization/members").then(({ members }) => members));
-  const invitations = useLoad(() => api<{ invitations: Invitation[] }>("GET", "/api/organization/invitations").then(({ invitations }) => invitations));
+  const invitations = useLoad(() =>
+    seesInvitations ? api<{ invitations: Invitation[] }>("GET", "/api/organization/invitations").then(({ invitations }) => invitations) : Promise.resolve(null),
+  );
   const [invitationsError, setInvitationsError] = useState("");
   const [membersError, setMembersError] = useState("");
 
@@ -73,7 +80,7 @@ export function MembersTab() {
       {members.data && (
         <Table
           caption="Members"
-          headings={canManage ? ["Email", "Role", "Joined", ""] : ["Email", "Role", "Joined"]}
+          headings={canRemove ? ["Email", "Role", "Joined", ""] : ["Email", "Role", "Joined"]}
           empty="No members."
           rows={members.data.map((member) => {
             const cells = [
@@ -89,7 +96,7 @@ export function MembersTab() {
               ),
               <When iso={member.joinedAt} />,
             ];
-            if (canManage) {
+            if (canRemove) {
               cells.push(
                 <ActionButton class="danger" label={`Remove ${member.email}`} run={() => remove(member)} onError={setMembersError}>
                   Remove
@@ -100,8 +107,8 @@ export function MembersTab() {
           })}
         />
       )}
-      <h2>Invitations</h2>
-      {canManage && (
+      {seesInvitations && <h2>Invitations</h2>}
+      {canInvite && (
         <>
           <p class="muted">Invite someone by email, then send them the invite link. It is valid for 48 hours.</p>
           <Form class="inline" label="Invite a member" submitText="Invite" onSubmit={invite}>
@@ -132,7 +139,7 @@ export function MembersTab() {
               ) : (
                 "—"
               ),
-              pending && canManage ? (
+              pending && canCancel ? (
                 <ActionButton class="danger" label={`Cancel invitation for ${invitation.email}`} run={() => cancel(invitation)} onError={setInvitationsError}>
                   Cancel
                 </ActionButton>

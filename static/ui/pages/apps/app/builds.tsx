@@ -8,7 +8,7 @@ import { Table } from "../../../components/table";
 import { ErrorText, When } from "../../../components/text";
 import { Spinner, StatusBadge } from "../../../components/widgets";
 import { href } from "../../../router";
-import { useLoad } from "../../../session";
+import { may, useLoad, useSession } from "../../../session";
 import type { Build, TabProps } from "./types";
 
 const UNFINISHED = new Set(["queued", "building"]);
@@ -66,6 +66,9 @@ function BuildLog({ appId, build }: { appId: string; build: Build }) {
 }
 
 export function BuildsTab({ app, reloadApp, rest }: TabProps) {
+  const { session } = useSession();
+  const canRollBack = may(session, "POST /api/apps/{appId}/builds/{buildId}/rollback");
+  const canCancel = may(session, "POST /api/apps/{appId}/builds/{buildId}/cancel");
   const builds = useLoad(() => api<{ builds: Build[] }>("GET", `/api/apps/${segment(app.id)}/builds`).then(({ builds }) => builds), [app.id]);
   const [error, setError] = useState("");
   useEffect(() => {
@@ -95,10 +98,11 @@ export function BuildsTab({ app, reloadApp, rest }: TabProps) {
       {builds.data && (
         <Table
           caption="Builds, newest first"
-          headings={["Build", "Status", "Trigger", "Commit", "Started", "Duration", "Actions"]}
+          headings={["Build", "Status", "Trigger", "Commit", "Started", "Duration", ...(canRollBack || canCancel ? ["Actions"] : [])]}
           empty="No builds yet."
           rowKeys={builds.data.map((build) => build.id)}
-          rows={builds.data.map((build) => [
+          rows={builds.data.map((build) => {
+            const cells = [
             <a href={href("apps", app.id, "builds", build.id)}>
               <code>{build.id}</code>
             </a>,
@@ -111,18 +115,23 @@ export function BuildsTab({ app, reloadApp, rest }: TabProps) {
             build.commitSha ? <span title={build.commitMessage ?? ""}><code>{build.commitSha.slice(0, 7)}</code> {build.commitMessage}</span> : "—",
             <When iso={build.startedAt} />,
             duration(build.durationMs),
-            build.status === "succeeded" ? (
-              <ActionButton label={`Roll back to build ${build.id}`} run={() => rollback(build)} onError={setError}>
-                Roll back
-              </ActionButton>
-            ) : UNFINISHED.has(build.status) && !build.rollbackOf ? (
-              <ActionButton class="danger" label={`Cancel build ${build.id}`} run={() => cancel(build)} onError={setError}>
-                Cancel
-              </ActionButton>
-            ) : (
-              ""
-            ),
-          ])}
+            ];
+            if (!canRollBack && !canCancel) return cells;
+            return [
+              ...cells,
+              canRollBack && build.status === "succeeded" ? (
+                <ActionButton label={`Roll back to build ${build.id}`} run={() => rollback(build)} onError={setError}>
+                  Roll back
+                </ActionButton>
+              ) : canCancel && UNFINISHED.has(build.status) && !build.rollbackOf ? (
+                <ActionButton class="danger" label={`Cancel build ${build.id}`} run={() => cancel(build)} onError={setError}>
+                  Cancel
+                </ActionButton>
+              ) : (
+                ""
+              ),
+            ];
+          })}
         />
       )}
     </>

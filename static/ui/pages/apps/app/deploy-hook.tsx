@@ -8,7 +8,7 @@ import { ErrorText } from "../../../components/text";
 import { Secret } from "../../../components/widgets";
 import type { App } from "./types";
 
-export function DeployHook({ app }: { app: App }) {
+export function DeployHook({ app, canReplace }: { app: App; canReplace: boolean }) {
   const [url, setUrl] = useState<string | null>(null);
   const [replaced, setReplaced] = useState(false);
   const [error, setError] = useState("");
@@ -33,9 +33,11 @@ export function DeployHook({ app }: { app: App }) {
             Show the URL
           </ActionButton>
         )}
-        <ActionButton run={replace} onError={setError}>
-          Replace the URL
-        </ActionButton>
+        {canReplace && (
+          <ActionButton run={replace} onError={setError}>
+            Replace the URL
+          </ActionButton>
+        )}
       </div>
       <p role="status" class="notice">
         {replaced && "Replaced: the previous URL no longer deploys."}

@@ -6,7 +6,7 @@ import { ActionButton, Field, Form } from "../../../components/form";
 import { Table } from "../../../components/table";
 import { ErrorText, When } from "../../../components/text";
 import { Spinner, StatusBadge } from "../../../components/widgets";
-import { useLoad } from "../../../session";
+import { may, useLoad, useSession } from "../../../session";
 import type { CertificateStatus, TabProps } from "./types";
 
 interface AppDomain {
@@ -23,6 +23,12 @@ interface AppDomain {
 const CERTIFICATE_SOURCES: Record<string, string> = { acme: "from the ACME CA", uploaded: "your own", platform: "the platform's own" };
 
 export function DomainsTab({ app }: TabProps) {
+  const { session } = useSession();
+  const canAdd = may(session, "POST /api/apps/{appId}/domains");
+  const canRemove = may(session, "DELETE /api/apps/{appId}/domains/{domainId}");
+  const canUpload = may(session, "PUT /api/apps/{appId}/domains/{domainId}/certificate");
+  const canDropCertificate = may(session, "DELETE /api/apps/{appId}/domains/{domainId}/certificate");
+  const hasActions = canRemove || canUpload || canDropCertificate;
   const base = `/api/apps/${segment(app.id)}/domains`;
   const domains = useLoad(() => api<{ domains: AppDomain[] }>("GET", base).then(({ domains }) => domains), [app.id]);
   const [error, setError] = useState("");
@@ -50,24 +56,27 @@ export function DomainsTab({ app }: TabProps) {
       <p class="muted">
         {app.url ? (
           <>
-            Always at <a href={app.url}>{app.url}</a>. Add your own names below and point their DNS at this server.
+            Always at <a href={app.url}>{app.url}</a>.{canAdd && " Add your own names below and point their DNS at this server."}
           </>
         ) : (
-          "Add your own names below and point their DNS at this server."
+          canAdd && "Add your own names below and point their DNS at this server."
         )}
       </p>
-      <Form class="inline" label="Add a domain" submitText="Add domain" onSubmit={add}>
-        <Field label="Domain" name="domain" required maxLength={300} placeholder="www.example.com" autocomplete="off" spellcheck={false} />
-      </Form>
+      {canAdd && (
+        <Form class="inline" label="Add a domain" submitText="Add domain" onSubmit={add}>
+          <Field label="Domain" name="domain" required maxLength={300} placeholder="www.example.com" autocomplete="off" spellcheck={false} />
+        </Form>
+      )}
       <ErrorText message={error || domains.error} />
       {!domains.data && !domains.error && <Spinner />}
       {domains.data && (
         <Table
           caption="The app's domains"
-          headings={["Domain", "Certificate", "DNS", "Added", "Actions"]}
+          headings={["Domain", "Certificate", "DNS", "Added", ...(hasActions ? ["Actions"] : [])]}
           empty="No custom domains yet."
           rowKeys={domains.data.map((domain) => domain.id)}
-          rows={domains.data.map((domain) => [
+          rows={domains.data.map((domain) => {
+            const cells = [
             <a href={domain.url} target="_blank" rel="noopener noreferrer">
               {domain.unicodeDomain}
             </a>,
@@ -86,20 +95,29 @@ export function DomainsTab({ app }: TabProps) {
               {domain.dns.message && <small>{domain.dns.message}</small>}
             </div>,
             <When iso={domain.createdAt} />,
-            <span class="domain-actions">
-              <button type="button" aria-label={`Own certificate for ${domain.unicodeDomain}`} onClick={() => setCertifying(domain)}>
-                Own certificate…
-              </button>
-              {domain.certificate.source === "uploaded" && (
-                <ActionButton label={`Back to automatic certificates for ${domain.unicodeDomain}`} run={() => automatic(domain)} onError={setError}>
-                  Back to automatic
-                </ActionButton>
-              )}
-              <ActionButton class="danger" label={`Remove ${domain.unicodeDomain}`} run={() => remove(domain)} onError={setError}>
-                Remove
-              </ActionButton>
-            </span>,
-          ])}
+            ];
+            if (!hasActions) return cells;
+            return [
+              ...cells,
+              <span class="domain-actions">
+                {canUpload && (
+                  <button type="button" aria-label={`Own certificate for ${domain.unicodeDomain}`} onClick={() => setCertifying(domain)}>
+                    Own certificate…
+                  </button>
+                )}
+                {canDropCertificate && domain.certificate.source === "uploaded" && (
+                  <ActionButton label={`Back to automatic certificates for ${domain.unicodeDomain}`} run={() => automatic(domain)} onError={setError}>
+                    Back to automatic
+                  </ActionButton>
+                )}
+                {canRemove && (
+                  <ActionButton class="danger" label={`Remove ${domain.unicodeDomain}`} run={() => remove(domain)} onError={setError}>
+                    Remove
+                  </ActionButton>
+                )}
+              </span>,
+            ];
+          })}
         />
       )}
       {certifying && (

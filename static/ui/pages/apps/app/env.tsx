@@ -3,9 +3,9 @@
 // a running app, and the page says whether it did); a saved one is removed with DELETE.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, segment } from "../../../api";
-import { ErrorText } from "../../../components/text";
+import { ErrorText, ReadOnlyNote } from "../../../components/text";
 import { Spinner } from "../../../components/widgets";
-import { useLoad } from "../../../session";
+import { may, useLoad, useSession } from "../../../session";
 import { parseDotEnv } from "./env-file";
 import type { TabProps } from "./types";
 
@@ -31,6 +31,9 @@ function ValueInput({ name, value, onChange }: { name: string; value: string; on
 }
 
 export function EnvTab({ app, reloadApp }: TabProps) {
+  const { session } = useSession();
+  const canEdit = may(session, "PUT /api/apps/{appId}/env");
+  const canUnset = may(session, "DELETE /api/apps/{appId}/env/{name}");
   const saved = useLoad(() => api<{ envVars: Record<string, string> }>("GET", `/api/apps/${segment(app.id)}/env`).then(({ envVars }) => envVars), [app.id]);
   const [draft, setDraft] = useState<Record<string, string>>({});
   const [newName, setNewName] = useState("");
@@ -56,6 +59,7 @@ export function EnvTab({ app, reloadApp }: TabProps) {
 
   if (!saved.data) return saved.error ? <ErrorText message={saved.error} /> : <Spinner />;
   const stored = saved.data;
+  if (!canEdit) return <EnvNames names={Object.keys(stored).sort()} role={session.role} />;
   const changed = Object.entries(draft).filter(([name, value]) => stored[name] !== value);
   const set = (name: string, value: string) => setDraft({ ...draft, [name]: value });
 
@@ -149,10 +153,12 @@ export function EnvTab({ app, reloadApp }: TabProps) {
                       <button type="button" class="quiet" aria-label={`Undo the change of ${name}`} onClick={() => set(name, stored[name]!)}>
                         Undo
                       </button>
-                    ) : (
+                    ) : canUnset ? (
                       <button type="button" class="quiet danger" aria-label={`Remove ${name}`} disabled={busy} onClick={() => unset(name)}>
                         Remove
                       </button>
+                    ) : (
+                      ""
                     )}
                   </td>
                 </tr>
@@ -191,6 +197,27 @@ export function EnvTab({ app, reloadApp }: TabProps) {
         {notice}
       </p>
       <ErrorText message={error} />
+    </>
+  );
+}
+
+/** What a role that may not change the variables sees: their names (the API masks their values for a viewer). */
+function EnvNames({ names, role }: { names: string[]; role: string }) {
+  return (
+    <>
+      <h2>Environment variables</h2>
+      <ReadOnlyNote role={role}>can read the variables' names, not their values, and cannot change them.</ReadOnlyNote>
+      {names.length === 0 ? (
+        <p class="empty">No variables yet.</p>
+      ) : (
+        <ul class="env-names" aria-label="Environment variables">
+          {names.map((name) => (
+            <li key={name}>
+              <code>{name}</code>
+            </li>
+          ))}
+        </ul>
+      )}
     </>
   );
 }

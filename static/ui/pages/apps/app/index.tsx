@@ -7,7 +7,7 @@ import { ActionButton } from "../../../components/form";
 import { ErrorText, When } from "../../../components/text";
 import { ConfirmByName, Spinner, StatusBadge, Tabs } from "../../../components/widgets";
 import { href } from "../../../router";
-import { useLoad } from "../../../session";
+import { may, useLoad, useSession } from "../../../session";
 import { FilesTab } from "../files";
 import { BuildsTab } from "./builds";
 import { DomainsTab } from "./domains";
@@ -60,6 +60,13 @@ function OverviewTab({ app }: TabProps) {
   );
 }
 
+const LIFECYCLE: [route: string, action: string, label: string][] = [
+  ["POST /api/apps/{appId}/start", "start", "Start"],
+  ["POST /api/apps/{appId}/stop", "stop", "Stop"],
+  ["POST /api/apps/{appId}/restart", "restart", "Restart"],
+  ["POST /api/apps/{appId}/redeploy", "redeploy", "Redeploy"],
+];
+
 const TABS: { id: string; title: string; Tab: (props: TabProps) => preact.JSX.Element }[] = [
   { id: "overview", title: "Overview", Tab: OverviewTab },
   { id: "logs", title: "Logs", Tab: LogsTab },
@@ -72,7 +79,9 @@ const TABS: { id: string; title: string; Tab: (props: TabProps) => preact.JSX.El
   { id: "history", title: "History", Tab: HistoryTab },
 ];
 
+/** The lifecycle actions, each offered only when the user's role may call it (a viewer gets none). */
 function Actions({ app, reloadApp }: { app: App; reloadApp(): Promise<void> }) {
+  const { session } = useSession();
   const [error, setError] = useState("");
   const [deleting, setDeleting] = useState(false);
   const lifecycle = (action: string) => async () => {
@@ -83,16 +92,22 @@ function Actions({ app, reloadApp }: { app: App; reloadApp(): Promise<void> }) {
     await api("DELETE", `/api/apps/${segment(app.id)}`);
     location.hash = "#/apps";
   };
+  const offered = LIFECYCLE.filter(([route]) => may(session, route));
+  const canDelete = may(session, "DELETE /api/apps/{appId}");
+  if (!offered.length && !canDelete) return null;
   return (
     <div class="app-actions">
       <div class="app-action-buttons" role="group" aria-label="App actions">
-        <ActionButton run={lifecycle("start")} onError={setError}>Start</ActionButton>
-        <ActionButton run={lifecycle("stop")} onError={setError}>Stop</ActionButton>
-        <ActionButton run={lifecycle("restart")} onError={setError}>Restart</ActionButton>
-        <ActionButton run={lifecycle("redeploy")} onError={setError}>Redeploy</ActionButton>
-        <button type="button" class="danger" aria-expanded={deleting} onClick={() => setDeleting(!deleting)}>
-          {deleting ? "Keep the app" : "Delete…"}
-        </button>
+        {offered.map(([, action, label]) => (
+          <ActionButton run={lifecycle(action)} onError={setError}>
+            {label}
+          </ActionButton>
+        ))}
+        {canDelete && (
+          <button type="button" class="danger" aria-expanded={deleting} onClick={() => setDeleting(!deleting)}>
+            {deleting ? "Keep the app" : "Delete…"}
+          </button>
+        )}
       </div>
       <ErrorText message={error} />
       {deleting && (

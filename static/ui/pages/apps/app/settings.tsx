@@ -1,11 +1,13 @@
 // Settings tab: PUT /api/apps/{id}/settings with only the fields the person changed. A refusal that
 // names a field ("Invalid body field 'memoryMB': ...") is shown beside that field, else under the form.
-// The deploy-hook URL follows (./deploy-hook.tsx).
+// The deploy-hook URL follows (./deploy-hook.tsx). A role that may not change them reads them in
+// disabled fields.
 import type { ComponentChildren } from "preact";
 import { useMemo, useState } from "preact/hooks";
 import { api, segment } from "../../../api";
-import { ErrorText } from "../../../components/text";
+import { ErrorText, ReadOnlyNote } from "../../../components/text";
 import { Spinner } from "../../../components/widgets";
+import { may, useSession } from "../../../session";
 import { DeployHook } from "./deploy-hook";
 import type { App, RateLimits, TabProps } from "./types";
 
@@ -95,6 +97,8 @@ function changesOf(app: App, form: HTMLFormElement): Record<string, unknown> {
 }
 
 export function SettingsTab({ app, reloadApp }: TabProps) {
+  const { session } = useSession();
+  const canChange = may(session, "PUT /api/apps/{appId}/settings");
   const [fieldErrors, setFieldErrors] = useState<Record<string, string>>({});
   const [formError, setFormError] = useState("");
   const [notice, setNotice] = useState("");
@@ -134,8 +138,9 @@ export function SettingsTab({ app, reloadApp }: TabProps) {
   return (
     <>
       <h2>Settings</h2>
+      {!canChange && <ReadOnlyNote role={session.role}>can read these settings, not change them.</ReadOnlyNote>}
       <form class="settings-form" aria-label="App settings" key={revision} onSubmit={submit} noValidate>
-        <fieldset>
+        <fieldset disabled={!canChange}>
           <legend>App</legend>
           <SettingField name="name" label="Name" error={error("name")} hint="Lowercase letters, digits and dashes">
             {input("name", { defaultValue: formApp.name, autocomplete: "off", spellcheck: false })}
@@ -164,7 +169,7 @@ export function SettingsTab({ app, reloadApp }: TabProps) {
             {input("exposePort", { type: "number", defaultValue: formApp.exposePort ?? "", min: 1, max: 65535 })}
           </SettingField>
         </fieldset>
-        <fieldset>
+        <fieldset disabled={!canChange}>
           <legend>Resources</legend>
           <SettingField name="memoryMB" label="Memory (MB)" error={error("memoryMB")} hint="64 to 16384">
             {input("memoryMB", { type: "number", defaultValue: formApp.memoryMB, min: 64, max: 16384, step: 1 })}
@@ -173,7 +178,7 @@ export function SettingsTab({ app, reloadApp }: TabProps) {
             {input("cpus", { type: "number", defaultValue: formApp.cpus, min: 0.1, max: 16, step: 0.1 })}
           </SettingField>
         </fieldset>
-        <fieldset>
+        <fieldset disabled={!canChange}>
           <legend>Behaviour</legend>
           <CheckField name="autoRestart" label="Restart when it crashes" checked={formApp.autoRestart} hint="applied in place" />
           <CheckField name="autoDeploy" label="Deploy on push" checked={formApp.autoDeploy} hint="repository apps" />
@@ -181,7 +186,7 @@ export function SettingsTab({ app, reloadApp }: TabProps) {
           <CheckField name="hsts" label="Send HSTS" checked={formApp.hsts} hint="browsers remember it for a year" />
           {["autoRestart", "autoDeploy", "httpsRedirect", "hsts"].map((flag) => error(flag) && <p class="field-error" role="alert">{error(flag)}</p>)}
         </fieldset>
-        <fieldset>
+        <fieldset disabled={!canChange}>
           <legend>Rate limits at the proxy</legend>
           <p class="muted">Empty: the platform's limit (shown as the placeholder).</p>
           <div class="rate-limit-fields">
@@ -192,18 +197,20 @@ export function SettingsTab({ app, reloadApp }: TabProps) {
             ))}
           </div>
         </fieldset>
-        <div class="form-actions">
-          <button type="submit" class="primary" disabled={busy}>
-            Save settings
-          </button>
-          {busy && <Spinner label="Saving…" />}
-        </div>
+        {canChange && (
+          <div class="form-actions">
+            <button type="submit" class="primary" disabled={busy}>
+              Save settings
+            </button>
+            {busy && <Spinner label="Saving…" />}
+          </div>
+        )}
         <p role="status" class="notice">
           {notice}
         </p>
         <ErrorText message={formError} />
       </form>
-      <DeployHook app={app} />
+      {may(session, "GET /api/apps/{appId}/deploy-hook") && <DeployHook app={app} canReplace={may(session, "POST /api/apps/{appId}/deploy-hook")} />}
     </>
   );
 }

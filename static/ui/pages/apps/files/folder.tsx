@@ -1,11 +1,12 @@
 // A folder of the app's tree: its entries (folders first, with sizes), each renamed or deleted in
-// place, forms to create a file or folder in it, and the bulk rename of everything under it.
+// place, forms to create a file or folder in it, and the bulk rename of everything under it; each
+// offered only to a role that may do it (a viewer lists names and folders, and opens no file).
 import { useState } from "preact/hooks";
 import { api, segment } from "../../../api";
 import { ActionButton, Field, Form, type FormValues } from "../../../components/form";
 import { ErrorText, When } from "../../../components/text";
 import { Spinner } from "../../../components/widgets";
-import { useLoad } from "../../../session";
+import { may, useLoad, useSession } from "../../../session";
 import { BulkRename } from "./bulk-rename";
 import { filesHref, formatSize, joinPath, parentOf } from "./paths";
 
@@ -19,7 +20,7 @@ interface FileEntry {
 
 const TYPE_WORDS = { file: "File", dir: "Folder", symlink: "Link" };
 
-function EntryActions({ appId, entry, changed }: { appId: string; entry: FileEntry; changed(): Promise<void> }) {
+function EntryActions({ appId, entry, changed, canMove, canDelete }: { appId: string; entry: FileEntry; changed(): Promise<void>; canMove: boolean; canDelete: boolean }) {
   const [mode, setMode] = useState<"idle" | "rename" | "delete">("idle");
   const [error, setError] = useState("");
   const base = `/api/apps/${segment(appId)}/fs`;
@@ -54,13 +55,13 @@ function EntryActions({ appId, entry, changed }: { appId: string; entry: FileEnt
     );
   return (
     <div class="files-row-actions">
-      <button type="button" aria-label={`Rename ${entry.name}`} onClick={() => setMode("rename")}>Rename</button>
-      <button type="button" aria-label={`Delete ${entry.name}`} onClick={() => setMode("delete")}>Delete</button>
+      {canMove && <button type="button" aria-label={`Rename ${entry.name}`} onClick={() => setMode("rename")}>Rename</button>}
+      {canDelete && <button type="button" aria-label={`Delete ${entry.name}`} onClick={() => setMode("delete")}>Delete</button>}
     </div>
   );
 }
 
-function CreateForms({ appId, folder, changed }: { appId: string; folder: string; changed(): Promise<void> }) {
+function CreateForms({ appId, folder, changed, canCreateFile, canCreateFolder }: { appId: string; folder: string; changed(): Promise<void>; canCreateFile: boolean; canCreateFolder: boolean }) {
   const base = `/api/apps/${segment(appId)}/fs`;
   const createFile = async (values: FormValues, form: HTMLFormElement) => {
     await api("POST", `${base}/file`, { path: joinPath(folder, values.name!.trim()), content: "" });
@@ -74,17 +75,28 @@ function CreateForms({ appId, folder, changed }: { appId: string; folder: string
   };
   return (
     <div class="files-create">
-      <Form label="New file" submitText="Create file" onSubmit={createFile}>
-        <Field label="New file name" name="name" required placeholder="index.js" />
-      </Form>
-      <Form label="New folder" submitText="Create folder" onSubmit={createFolder}>
-        <Field label="New folder name" name="name" required placeholder="src" />
-      </Form>
+      {canCreateFile && (
+        <Form label="New file" submitText="Create file" onSubmit={createFile}>
+          <Field label="New file name" name="name" required placeholder="index.js" />
+        </Form>
+      )}
+      {canCreateFolder && (
+        <Form label="New folder" submitText="Create folder" onSubmit={createFolder}>
+          <Field label="New folder name" name="name" required placeholder="src" />
+        </Form>
+      )}
     </div>
   );
 }
 
 export function FolderView({ appId, folder }: { appId: string; folder: string }) {
+  const { session } = useSession();
+  const canOpen = may(session, "GET /api/apps/{appId}/fs/file");
+  const canMove = may(session, "POST /api/apps/{appId}/fs/move");
+  const canDelete = may(session, "POST /api/apps/{appId}/fs/delete");
+  const canCreateFile = may(session, "POST /api/apps/{appId}/fs/file");
+  const canCreateFolder = may(session, "POST /api/apps/{appId}/fs/folder");
+  const canRename = may(session, "POST /api/apps/{appId}/fs/bulk-rename/preview") && may(session, "POST /api/apps/{appId}/fs/bulk-rename/apply");
   const listing = useLoad(
     () => api<{ entries: FileEntry[] }>("GET", `/api/apps/${segment(appId)}/fs/list?path=${encodeURIComponent(folder)}`).then((answer) => answer.entries),
     [appId, folder],
@@ -109,14 +121,14 @@ export function FolderView({ appId, folder }: { appId: string; folder: string })
                 <th scope="col">Type</th>
                 <th scope="col">Size</th>
                 <th scope="col">Changed</th>
-                <th scope="col">Actions</th>
+                {(canMove || canDelete) && <th scope="col">Actions</th>}
               </tr>
             </thead>
             <tbody>
               {entries.map((entry) => (
                 <tr key={entry.path}>
                   <td>
-                    {entry.type === "symlink" ? (
+                    {entry.type === "symlink" || (entry.type === "file" && !canOpen) ? (
                       <span>{entry.name}</span>
                     ) : (
                       <a href={filesHref(appId, entry.type === "dir" ? "folder" : "file", entry.path)}>
@@ -130,17 +142,19 @@ export function FolderView({ appId, folder }: { appId: string; folder: string })
                   <td>
                     <When iso={entry.modifiedAt} />
                   </td>
-                  <td>
-                    <EntryActions appId={appId} entry={entry} changed={listing.reload} />
-                  </td>
+                  {(canMove || canDelete) && (
+                    <td>
+                      <EntryActions appId={appId} entry={entry} changed={listing.reload} canMove={canMove} canDelete={canDelete} />
+                    </td>
+                  )}
                 </tr>
               ))}
             </tbody>
           </table>
         </div>
       )}
-      <CreateForms appId={appId} folder={folder} changed={listing.reload} />
-      <BulkRename appId={appId} folder={folder} changed={listing.reload} />
+      {(canCreateFile || canCreateFolder) && <CreateForms appId={appId} folder={folder} changed={listing.reload} canCreateFile={canCreateFile} canCreateFolder={canCreateFolder} />}
+      {canRename && <BulkRename appId={appId} folder={folder} changed={listing.reload} />}
     </>
   );
 }

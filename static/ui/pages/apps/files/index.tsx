@@ -4,8 +4,9 @@ import { useState } from "preact/hooks";
 import "./files.css";
 import { api, segment } from "../../../api";
 import { ActionButton } from "../../../components/form";
-import { ErrorText } from "../../../components/text";
+import { ErrorText, ReadOnlyNote } from "../../../components/text";
 import { href } from "../../../router";
+import { may, useSession } from "../../../session";
 import { FileEditor } from "./editor";
 import { FolderView } from "./folder";
 import { filesHref, locationOf } from "./paths";
@@ -54,18 +55,23 @@ function Redeploy({ appId }: { appId: string }) {
 }
 
 export function FilesTab({ appId, rest }: { appId: string; rest: string[] }) {
+  const { session } = useSession();
   const location = locationOf(rest);
+  const canOpen = may(session, "GET /api/apps/{appId}/fs/file");
   return (
     <section class="files">
       <div class="files-head">
         <h2>Files</h2>
         <div class="files-actions">
-          <a class="button-link" href={`/api/apps/${segment(appId)}/fs/archive`} download>
-            Download as ZIP
-          </a>
-          <Redeploy appId={appId} />
+          {may(session, "GET /api/apps/{appId}/fs/archive") && (
+            <a class="button-link" href={`/api/apps/${segment(appId)}/fs/archive`} download>
+              Download as ZIP
+            </a>
+          )}
+          {may(session, "POST /api/apps/{appId}/redeploy") && <Redeploy appId={appId} />}
         </div>
       </div>
+      {!canOpen && <ReadOnlyNote role={session.role}>can list the app's files, not open or change them (a source tree may hold secrets).</ReadOnlyNote>}
       <Breadcrumbs appId={appId} path={location.path} isFile={location.kind === "file"} />
       {location.kind === "file" ? <FileEditor key={location.path} appId={appId} path={location.path} /> : <FolderView key={location.path} appId={appId} folder={location.path} />}
     </section>
