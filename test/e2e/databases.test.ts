@@ -1,8 +1,9 @@
 // The databases section in headless Chromium against the real server and engine (the stand-in
 // PostgreSQL image): the owner logs in through the page, creates a PostgreSQL database there,
 // waits for it to run, reveals its connection string, backs it up, verifies and restores the
-// backup after typing the name, finds those in the operations history, uploads a dump, sets and
-// clears a backup schedule, changes the memory, rotates the password, and deletes the database.
+// backup after typing the name, finds those in the operations history, uploads a dump and deletes
+// that backup, sets and clears a backup schedule, changes the memory, rotates the password, and
+// deletes the database.
 // The steps build on each other (one database), so they run in order.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Page } from "playwright-core";
@@ -191,6 +192,17 @@ describe("the databases section", () => {
     await form.getByLabel("Dump file").setInputFiles({ name: "orders.sql.gz", mimeType: "application/gzip", buffer: Buffer.from(await dump.arrayBuffer()) });
     await form.getByRole("button", { name: "Upload" }).click();
     await backupRows().filter({ hasText: "uploaded" }).getByText("completed").waitFor({ timeout: 60_000 });
+  });
+
+  test("a backup is deleted from its row, after a confirmation", async () => {
+    const database = await theDatabase();
+    const listed = async () => (await server.request("GET", `/api/databases/${database.id}/backups`, { key: key.key })).body.backups as { type: string }[];
+    const before = await listed();
+    await backupRows().filter({ hasText: "uploaded" }).getByRole("button", { name: /^Delete backup of/ }).click();
+    await backupRows().filter({ hasText: "uploaded" }).first().waitFor({ state: "detached" });
+    const after = await listed();
+    expect(after.map((backup) => backup.type)).not.toContain("uploaded");
+    expect(after).toHaveLength(before.length - 1);
   });
 
   test("a backup schedule with a wrong cron is refused in the form, then set, shown and cleared", async () => {

@@ -205,6 +205,7 @@ describe("a member", () => {
     await firstBackup.getByRole("button", { name: /^Verify/ }).waitFor();
     await firstBackup.getByRole("link", { name: "Download" }).waitFor();
     expect(await firstBackup.getByRole("button", { name: /^Restore/ }).count()).toBe(0);
+    expect(await firstBackup.getByRole("button", { name: /^Delete backup/ }).count()).toBe(0);
     await page.getByText("Runs at 0 3 * * * (UTC), keeps the last 5.").waitFor();
     for (const name of [/^Set schedule|^Save schedule/, "Clear schedule"]) expect(await buttonCount(page, name)).toBe(0);
     await page.getByRole("button", { name: "Stop" }).waitFor();

@@ -1,5 +1,5 @@
 // A database's backups: take one, list them (size, status, verified), download, verify, restore
-// after typing the database's name, upload a dump with its progress, and the schedule with its
+// after typing the database's name, delete one after a confirmation, upload a dump with its progress, and the schedule with its
 // retention; a warning when the newest backup is older than the schedule promises. Each action is
 // offered only to a role that may take it.
 import { useEffect, useState } from "preact/hooks";
@@ -16,7 +16,8 @@ export function BackupsTab({ database, summary, onChanged }: { database: Databas
   const canDownload = may(session, "GET /api/databases/{databaseId}/backups/{backupId}/download");
   const canVerify = may(session, "POST /api/databases/{databaseId}/backups/{backupId}/verify");
   const canRestore = may(session, "POST /api/databases/{databaseId}/restore");
-  const hasActions = canDownload || canVerify || canRestore;
+  const canDelete = may(session, "DELETE /api/databases/{databaseId}/backups/{backupId}");
+  const hasActions = canDownload || canVerify || canRestore || canDelete;
   const [backups, setBackups] = useState<Backup[] | null>(null);
   const [listError, setListError] = useState("");
   const [actionError, setActionError] = useState("");
@@ -43,6 +44,11 @@ export function BackupsTab({ database, summary, onChanged }: { database: Databas
   const verify = async (backup: Backup) => {
     await api("POST", databasePath(database.id, `/backups/${encodeURIComponent(backup.id)}/verify`));
     await load();
+  };
+  const remove = async (backup: Backup) => {
+    if (!confirm(`Delete the backup taken ${new Date(backup.createdAt).toLocaleString()}? Its file and remote copies are gone for good.`)) return;
+    await api("DELETE", databasePath(database.id, `/backups/${encodeURIComponent(backup.id)}`));
+    await Promise.all([load(), onChanged()]);
   };
   const restore = async (backup: Backup) => {
     await api("POST", databasePath(database.id, "/restore"), { backupId: backup.id });
@@ -102,22 +108,27 @@ export function BackupsTab({ database, summary, onChanged }: { database: Databas
             if (!hasActions) return cells;
             return [
               ...cells,
-              backup.status === "completed" && (
+              backup.status !== "running" && (
                 <span class="db-row-actions">
-                  {canDownload && (
+                  {canDownload && backup.status === "completed" && (
                     <a href={databasePath(database.id, `/backups/${encodeURIComponent(backup.id)}/download`)} download>
                       Download
                     </a>
                   )}
-                  {canVerify && (
+                  {canVerify && backup.status === "completed" && (
                     <ActionButton run={() => verify(backup)} onError={setActionError} label={`Verify backup of ${backup.createdAt}`}>
                       Verify
                     </ActionButton>
                   )}
-                  {canRestore && (
+                  {canRestore && backup.status === "completed" && (
                     <button type="button" aria-label={`Restore backup of ${backup.createdAt}`} onClick={() => setRestoring(backup)}>
                       Restore
                     </button>
+                  )}
+                  {canDelete && (
+                    <ActionButton class="danger" run={() => remove(backup)} onError={setActionError} label={`Delete backup of ${backup.createdAt}`}>
+                      Delete
+                    </ActionButton>
                   )}
                 </span>
               ),
