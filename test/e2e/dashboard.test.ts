@@ -1,7 +1,8 @@
 // The built-in dashboard in headless Chromium against the real server: owner setup, API keys in
-// Settings > Developer, logout and login, invitations, and the audit log; the setup's key or
-// one-time token when the browser is not on the machine itself. The steps build on
-// each other (one owner, one workspace), so they run in order on one server.
+// Settings > Developer, logout and login, invitations, the audit log, and deleting a second
+// workspace switched to in the header; the setup's key or one-time token when the browser is not
+// on the machine itself. The steps build on each other (one owner), so they run in order on one
+// server.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Page } from "playwright-core";
 import { TestServer } from "../helpers/server";
@@ -226,6 +227,31 @@ describe("dashboard", () => {
     const revocations = await log.getByRole("row", { name: /API key revoked/ }).allTextContents();
     expect(revocations.length).toBe(3);
     for (const revocation of revocations) expect(revocation).toContain(OWNER.email);
+  });
+
+  test("the owner's only workspace is not offered for deletion; a second one, switched to in the header, is deleted once named", async () => {
+    await openSettingsTab("Members");
+    await page.getByRole("heading", { level: 2, name: "Delete the workspace" }).waitFor();
+    await page.getByText("default is your only workspace").waitFor();
+    expect(await page.getByRole("form", { name: "Delete workspace" }).count()).toBe(0);
+
+    // A second workspace, made on the command line and claimed by the same account.
+    const staging = await server.createKey("staging key", "staging");
+    const claimed = await server.request("POST", "/api/auth/claim", { key: staging.key, body: OWNER });
+    expect(claimed.status).toBeLessThan(300);
+    await page.reload();
+    await header().getByLabel("Workspace").selectOption({ label: "staging" });
+    const confirm = page.getByRole("form", { name: "Delete workspace" });
+    await confirm.getByLabel("Type staging to confirm").fill("staging");
+    await confirm.getByRole("button", { name: "Delete workspace" }).click();
+
+    // Back in the workspace left, which is the only one now.
+    await page.getByRole("heading", { level: 1, name: "Apps" }).waitFor();
+    const session = (await (await page.request.get(`${server.baseUrl}/api/auth/session`)).json()) as { activeOrganizationId: string; organizations: { name: string }[] };
+    expect(session.organizations.map((organization) => organization.name)).toEqual(["default"]);
+    await expect(header().getByLabel("Workspace").inputValue()).resolves.toBe(session.activeOrganizationId);
+    expect(await header().getByLabel("Workspace").locator("option").allTextContents()).toEqual(["default"]);
+    expect((await server.request("GET", "/api/apps/", { key: staging.key })).status).toBe(401);
   });
 
   test("no page threw or hit the content security policy", () => {

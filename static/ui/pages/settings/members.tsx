@@ -1,11 +1,13 @@
 // Settings > Members: the workspace's members (owners and admins change their roles and remove
 // them; the API says who may touch an owner), and invitations (owners and admins send and cancel
-// them; no one else sees them).
+// them; no one else sees them). Its owners delete an empty workspace at the end, unless it is their
+// only one (an account without a workspace has nothing left to open).
 import { useState } from "preact/hooks";
 import { api, segment } from "../../api";
 import { ActionButton, Field, Form, SelectField } from "../../components/form";
 import { Table } from "../../components/table";
 import { CopyButton, ErrorText, When } from "../../components/text";
+import { ConfirmByName } from "../../components/widgets";
 import { may, useLoad, useSession } from "../../session";
 
 interface Member {
@@ -150,6 +152,31 @@ export function MembersTab() {
           })}
         />
       )}
+      {may(session, "DELETE /api/organization/") && <DeleteWorkspace />}
     </>
+  );
+}
+
+/** Deletes the active workspace once its name is typed; the session then acts in the user's next one. */
+function DeleteWorkspace() {
+  const { session, reload } = useSession();
+  const workspace = session.organizations.find((organization) => organization.id === session.activeOrganizationId);
+  if (!workspace) return null;
+  const remove = async () => {
+    await api("DELETE", "/api/organization/");
+    location.hash = "#/apps";
+    await reload();
+  };
+  return (
+    <section aria-labelledby="delete-workspace-heading">
+      <h2 id="delete-workspace-heading">Delete the workspace</h2>
+      {session.organizations.length < 2 ? (
+        <p class="muted">{`${workspace.name} is your only workspace: deleting it would leave your account with nothing to open.`}</p>
+      ) : (
+        <ConfirmByName name={workspace.name} action="Delete workspace" onConfirm={remove}>
+          <p class="muted">Its members, invitations, API keys and audit log are deleted with it; the members' accounts stay. Delete its apps and databases first.</p>
+        </ConfirmByName>
+      )}
+    </section>
   );
 }
