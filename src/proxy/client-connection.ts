@@ -10,7 +10,7 @@ import type { Socket } from "bun";
 import type { CidrRange } from "../http/trusted-proxies";
 import { now, wallNow } from "./clock";
 import { Exchange } from "./exchange";
-import { HeadError, headerValue, indexOfHeadEnd, MAX_HEAD_BYTES, parseRequestHead, type RequestHead } from "./http1";
+import { endOfSameHead, HeadError, headerValue, indexOfHeadEnd, MAX_HEAD_BYTES, parseRequestHead, type RequestHead } from "./http1";
 import { clientIdentityOf, requestIdOf, type ClientIdentity } from "./forwarding";
 import { challengeAnswer, httpsRedirectAnswer, proxyErrorAnswer, type ProxyErrorCode } from "./pages";
 import { clientBucketOf, refusalHeaders, type ProxyRateLimiter } from "./rate-limit";
@@ -60,6 +60,11 @@ export const CHALLENGE_PATH_PREFIX = "/.well-known/acme-challenge/";
 const NOT_RUNNING_RETRY_SECONDS = 30;
 /** Past this many bytes after a request head in the same piece, the head is read from a copy (see readHeads). */
 const KEPT_WITH_HEAD_BYTES = 16 * 1024;
+/**
+ * A head read from a piece of at most this many bytes is kept to be matched by the next (see
+ * lastHead): an idle connection holds no more than that, whatever its last request was.
+ */
+const SAME_HEAD_KEPT_BYTES = 2 * 1024;
 /** Bytes of early (pipelined) requests held while a response is in progress before reading pauses. */
 const MAX_EARLY_BYTES = MAX_HEAD_BYTES;
 
@@ -90,6 +95,8 @@ export class ClientConnection {
   private bucket: { identity: ClientIdentity; subdomain: string; key: string } | null = null;
   /** Requests answered on this connection: until the first, it gets only the header timeout to send one. */
   private answered = 0;
+  /** The last head read, without a body: the next one, when byte for byte the same, is not read again. */
+  private lastHead: RequestHead | null = null;
 
   constructor(
     readonly socket: Socket<ClientConnection>,
@@ -132,20 +139,26 @@ export class ClientConnection {
   private readHeads() {
     while (this.state === "head" && !this.ending && this.buffered?.byteLength) {
       const data = this.buffered;
-      const end = indexOfHeadEnd(data);
-      if (end < 0 || end > MAX_HEAD_BYTES) {
-        if (end > MAX_HEAD_BYTES || data.byteLength > MAX_HEAD_BYTES) this.refuse(431, "HEADERS_TOO_LARGE", `The request head is over ${MAX_HEAD_BYTES} bytes.`, null, {}, true);
-        return;
-      }
+      const last = this.lastHead;
+      let end = last === null ? -1 : endOfSameHead(data, 0, last);
       let head: RequestHead;
-      try {
-        // The exchange keeps its head, and the head the bytes it was read from: a head that came with
-        // much more (an upload's first piece) is read from a copy of its own bytes.
-        head = parseRequestHead(data.byteLength - end > KEPT_WITH_HEAD_BYTES ? Uint8Array.prototype.slice.call(data, 0, end) : data, 0, end);
-      } catch (error) {
-        if (!(error instanceof HeadError)) throw error;
-        this.refuse(error.status, "BAD_REQUEST", `Malformed request: ${error.message}.`, null, {}, true);
-        return;
+      if (end >= 0) head = last!;
+      else {
+        end = indexOfHeadEnd(data);
+        if (end < 0 || end > MAX_HEAD_BYTES) {
+          if (end > MAX_HEAD_BYTES || data.byteLength > MAX_HEAD_BYTES) this.refuse(431, "HEADERS_TOO_LARGE", `The request head is over ${MAX_HEAD_BYTES} bytes.`, null, {}, true);
+          return;
+        }
+        try {
+          // The exchange keeps its head, and the head the bytes it was read from: a head that came with
+          // much more (an upload's first piece) is read from a copy of its own bytes.
+          head = parseRequestHead(data.byteLength - end > KEPT_WITH_HEAD_BYTES ? Uint8Array.prototype.slice.call(data, 0, end) : data, 0, end);
+        } catch (error) {
+          if (!(error instanceof HeadError)) throw error;
+          this.refuse(error.status, "BAD_REQUEST", `Malformed request: ${error.message}.`, null, {}, true);
+          return;
+        }
+        this.lastHead = head.framing.kind === "none" && head.source.buffer.byteLength <= SAME_HEAD_KEPT_BYTES ? head : null;
       }
       this.buffered = end + 4 < data.byteLength ? data.subarray(end + 4) : null;
       this.startExchange(head);

@@ -5,7 +5,7 @@
 // reads the next request, or closes.
 import type { ClientConnection } from "./client-connection";
 import { now, readClock, wallNow } from "./clock";
-import { BodyTracker, indexOfHeadEnd, MAX_HEAD_BYTES, parseResponseHead, responseFraming, type RequestHead, type ResponseHead } from "./http1";
+import { BodyTracker, endOfSameHead, indexOfHeadEnd, MAX_HEAD_BYTES, parseResponseHead, responseFraming, type RequestHead, type ResponseHead } from "./http1";
 import { writeClientResponseHead, writeInterimResponseHead, writeUpstreamRequestHead, type ClientIdentity } from "./forwarding";
 import type { Upstream } from "./routes";
 import { joined, type OutgoingHead, outgoingHead } from "./socket-writer";
@@ -13,6 +13,8 @@ import { UpstreamUnavailable, type UpstreamConnection, type UpstreamListener } f
 
 /** Below this, a head and the first body bytes that came with it are written together. */
 const JOIN_BELOW_BYTES = 16 * 1024;
+/** A response head read from a piece of at most this many bytes is kept on its connection, to be matched by the next (see endOfSameHead). */
+const SAME_HEAD_KEPT_BYTES = 4 * 1024;
 
 /** One request and its response, between the client connection and an upstream connection. */
 export class Exchange implements UpstreamListener {
@@ -208,20 +210,27 @@ export class Exchange implements UpstreamListener {
    * for every response.
    */
   private readResponseHead(data: Uint8Array) {
+    const upstream = this.upstream!;
     let start = 0;
     for (;;) {
-      const end = indexOfHeadEnd(data, start);
-      if (end < 0 || end - start > MAX_HEAD_BYTES) {
-        if (end - start > MAX_HEAD_BYTES || data.byteLength - start > MAX_HEAD_BYTES) this.failBeforeResponse(502);
-        else this.headBytes = start ? data.subarray(start) : data;
-        return;
-      }
+      const last = upstream.lastResponseHead;
+      let end = last === null ? -1 : endOfSameHead(data, start, last);
       let head: ResponseHead;
-      try {
-        head = parseResponseHead(data, start, end);
-      } catch {
-        this.failBeforeResponse(502);
-        return;
+      if (end >= 0) head = last!;
+      else {
+        end = indexOfHeadEnd(data, start);
+        if (end < 0 || end - start > MAX_HEAD_BYTES) {
+          if (end - start > MAX_HEAD_BYTES || data.byteLength - start > MAX_HEAD_BYTES) this.failBeforeResponse(502);
+          else this.headBytes = start ? data.subarray(start) : data;
+          return;
+        }
+        try {
+          head = parseResponseHead(data, start, end);
+        } catch {
+          this.failBeforeResponse(502);
+          return;
+        }
+        upstream.lastResponseHead = data.buffer.byteLength <= SAME_HEAD_KEPT_BYTES ? head : null;
       }
       start = end + 4;
       if (head.status === 101) {

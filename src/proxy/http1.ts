@@ -87,6 +87,20 @@ export function indexOfHeadEnd(data: Uint8Array, from = 0): number {
   return Buffer.prototype.indexOf.call(data, HEAD_END, from);
 }
 
+/**
+ * Where the head in `data` from `at` ends (as indexOfHeadEnd) when its bytes, CRLF CRLF included,
+ * are those `head` was read from; else -1. A connection's next head is often the same as its last
+ * (a client asking the same again, an app answering within the same second): byte for byte the
+ * same, it reads the same, and is not read again.
+ */
+export function endOfSameHead(data: Uint8Array, at: number, head: MessageHead): number {
+  const source = head.source;
+  const start = head.sourceStart;
+  const length = head.sourceEnd + 4 - start;
+  if (data.byteLength - at < length) return -1;
+  return Buffer.prototype.compare.call(data, source, start, start + length, at, at + length) === 0 ? at + length - 4 : -1;
+}
+
 /** tchar of RFC 9110 5.6.2, by character code. */
 const TOKEN_CHARS = new Uint8Array(128);
 for (const character of "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") TOKEN_CHARS[character.charCodeAt(0)] = 1;

@@ -5,6 +5,7 @@
 // before the app's own keep-alive timeout would close it under a request (Node's is 5 s).
 import type { Socket } from "bun";
 import { now, readClock } from "./clock";
+import type { ResponseHead } from "./http1";
 import type { Upstream } from "./routes";
 import { SocketWriter } from "./socket-writer";
 
@@ -41,6 +42,8 @@ export class UpstreamConnection {
   uses = 0;
   idleSince = 0;
   readonly writer: SocketWriter;
+  /** The last response head read on it (from a small piece): the next, when byte for byte the same, is not read again. */
+  lastResponseHead: ResponseHead | null = null;
 
   constructor(
     readonly socket: Socket<UpstreamConnection>,

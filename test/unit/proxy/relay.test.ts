@@ -155,6 +155,41 @@ describe("forwarding", () => {
     expect(app.ports.size).toBeLessThanOrEqual(21);
   });
 
+  test("a head byte for byte the same as the last one on the connection is answered as its own request, and one differing in a byte as another", async () => {
+    const { app, proxy } = rawSetup((head, connection) => {
+      const path = head.slice(head.indexOf(" ") + 1, head.indexOf(" HTTP/"));
+      return connection.write(`HTTP/1.1 200 OK\r\nContent-Length: ${path.length}\r\n\r\n${head.startsWith("HEAD ") ? "" : path}`);
+    });
+    const client = await open(proxy);
+    const answers: string[] = [];
+    for (const path of ["/a", "/a", "/a", "/b", "/a", "/ab"]) answers.push((await exchange(client, "GET", path)).text());
+    expect(answers).toEqual(["/a", "/a", "/a", "/b", "/a", "/ab"]);
+    // Each got a request id of its own, and a HEAD after the same GET head is still a HEAD.
+    const ids = app.heads.map((head) => field(head, "x-request-id"));
+    expect(new Set(ids).size).toBe(6);
+    const head = await exchange(client, "HEAD", "/a");
+    expect(head.status).toBe(200);
+    expect(head.headers.get("content-length")).toBe("2");
+    expect((await exchange(client, "GET", "/a")).text()).toBe("/a");
+    expect(client.unread()).toBe("");
+    expect(app.connections.length).toBe(1);
+  });
+
+  test("a response head the same as the app's last is framed by the request it answers; one that differs in its length is read anew", async () => {
+    const answers = [OK, OK, OK, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc", OK];
+    const { app, proxy } = rawSetup((head, connection, index) => connection.write(head.startsWith("HEAD ") ? "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n" : answers[index]!));
+    const client = await open(proxy);
+    expect((await exchange(client, "GET", "/")).text()).toBe("ok");
+    expect((await exchange(client, "GET", "/")).text()).toBe("ok");
+    const head = await exchange(client, "HEAD", "/");
+    expect(head.headers.get("content-length")).toBe("2");
+    expect(head.text()).toBe("");
+    expect((await exchange(client, "GET", "/")).text()).toBe("abc");
+    expect((await exchange(client, "GET", "/")).text()).toBe("ok");
+    expect(client.unread()).toBe("");
+    expect(app.connections.length).toBe(1);
+  });
+
   test("a chunked response streams through as it comes, its framing untouched", async () => {
     const gotFirst = signal();
     const { proxy } = rawSetup(async (_head, connection) => {
