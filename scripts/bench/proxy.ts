@@ -45,7 +45,7 @@
 // 64,256), BENCH_NGINX_KEEPALIVE (nginx upstream keepalive pool, default 256).
 // Traffic goes only to 127.0.0.1 and the bench's own container; the app is deleted through the
 // API, nginx and the bare relay stopped, the server stopped and temp dirs removed at the end.
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
@@ -74,6 +74,8 @@ interface WrkResult {
   p50Ms: number;
   p99Ms: number;
   errors: string;
+  /** CPU time wrk itself used (user + system), in µs. */
+  wrkCpuMicros: number;
 }
 
 function ensureTools() {
@@ -166,7 +168,8 @@ async function wrk(url: string, connections: number, duration: string, options: 
   const p50 = toMs(/^\s+50%\s+(\S+)/m.exec(out)?.[1] ?? "");
   const p99 = toMs(/^\s+99%\s+(\S+)/m.exec(out)?.[1] ?? "");
   const errors = [/Socket errors:.*$/m.exec(out)?.[0], /Non-2xx or 3xx responses:.*$/m.exec(out)?.[0]].filter(Boolean).join("; ");
-  return { requests, requestsPerSecond: rps, p50Ms: p50, p99Ms: p99, errors };
+  const wrkCpuMicros = Number(child.resourceUsage()?.cpuTime.total ?? NaN);
+  return { requests, requestsPerSecond: rps, p50Ms: p50, p99Ms: p99, errors, wrkCpuMicros };
 }
 
 /**
@@ -266,6 +269,9 @@ interface Target extends WrkOptions {
 interface Measurement extends WrkResult {
   /** The proxy's CPU time (user + system) per request, in µs; NaN for a target without a process. */
   cpuMicrosPerRequest: number;
+  /** The app's (its container's) and wrk's CPU time per request, in µs: who else the cores served. */
+  appMicrosPerRequest: number;
+  wrkMicrosPerRequest: number;
   /** Its user-mode part: the proxy's own code, where the system part is mostly the kernel's network stack. */
   userMicrosPerRequest: number;
   /** req/s of each round, in order. */
@@ -273,6 +279,38 @@ interface Measurement extends WrkResult {
 }
 
 const CLOCK_TICKS_PER_SECOND = Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim()) || 100;
+
+/**
+ * The CPU time a container has used so far, in µs, from its cgroup (cgroup v2's cpu.stat, or v1's
+ * cpuacct.usage); NaN where neither can be read.
+ */
+function containerCpuMicros(containerId: string): () => number {
+  const pid = Bun.spawnSync(["docker", "inspect", "-f", "{{.State.Pid}}", containerId]).stdout.toString().trim();
+  const groups = (() => {
+    try {
+      return readFileSync(`/proc/${pid}/cgroup`, "utf8").split("\n");
+    } catch {
+      return [];
+    }
+  })();
+  const pathOf = (controller: string) => groups.map((line) => line.split(":")).find(([, controllers]) => controllers === controller)?.[2];
+  const unified = pathOf("");
+  const v1 = pathOf("cpuacct") ?? pathOf("cpu,cpuacct");
+  return () => {
+    try {
+      if (v1 !== undefined) {
+        for (const mount of ["cpuacct", "cpu,cpuacct"]) {
+          const file = `/sys/fs/cgroup/${mount}${v1}/cpuacct.usage`;
+          if (existsSync(file)) return Number(readFileSync(file, "utf8")) / 1000;
+        }
+      }
+      const stat = readFileSync(`/sys/fs/cgroup${unified}/cpu.stat`, "utf8");
+      return Number(/^usage_usec (\d+)/m.exec(stat)?.[1] ?? NaN);
+    } catch {
+      return NaN;
+    }
+  };
+}
 
 /** User and system CPU time of a process so far, in clock ticks (all its threads). */
 function cpuTicks(pid: number | undefined): { user: number; system: number } {
@@ -287,17 +325,18 @@ function cpuTicks(pid: number | undefined): { user: number; system: number } {
  * At each connection count, ROUNDS rounds of one wrk run per target, every other round in reverse
  * order; keyed `<target>@<connections>`.
  */
-async function measure(targets: Target[], duration: string): Promise<Map<string, Measurement>> {
+async function measure(targets: Target[], duration: string, appCpuMicros: () => number): Promise<Map<string, Measurement>> {
   const results = new Map<string, Measurement>();
   for (const connections of CONNECTIONS) {
-    const runs = new Map<string, { result: WrkResult; user: number; system: number }[]>();
+    const runs = new Map<string, { result: WrkResult; user: number; system: number; appMicros: number }[]>();
     for (let round = 0; round < ROUNDS; round++) {
       for (const target of round % 2 ? targets.toReversed() : targets) {
         const before = cpuTicks(target.pid);
+        const appBefore = appCpuMicros();
         const result = await wrk(target.url, connections, duration, target);
         const after = cpuTicks(target.pid);
         const targetRuns = runs.get(target.name) ?? [];
-        targetRuns.push({ result, user: after.user - before.user, system: after.system - before.system });
+        targetRuns.push({ result, user: after.user - before.user, system: after.system - before.system, appMicros: appCpuMicros() - appBefore });
         runs.set(target.name, targetRuns);
       }
     }
@@ -313,7 +352,10 @@ async function measure(targets: Target[], duration: string): Promise<Map<string,
         p50Ms: median(targetRuns.map((run) => run.result.p50Ms)),
         p99Ms: median(targetRuns.map((run) => run.result.p99Ms)),
         errors: [...new Set(targetRuns.map((run) => run.result.errors).filter(Boolean))].join("; "),
+        wrkCpuMicros: targetRuns.reduce((sum, run) => sum + run.result.wrkCpuMicros, 0),
         cpuMicrosPerRequest: microsPerRequest(user + system),
+        appMicrosPerRequest: targetRuns.reduce((sum, run) => sum + run.appMicros, 0) / requests,
+        wrkMicrosPerRequest: targetRuns.reduce((sum, run) => sum + run.result.wrkCpuMicros, 0) / requests,
         userMicrosPerRequest: microsPerRequest(user),
         roundRequestsPerSecond,
       });
@@ -328,15 +370,16 @@ const roundRatios = (ours: Measurement, nginx: Measurement): string =>
 
 /** The results table; each row's ratio is to `baselineOf(target)` at the same connection count. */
 function printTable(targets: Target[], results: Map<string, Measurement>, baselineOf: (name: string) => string) {
-  console.log(`\n| target | conns | req/s | p50 ms | p99 ms | vs nginx req/s | proxy CPU µs/req (user) | errors |`);
-  console.log(`|---|---|---|---|---|---|---|---|`);
+  console.log(`\n| target | conns | req/s | p50 ms | p99 ms | vs nginx req/s | proxy CPU µs/req (user) | app CPU µs/req | wrk CPU µs/req | errors |`);
+  console.log(`|---|---|---|---|---|---|---|---|---|---|`);
   for (const connections of CONNECTIONS) {
     for (const target of targets) {
       const result = results.get(`${target.name}@${connections}`)!;
       const baseline = results.get(`${baselineOf(target.name)}@${connections}`)!;
       const versus = `${(result.requestsPerSecond / baseline.requestsPerSecond).toFixed(2)}x`;
       const cpu = `${fmt(result.cpuMicrosPerRequest, 1)} (${fmt(result.userMicrosPerRequest, 1)})`;
-      console.log(`| ${target.name} | ${connections} | ${fmt(result.requestsPerSecond)} | ${fmt(result.p50Ms, 2)} | ${fmt(result.p99Ms, 2)} | ${versus} | ${cpu} | ${result.errors || "-"} |`);
+      const others = `${fmt(result.appMicrosPerRequest, 1)} | ${fmt(result.wrkMicrosPerRequest, 1)}`;
+      console.log(`| ${target.name} | ${connections} | ${fmt(result.requestsPerSecond)} | ${fmt(result.p50Ms, 2)} | ${fmt(result.p99Ms, 2)} | ${versus} | ${cpu} | ${others} | ${result.errors || "-"} |`);
     }
   }
 }
@@ -427,6 +470,7 @@ async function main() {
     const inspected = Bun.spawnSync(["docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}", containerId]);
     const containerIp = inspected.stdout.toString().trim().split(/\s+/)[0];
     if (!containerIp) throw new Error(`no address for container ${containerId}: ${inspected.stderr.toString()}`);
+    const appCpuMicros = containerCpuMicros(containerId);
     const upstream = `${containerIp}:${app.servingPort}`;
     const proxyHost = `${subdomain}.${BENCH_DOMAIN}`;
     const proxyUrl = `http://127.0.0.1:${server.proxyPort}/`;
@@ -481,9 +525,9 @@ async function main() {
     let rssAfterHttp: number;
     let httpsResults: Map<string, Measurement>;
     try {
-      results = await measure(targets, DURATION);
+      results = await measure(targets, DURATION, appCpuMicros);
       rssAfterHttp = residentMegabytes(pid);
-      httpsResults = await measure(httpsTargets, HTTPS_DURATION);
+      httpsResults = await measure(httpsTargets, HTTPS_DURATION, appCpuMicros);
     } finally {
       clearInterval(sampler);
     }
