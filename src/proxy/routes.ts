@@ -2,6 +2,8 @@
 // rate limits. The apps service updates it whenever an app's serving container or its limits
 // change, and tells it how to look up an app that has no serving container (stopped, crashed,
 // never released), so that the proxy can say "not running" rather than "no such app".
+// The proxy runs on a thread of its own (./thread.ts) with a copy of this table: every change is
+// told to `onChange`, and `apply` makes the same change in the copy.
 import type { ProxyRateLimits } from "./rate-limit";
 
 export interface Upstream {
@@ -48,6 +50,13 @@ export function hostNameOf(hostHeader: string | null): string | null {
 /** The route of the platform's own API and dashboard at PLATFORM_API_DOMAIN: no app can have this subdomain. */
 export const API_ROUTE = "\u0000api";
 
+/** One change of the table, as made in a copy of it. */
+export type RouteChange =
+  | { kind: "set"; subdomain: string; upstream: Upstream }
+  | { kind: "delete"; subdomain: string }
+  | { kind: "api"; domain: string; upstream: Upstream }
+  | { kind: "domain"; domain: string; subdomain: string | null };
+
 export class ProxyRoutes {
   private readonly bySubdomain = new Map<string, Upstream>();
   /** PLATFORM_API_DOMAIN, routed to API_ROUTE ahead of any app. */
@@ -55,11 +64,44 @@ export class ProxyRoutes {
   /** An app's own domains (custom domains), each to the subdomain its app is routed by. */
   private readonly domains = new Map<string, string>();
   private lookupUnrouted: (subdomain: string) => UnroutedApp | undefined = () => undefined;
+  /** Told of every change, once made. */
+  onChange: ((change: RouteChange) => void) | null = null;
+
+  /** Makes a change told by another table's onChange. */
+  apply(change: RouteChange) {
+    switch (change.kind) {
+      case "set":
+        this.bySubdomain.set(change.subdomain, change.upstream);
+        break;
+      case "delete":
+        this.bySubdomain.delete(change.subdomain);
+        break;
+      case "api":
+        this.apiDomain = change.domain;
+        this.bySubdomain.set(API_ROUTE, change.upstream);
+        break;
+      case "domain":
+        if (change.subdomain === null) this.domains.delete(change.domain);
+        else this.domains.set(change.domain, change.subdomain);
+        break;
+    }
+    this.onChange?.(change);
+  }
+
+  /** The changes that make an empty table this one. */
+  changes(): RouteChange[] {
+    const changes: RouteChange[] = [];
+    for (const [subdomain, upstream] of this.bySubdomain) {
+      if (subdomain === API_ROUTE) changes.push({ kind: "api", domain: this.apiDomain!, upstream });
+      else changes.push({ kind: "set", subdomain, upstream });
+    }
+    for (const [domain, subdomain] of this.domains) changes.push({ kind: "domain", domain, subdomain });
+    return changes;
+  }
 
   /** Requests for `domain` go to the platform's API at `upstream`. */
   setApi(domain: string, upstream: Upstream) {
-    this.apiDomain = domain;
-    this.bySubdomain.set(API_ROUTE, upstream);
+    this.apply({ kind: "api", domain, upstream });
   }
 
   /**
@@ -72,17 +114,17 @@ export class ProxyRoutes {
   }
 
   set(subdomain: string, upstream: Upstream) {
-    this.bySubdomain.set(subdomain, upstream);
+    this.apply({ kind: "set", subdomain, upstream });
   }
 
   delete(subdomain: string) {
-    this.bySubdomain.delete(subdomain);
+    if (this.bySubdomain.has(subdomain)) this.apply({ kind: "delete", subdomain });
   }
 
   /** New limits and HTTPS rules for the app routed at the subdomain, from its next request; nothing when it has no route. */
   setPolicy(subdomain: string, policy: RoutePolicy) {
     const upstream = this.bySubdomain.get(subdomain);
-    if (upstream) this.bySubdomain.set(subdomain, { ...upstream, ...policy });
+    if (upstream) this.set(subdomain, { ...upstream, ...policy });
   }
 
   get(subdomain: string): Upstream | undefined {
@@ -91,11 +133,11 @@ export class ProxyRoutes {
 
   /** `domain` reaches the app published at `subdomain`, whatever serves it now. */
   setDomain(domain: string, subdomain: string) {
-    this.domains.set(domain, subdomain);
+    this.apply({ kind: "domain", domain, subdomain });
   }
 
   deleteDomain(domain: string) {
-    this.domains.delete(domain);
+    if (this.domains.has(domain)) this.apply({ kind: "domain", domain, subdomain: null });
   }
 
   /** The subdomain of the app whose own domain the Host header names, or null. */

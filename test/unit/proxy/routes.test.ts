@@ -1,7 +1,7 @@
 // Which app a Host header names, and the proxy's own answers. The headers the proxy passes on are
 // tested in forwarding.test.ts.
 import { expect, test } from "bun:test";
-import { subdomainOf } from "../../../src/proxy/routes";
+import { API_ROUTE, ProxyRoutes, subdomainOf } from "../../../src/proxy/routes";
 import { proxyErrorAnswer } from "../../../src/proxy/pages";
 
 test("case, port and a trailing dot do not matter; other names are no app", () => {
@@ -11,6 +11,46 @@ test("case, port and a trailing dot do not matter; other names are no app", () =
   for (const host of [null, "", "apps.example.com", "a.shop.apps.example.com", "shop.example.com", "[::1]:80", "evilapps.example.com"]) {
     expect(subdomainOf(host, "apps.example.com")).toBeNull();
   }
+});
+
+test("a copy of the table, made from its changes or kept by them, routes every host as the table does", () => {
+  const table = new ProxyRoutes();
+  table.set("shop", { host: "10.0.0.2", port: 3000 });
+  table.set("blog", { host: "10.0.0.3", port: 8000 });
+  const fromStart = new ProxyRoutes();
+  for (const change of table.changes()) fromStart.apply(change);
+  const kept = new ProxyRoutes();
+  for (const change of table.changes()) kept.apply(change);
+  table.onChange = (change) => kept.apply(change);
+
+  table.setPolicy("shop", { httpsRedirect: false, rateLimits: { perClient: { burst: 5, refillPerSecond: 1 }, perHost: { burst: 50, refillPerSecond: 10 } } });
+  table.setPolicy("gone", { hsts: true });
+  table.set("docs", { host: "10.0.0.4", port: 5000 });
+  table.delete("blog");
+  table.setDomain("shop.example.com", "shop");
+  table.setDomain("old.example.com", "docs");
+  table.deleteDomain("old.example.com");
+  table.setApi("platform.example.com", { host: "127.0.0.1", port: 3000 });
+  const late = new ProxyRoutes();
+  for (const change of table.changes()) late.apply(change);
+
+  const routed = (routes: ProxyRoutes) =>
+    ["shop.apps.test", "blog.apps.test", "docs.apps.test", "platform.example.com", "shop.example.com", "old.example.com"].map((host) => {
+      const subdomain = routes.fixedRouteOf(host, "apps.test") ?? routes.subdomainOfDomain(host);
+      return { host, subdomain, upstream: subdomain === null ? undefined : routes.get(subdomain) };
+    });
+  expect(routed(table)).toEqual([
+    { host: "shop.apps.test", subdomain: "shop", upstream: { host: "10.0.0.2", port: 3000, httpsRedirect: false, rateLimits: { perClient: { burst: 5, refillPerSecond: 1 }, perHost: { burst: 50, refillPerSecond: 10 } } } },
+    { host: "blog.apps.test", subdomain: "blog", upstream: undefined },
+    { host: "docs.apps.test", subdomain: "docs", upstream: { host: "10.0.0.4", port: 5000 } },
+    { host: "platform.example.com", subdomain: API_ROUTE, upstream: { host: "127.0.0.1", port: 3000 } },
+    { host: "shop.example.com", subdomain: "shop", upstream: routed(table)[0]!.upstream },
+    { host: "old.example.com", subdomain: null, upstream: undefined },
+  ]);
+  expect(routed(kept)).toEqual(routed(table));
+  expect(routed(late)).toEqual(routed(table));
+  // The copy made at the start saw none of the later changes.
+  expect(routed(fromStart)).not.toEqual(routed(table));
 });
 
 /** A whole response as the proxy writes it: head fields (lowercase names) and body. */
