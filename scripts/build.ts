@@ -32,7 +32,8 @@ const pageBytes = await buildDashboard();
 console.log(`built static/app.js: the dashboard page weighs ${(pageBytes / 1024).toFixed(1)} KB uncompressed`);
 
 const result = await Bun.build({
-  entrypoints: ["./src/main.ts"],
+  // The public proxy's thread (src/proxy/thread.ts) is a Worker: its entry is bundled beside main's.
+  entrypoints: ["./src/main.ts", "./src/proxy-worker.ts"],
   compile: { outfile: "./platform" },
   minify: { syntax: true, whitespace: true },
   sourcemap: "none",

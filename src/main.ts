@@ -4,7 +4,7 @@ import { loadConfig } from "./config";
 import { openDatabase } from "./db";
 import { createServerContext } from "./http/context";
 import { createServer } from "./http/server";
-import { startProxy } from "./proxy/server";
+import { ProxyThread } from "./proxy/thread";
 import { startHousekeeping } from "./housekeeping";
 import { createKeyFromCli } from "./cli/keys";
 import { PLATFORM_VERSION } from "./version";
@@ -37,24 +37,31 @@ function serve() {
   const server = createServer(ctx).listen({ hostname: config.host, port: config.port });
   const { certificates } = ctx;
   certificates.load();
-  const proxy = startProxy({
-    hostname: config.host,
-    port: config.proxyPort,
-    domain: config.domain,
-    routes: ctx.proxyRoutes,
-    traffic: ctx.traffic,
-    config,
-    tls: {
-      port: config.tls.port,
-      secureContextFor: (serverName) => certificates.secureContextFor(serverName),
-      defaultPair: () => certificates.defaultPair(),
-      servesHttps: (host) => certificates.servesHttps(host),
-      challengeAnswer: (token) => certificates.challengeAnswer(token),
+  const proxy = new ProxyThread(
+    new Worker(new URL("./proxy-worker.ts", import.meta.url).href),
+    {
+      hostname: config.host,
+      port: config.proxyPort,
+      domain: config.domain,
+      tlsPort: config.tls.port,
+      databaseFile: config.databaseFile,
+      config: {
+        trustedProxies: config.trustedProxies,
+        proxyRateLimits: config.proxyRateLimits,
+        proxyTimeouts: config.proxyTimeouts,
+        proxyMaxConnectionsPerClient: config.proxyMaxConnectionsPerClient,
+      },
     },
-  });
+    { routes: ctx.proxyRoutes.changes(), certificates: certificates.served.changes() },
+  );
+  // From here on the proxy's thread is told of every change, and answers the traffic questions.
+  ctx.proxyRoutes.onChange = (change) => proxy.route(change);
+  certificates.served.onChange = (change) => proxy.certificate(change);
+  certificates.onChallenge = (token, keyAuthorization) => proxy.challenge(token, keyAuthorization);
+  ctx.traffic = proxy;
   // Watched from here: building the routes above blocks the loop too, but before anyone can wait on it.
   const stopWatchingLoop = config.eventLoopWarnMs > 0 ? watchEventLoop(config.eventLoopWarnMs, (stall) => console.warn(describeStall(stall))) : () => {};
-  ctx.apps.proxyPort = proxy.port!;
+  ctx.apps.proxyPort = proxy.port;
   void applyEgressFirewall({ ...config.egress, dockerHost: config.dockerHost, apiPort: server.server!.port! }).then((outcome) =>
     (outcome.startsWith("WARNING") ? console.warn : console.log)(`[egress] ${outcome}`),
   );

@@ -250,7 +250,7 @@ export function appsRoutes(ctx: ServerContext) {
       "/:appId/traffic",
       ({ principal, params }) => {
         const { subdomain } = service.get(principal.workspaceId, params.appId);
-        return ok({ traffic: { last5Minutes: ctx.traffic.window(subdomain, 5), lastHour: ctx.traffic.window(subdomain, 60) } });
+        return ok({ traffic: ctx.traffic.report(subdomain) });
       },
       {
         auth: true,

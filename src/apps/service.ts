@@ -94,10 +94,6 @@ export class AppsService {
     this.proxyPort = ctx.config.proxyPort;
     this.domains = new AppDomains(ctx, (workspaceId, appId) => this.get(workspaceId, appId), this.addresses, ctx.dns);
     this.domains.routeAll();
-    ctx.proxyRoutes.setUnroutedLookup((subdomain) => {
-      const app = this.ctx.db.select({ status: apps.status }).from(apps).where(eq(apps.subdomain, subdomain)).get();
-      return app && app.status !== "deleting" ? app : undefined;
-    });
     this.disk.register("app sources", async (workspaceId, { exceptAppId }) => {
       const others = this.list(workspaceId).filter((app) => app.id !== exceptAppId && app.status !== "deleting");
       const sizes = await Promise.all(others.map((app) => this.sourceBytesOf(app.id)));

@@ -1,7 +1,7 @@
 // Orders certificates from an ACME CA (Let's Encrypt by default) with acme-client, proving each host
 // by HTTP-01: the CA fetches http://<host>/.well-known/acme-challenge/<token> and the public proxy
-// answers it from `challengeAnswer` (src/proxy/client-connection.ts). acme-client is loaded on the
-// first order: a platform without ACME does not carry it in memory.
+// answers it (src/proxy/client-connection.ts) with what `onChallenge` told it. acme-client is
+// loaded on the first order: a platform without ACME does not carry it in memory.
 import type { Client } from "acme-client";
 import { Agent } from "node:https";
 import { readFileSync } from "node:fs";
@@ -12,19 +12,17 @@ import type { CertificateFiles, StoredPair } from "./files";
 const REQUEST_TIMEOUT_MS = 30_000;
 
 export class AcmeIssuer {
-  /** Key authorizations of the challenges in progress, by token. */
-  private readonly challenges = new Map<string, string>();
   private client: Promise<Client> | null = null;
+  /**
+   * Told of each challenge's key authorization before the CA is asked to check it, and of its end
+   * (null): what the proxy answers at CHALLENGE_PATH_PREFIX + token meanwhile.
+   */
+  onChallenge: ((token: string, keyAuthorization: string | null) => void) | null = null;
 
   constructor(
     private readonly settings: NonNullable<TlsSettings["acme"]>,
     private readonly files: CertificateFiles,
   ) {}
-
-  /** What the proxy answers at CHALLENGE_PATH_PREFIX + token, while an order waits for it. */
-  challengeAnswer(token: string): string | undefined {
-    return this.challenges.get(token);
-  }
 
   /** The account, registered once per process (an existing account is found again by its key). */
   private account(): Promise<Client> {
@@ -58,10 +56,10 @@ export class AcmeIssuer {
       // acme-client would fetch the challenge itself first, through the system's DNS: the CA's check is the one that counts.
       skipChallengeVerification: true,
       challengeCreateFn: async (_authz, challenge, keyAuthorization) => {
-        this.challenges.set(challenge.token, keyAuthorization);
+        this.onChallenge?.(challenge.token, keyAuthorization);
       },
       challengeRemoveFn: async (_authz, challenge) => {
-        this.challenges.delete(challenge.token);
+        this.onChallenge?.(challenge.token, null);
       },
     });
     return { chainPem, keyPem: key.toString() };

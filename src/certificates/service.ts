@@ -1,9 +1,10 @@
 // The certificates the public proxy serves over HTTPS, by host, and the work that keeps them fresh.
 //
 // Which certificate a host gets (first that applies): one uploaded for it, the platform's own
-// files (PLATFORM_TLS_CERT/KEY) when they cover it, one ordered by ACME (./acme.ts). The proxy's
-// TLS listener asks `secureContextFor` at each handshake (SNI), so a renewed certificate serves
-// from the next handshake on while connections made before keep theirs: nothing is dropped.
+// files (PLATFORM_TLS_CERT/KEY) when they cover it, one ordered by ACME (./acme.ts): `served`
+// (./served.ts), of which the proxy's thread keeps a copy. The proxy's TLS listener asks it at each
+// handshake (SNI), so a renewed certificate serves from the next handshake on while connections
+// made before keep theirs: nothing is dropped.
 //
 // A check on a croner schedule, and every change of the hosts, orders what is missing and renews
 // what has lived two thirds of its lifetime: one order at a time platform-wide (never two for one
@@ -11,7 +12,6 @@
 import { Cron } from "croner";
 import { eq } from "drizzle-orm";
 import { readFileSync, statSync } from "node:fs";
-import { createSecureContext, type SecureContext } from "node:tls";
 import type { Static } from "@sinclair/typebox";
 import type { Config } from "../config";
 import type { PlatformDb } from "../db";
@@ -19,7 +19,8 @@ import { certificates } from "../db/schema";
 import type { AcmeIssuer } from "./acme";
 import type { CertificateFiles, StoredPair } from "./files";
 import type { CertificateStatusSchema } from "./model";
-import { CertificateProblem, certificateInfo, checkedPair, covers, type CertificateInfo } from "./pem";
+import { CertificateProblem, certificateInfo, checkedPair, type CertificateInfo } from "./pem";
+import { ServedCertificates, type StoredSource } from "./served";
 
 export type CertificateStatus = Static<typeof CertificateStatusSchema>;
 type CertificateRow = typeof certificates.$inferSelect;
@@ -33,24 +34,7 @@ const MAX_BACKOFF_MS = 6 * 3600_000;
  */
 const RATE_LIMITED_BACKOFF_MS = 3600_000;
 const RATE_LIMITED = /rate.?limit|too many/i;
-/** Names asked for whose coverage by the own certificate is remembered; any name may be asked. */
-const MAX_COVERAGE_ANSWERS = 10_000;
 const MAX_ERROR_LENGTH = 1000;
-
-interface Served {
-  context: SecureContext;
-  info: CertificateInfo;
-}
-
-interface StoredCertificate extends Served {
-  source: "acme" | "uploaded";
-}
-
-interface OwnCertificate extends Served {
-  pair: StoredPair;
-  /** The files' modification times when read: a change is read again at the next check. */
-  modified: string;
-}
 
 export interface CertificatesDeps {
   db: PlatformDb;
@@ -62,16 +46,14 @@ export interface CertificatesDeps {
   wantedHosts: () => string[];
 }
 
-const served = (pair: StoredPair, info: CertificateInfo): Served => ({ context: createSecureContext({ cert: pair.chainPem, key: pair.keyPem }), info });
-
 /** Names no public CA signs (RFC 6761): never ordered. */
 const orderable = (host: string) => host !== "localhost" && !host.endsWith(".localhost");
 
 export class Certificates {
-  private readonly stored = new Map<string, StoredCertificate>();
-  private own: OwnCertificate | null = null;
-  /** Which hosts the own certificate covers, as asked so far. */
-  private readonly ownCovers = new Map<string, boolean>();
+  /** What serves each host now. */
+  readonly served = new ServedCertificates();
+  /** The own certificate files' modification times when last read: a change is read again at the next check. */
+  private ownModified: string | null = null;
   private readonly queue = new Set<string>();
   private ordering: string | null = null;
   private job: Cron | null = null;
@@ -80,8 +62,15 @@ export class Certificates {
    * (the proxy opens its HTTPS listener then, or tries again when it could not).
    */
   onAvailable: (() => void) | null = null;
+  /**
+   * Told of each ACME HTTP-01 challenge's answer (the key authorization) while its order waits for
+   * the CA's check, and of its end (null): the proxy answers them.
+   */
+  onChallenge: ((token: string, keyAuthorization: string | null) => void) | null = null;
 
-  constructor(private readonly deps: CertificatesDeps) {}
+  constructor(private readonly deps: CertificatesDeps) {
+    if (deps.issuer) deps.issuer.onChallenge = (token, keyAuthorization) => this.onChallenge?.(token, keyAuthorization);
+  }
 
   /** Reads the own certificate (a bad one stops the start) and the stored ones (a bad one is logged). */
   load() {
@@ -90,7 +79,7 @@ export class Certificates {
       const pair = this.deps.files.read(row.host);
       if (!pair) continue;
       try {
-        this.stored.set(row.host, { ...served(pair, certificateInfo(pair.chainPem)), source: row.source === "uploaded" ? "uploaded" : "acme" });
+        this.served.setStored(row.host, { pair, source: row.source === "uploaded" ? "uploaded" : "acme" }, certificateInfo(pair.chainPem));
       } catch (error) {
         console.error(`[certificates] the stored certificate of ${row.host} cannot be read: ${(error as Error).message}`);
       }
@@ -102,11 +91,10 @@ export class Certificates {
     if (!files) return;
     try {
       const modified = `${statSync(files.certFile).mtimeMs}/${statSync(files.keyFile).mtimeMs}`;
-      if (this.own?.modified === modified) return;
+      if (this.ownModified === modified) return;
       const pair = { chainPem: readFileSync(files.certFile, "utf8"), keyPem: readFileSync(files.keyFile, "utf8") };
-      const info = checkedPair(pair.chainPem, pair.keyPem, null);
-      this.own = { ...served(pair, info), pair, modified };
-      this.ownCovers.clear();
+      this.served.setOwn(pair, checkedPair(pair.chainPem, pair.keyPem, null));
+      this.ownModified = modified;
     } catch (error) {
       const message = `PLATFORM_TLS_CERT/PLATFORM_TLS_KEY: ${(error as Error).message}`;
       if (atStart) throw new Error(message);
@@ -124,59 +112,20 @@ export class Certificates {
     this.job = null;
   }
 
-  private available(): boolean {
-    return this.own !== null || this.stored.size > 0;
-  }
-
-  private ownCovering(host: string): OwnCertificate | null {
-    if (!this.own) return null;
-    let covered = this.ownCovers.get(host);
-    if (covered === undefined) {
-      covered = covers(this.own.info.leaf, host);
-      if (this.ownCovers.size >= MAX_COVERAGE_ANSWERS) this.ownCovers.clear();
-      this.ownCovers.set(host, covered);
-    }
-    return covered ? this.own : null;
-  }
 
   private row(host: string): CertificateRow | undefined {
     return this.deps.db.select().from(certificates).where(eq(certificates.host, host)).get();
   }
 
-  /** What serves `host`, by the order of precedence above. */
-  private servedFor(host: string): { served: Served; source: "uploaded" | "platform" | "acme" } | null {
-    const stored = this.stored.get(host);
-    if (stored?.source === "uploaded") return { served: stored, source: "uploaded" };
-    const own = this.ownCovering(host);
-    if (own) return { served: own, source: "platform" };
-    return stored ? { served: stored, source: "acme" } : null;
-  }
-
-  /** The certificate for a TLS handshake that asked for `serverName`; undefined: the listener's default. */
-  secureContextFor(serverName: string): SecureContext | undefined {
-    return this.servedFor(serverName.toLowerCase().replace(/\.$/, ""))?.served.context;
-  }
-
-  /** The certificate for handshakes without a known name: the own one, else any. */
-  defaultPair(): StoredPair | null {
-    if (this.own) return this.own.pair;
-    for (const host of this.stored.keys()) {
-      const pair = this.deps.files.read(host);
-      if (pair) return pair;
-    }
-    return null;
-  }
-
   /** A certificate valid now serves `host` (plain HTTP may then redirect to HTTPS). */
   servesHttps(host: string, now = Date.now()): boolean {
-    const found = this.servedFor(host);
-    return found !== null && found.served.info.notBefore <= now && now < found.served.info.notAfter;
+    return this.served.servesHttps(host, now);
   }
 
   statusOf(host: string, now = Date.now()): CertificateStatus {
     const row = this.row(host);
-    const found = this.servedFor(host);
-    const info = found?.served.info;
+    const found = this.served.servedFor(host);
+    const info = found?.info;
     const valid = info !== undefined && info.notBefore <= now && now < info.notAfter;
     const willOrder = this.deps.issuer !== null && orderable(host) && found?.source !== "platform" && found?.source !== "uploaded";
     const status = valid
@@ -203,11 +152,6 @@ export class Certificates {
     };
   }
 
-  /** The key authorization of an ACME HTTP-01 challenge in progress. */
-  challengeAnswer(token: string): string | undefined {
-    return this.deps.issuer?.challengeAnswer(token);
-  }
-
   /** The hosts changed (an app or a domain came or went): order what is now missing. */
   hostsChanged() {
     this.check();
@@ -219,7 +163,7 @@ export class Certificates {
    */
   check(now = Date.now()) {
     this.readOwn(false);
-    if (this.available()) this.onAvailable?.();
+    if (this.served.available()) this.onAvailable?.();
     const wanted = new Set(this.deps.wantedHosts());
     for (const row of this.deps.db.select().from(certificates).all()) {
       if (!wanted.has(row.host)) this.forget(row.host);
@@ -227,9 +171,9 @@ export class Certificates {
     if (!this.deps.issuer) return;
     for (const host of wanted) {
       if (this.queue.has(host) || this.ordering === host || !orderable(host)) continue;
-      const found = this.servedFor(host);
+      const found = this.served.servedFor(host);
       if (found && found.source !== "acme") continue;
-      if (found && now < renewalTime(found.served.info)) continue;
+      if (found && now < renewalTime(found.info)) continue;
       const row = this.row(host);
       if (row?.nextAttemptAt && row.lastError && now < row.nextAttemptAt) continue;
       this.queue.add(host);
@@ -257,17 +201,17 @@ export class Certificates {
       const pair = await this.deps.issuer!.order(host);
       const info = checkedPair(pair.chainPem, pair.keyPem, host);
       // The host may have gone, or got an uploaded certificate, while the CA worked.
-      if (!this.deps.wantedHosts().includes(host) || this.stored.get(host)?.source === "uploaded") return;
+      if (!this.deps.wantedHosts().includes(host) || this.served.storedSourceOf(host) === "uploaded") return;
       this.deps.files.write(host, pair);
       this.saveRow(host, { source: "acme", notBefore: info.notBefore, notAfter: info.notAfter, lastError: null, lastAttemptAt: startedAt, failures: 0, nextAttemptAt: null });
-      this.put(host, { ...served(pair, info), source: "acme" });
+      this.put(host, pair, "acme", info);
       console.log(`[certificates] ${host}: certificate in place until ${new Date(info.notAfter).toISOString()}`);
     } catch (error) {
       const message = errorText(error);
       const failures = (before?.failures ?? 0) + 1;
       let backoff = Math.min(FIRST_BACKOFF_MS * 2 ** (failures - 1), MAX_BACKOFF_MS);
       if (RATE_LIMITED.test(message)) backoff = Math.max(backoff, RATE_LIMITED_BACKOFF_MS);
-      if (!this.deps.wantedHosts().includes(host) || this.stored.get(host)?.source === "uploaded") return;
+      if (!this.deps.wantedHosts().includes(host) || this.served.storedSourceOf(host) === "uploaded") return;
       this.saveRow(host, {
         source: before?.source ?? "acme",
         notBefore: before?.notBefore ?? null,
@@ -281,9 +225,9 @@ export class Certificates {
     }
   }
 
-  private put(host: string, certificate: StoredCertificate) {
-    const first = !this.available();
-    this.stored.set(host, certificate);
+  private put(host: string, pair: StoredPair, source: StoredSource, info: CertificateInfo) {
+    const first = !this.served.available();
+    this.served.setStored(host, { pair, source }, info);
     if (first) this.onAvailable?.();
   }
 
@@ -301,7 +245,7 @@ export class Certificates {
     const pair = { chainPem, keyPem };
     this.deps.files.write(host, pair);
     this.saveRow(host, { source: "uploaded", notBefore: info.notBefore, notAfter: info.notAfter, lastError: null, lastAttemptAt: null, failures: 0, nextAttemptAt: null });
-    this.put(host, { ...served(pair, info), source: "uploaded" });
+    this.put(host, pair, "uploaded", info);
     return this.statusOf(host);
   }
 
@@ -316,7 +260,7 @@ export class Certificates {
   /** Everything stored for `host` goes (its domain or app was removed). */
   forget(host: string) {
     this.queue.delete(host);
-    this.stored.delete(host);
+    this.served.setStored(host, null);
     this.deps.db.delete(certificates).where(eq(certificates.host, host)).run();
     this.deps.files.remove(host);
   }

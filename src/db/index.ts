@@ -1,5 +1,6 @@
 // Opens the platform's SQLite file with the durability settings every write relies on, and
-// brings its schema up to date from the embedded migrations.
+// brings its schema up to date from the embedded migrations; or, for a thread that only reads
+// (the public proxy's), opens it read-only once that is done.
 import { Database } from "bun:sqlite";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import { mkdirSync } from "node:fs";
@@ -21,6 +22,13 @@ export function openDatabase(file: string): PlatformDb {
   // drizzle's public migrator only reads from a folder; the dialect takes the same input in memory.
   (db as any).dialect.migrate(embeddedMigrations(), (db as any).session, { migrationsFolder: "" });
   return db as PlatformDb;
+}
+
+/** A read-only connection to a database openDatabase has brought up to date. */
+export function openDatabaseForReading(file: string): PlatformDb {
+  const sqlite = new Database(file, { readonly: true, strict: true });
+  sqlite.exec("PRAGMA busy_timeout = 5000");
+  return drizzle(sqlite, { schema }) as PlatformDb;
 }
 
 export { schema };

@@ -8,7 +8,7 @@ import { Machines } from "../machines/service";
 import { Reconciler } from "../machines/reconciler";
 import { openSecretBox, type SecretBox } from "../crypto/secrets";
 import { ProxyRoutes } from "../proxy/routes";
-import { TrafficRecorder } from "../proxy/traffic";
+import { TrafficRecorder, type TrafficSource } from "../proxy/traffic";
 import { AppsService } from "../apps/service";
 import { AppStorage } from "../apps/sources";
 import { BuildLogs } from "../apps/build-logs";
@@ -35,8 +35,11 @@ export interface ServerContext {
   reconciler: Reconciler;
   secrets: SecretBox;
   proxyRoutes: ProxyRoutes;
-  /** What the public proxy counted per app, for GET /api/apps/{appId}/traffic. */
-  traffic: TrafficRecorder;
+  /**
+   * What the public proxy counted per app, for GET /api/apps/{appId}/traffic: the proxy's thread once
+   * it runs (src/main.ts), an empty recorder before.
+   */
+  traffic: TrafficSource;
   /** Where apps' sources and build logs live under the data dir. */
   storage: AppStorage;
   apps: AppsService;

@@ -38,9 +38,20 @@ export interface TrafficWindow {
   upstreamLatencyMs: { p50: number; p99: number } | null;
 }
 
+/** What GET /api/apps/{appId}/traffic answers. */
+export interface TrafficReport {
+  last5Minutes: TrafficWindow;
+  lastHour: TrafficWindow;
+}
+
+/** Where an app's traffic is read: the recorder, or the proxy's thread that holds it (./thread.ts). */
+export interface TrafficSource {
+  report(subdomain: string | null): TrafficReport;
+}
+
 const emptySlot = (): Slot => ({ minute: -1, byClass: [0, 0, 0, 0, 0], rateLimited: 0, bytesIn: 0, bytesOut: 0, latency: LATENCY_BOUNDS_MS.map(() => 0) });
 
-export class TrafficRecorder {
+export class TrafficRecorder implements TrafficSource {
   private readonly bySubdomain = new Map<string, Slot[]>();
   /** The minute of the last request recorded and its slot's index: worked out again only when the minute changes. */
   private minute = -1;
@@ -87,6 +98,10 @@ export class TrafficRecorder {
       bytesOut: sum((slot) => slot.bytesOut),
       upstreamLatencyMs: percentiles(latency),
     };
+  }
+
+  report(subdomain: string | null, now = Date.now()): TrafficReport {
+    return { last5Minutes: this.window(subdomain, 5, now), lastHour: this.window(subdomain, 60, now) };
   }
 
   forget(subdomain: string) {

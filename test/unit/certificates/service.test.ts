@@ -64,10 +64,6 @@ class StandInIssuer {
     }
   }
 
-  challengeAnswer(_token: string): string | undefined {
-    return undefined;
-  }
-
   /** The fingerprint of the last certificate issued for `host`. */
   lastIssuedFingerprint(host: string): string {
     const last = this.issued.findLast((entry) => entry.host === host);
@@ -140,7 +136,7 @@ beforeAll(async () => {
   ca = await makeCa("Stand-in ACME CA");
   fallback = await makeCertificate({ names: ["fallback.test"] });
   tlsServer = createServer(
-    { cert: fallback.chainPem, key: fallback.keyPem, SNICallback: (name, answer) => answer(null, service.secureContextFor(name)) },
+    { cert: fallback.chainPem, key: fallback.keyPem, SNICallback: (name, answer) => answer(null, service.served.secureContextFor(name)) },
     (socket) => socket.end(),
   );
   await new Promise<void>((resolve) => tlsServer.listen(0, "127.0.0.1", resolve));
@@ -378,7 +374,7 @@ describe("which certificate serves a host", () => {
     expect(service.statusOf("a.example.test")).toMatchObject({ status: "issued", source: "platform", renewsAt: null });
     expect(service.statusOf("b.example.test")).toMatchObject({ status: "issued", source: "uploaded", renewsAt: null });
     expect(service.statusOf("other.test")).toMatchObject({ status: "issued", source: "acme" });
-    expect(service.defaultPair()?.chainPem).toBe(own.chainPem);
+    expect(service.served.defaultPair()?.chainPem).toBe(own.chainPem);
 
     // An upload for a host ACME served takes its place.
     const uploadedOther = await makeCertificate({ names: ["other.test"], ca });
