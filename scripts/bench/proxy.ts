@@ -20,6 +20,11 @@
 // CPU over all of them; the verdict lines also list ours/nginx round by round.
 // Targets: ours >= 1.0x nginx req/s at both counts, p99 no worse than nginx, RSS growth < 30 MB.
 //
+// Then nginx and ours again at the first connection count while the platform's API answers
+// GET /api/apps 200 times a second, for information: the proxy runs on a thread of its own
+// (src/proxy/thread.ts), so the API's work costs it a share of the cores, as it costs nginx, but
+// never holds up its requests.
+//
 // Then HTTPS, nginx against ours only, at the same counts, keep-alive and new connections (wrk
 // sends `Connection: close`, so every request pays a TCP connect and a TLS handshake). Both serve
 // one self-signed ECDSA P-256 certificate for `*.bench.localhost`, made with openssl; wrk asks for
@@ -38,11 +43,12 @@
 //
 // wrk and nginx-light are installed with apt-get when missing (reused when present).
 //
-// The proxy's rate and connection limits (PLATFORM_PROXY_*) are set out of reach for the run. BENCH_BINARY=path
+// The proxy's rate and connection limits (PLATFORM_PROXY_*) and the API's are set out of reach for the run. BENCH_BINARY=path
 // benchmarks another build of the platform instead of ./platform (not rebuilt).
 // Settings: BENCH_ROUNDS (default 4), BENCH_DURATION (wrk -d of one round, default 3s),
 // BENCH_HTTPS_DURATION (wrk -d of one HTTPS round, default 2s), BENCH_CONNECTIONS (default
-// 64,256), BENCH_NGINX_KEEPALIVE (nginx upstream keepalive pool, default 256).
+// 64,256), BENCH_NGINX_KEEPALIVE (nginx upstream keepalive pool, default 256),
+// BENCH_API_LOAD_PER_SECOND (the busy-API rounds' GET /api/apps a second, default 200).
 // Traffic goes only to 127.0.0.1 and the bench's own container; the app is deleted through the
 // API, nginx and the bare relay stopped, the server stopped and temp dirs removed at the end.
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -64,6 +70,8 @@ const HTTPS_DURATION = process.env.BENCH_HTTPS_DURATION ?? "2s";
 const CONNECTIONS = (process.env.BENCH_CONNECTIONS ?? "64,256").split(",").map(Number);
 const NGINX_KEEPALIVE = Number(process.env.BENCH_NGINX_KEEPALIVE ?? 256);
 const RSS_TARGET_MB = 30;
+/** GET /api/apps a second during the busy-API rounds (BENCH_API_LOAD_PER_SECOND). */
+const API_LOAD_PER_SECOND = Number(process.env.BENCH_API_LOAD_PER_SECOND ?? 200);
 const DEPLOY_TIMEOUT_MS = 180_000;
 /** The platform's domain: app hosts are `<subdomain>.bench.localhost`, covered by the bench's certificate. */
 const BENCH_DOMAIN = "bench.localhost";
@@ -325,9 +333,9 @@ function cpuTicks(pid: number | undefined): { user: number; system: number } {
  * At each connection count, ROUNDS rounds of one wrk run per target, every other round in reverse
  * order; keyed `<target>@<connections>`.
  */
-async function measure(targets: Target[], duration: string, appCpuMicros: () => number): Promise<Map<string, Measurement>> {
+async function measure(targets: Target[], duration: string, appCpuMicros: () => number, connectionCounts = CONNECTIONS): Promise<Map<string, Measurement>> {
   const results = new Map<string, Measurement>();
-  for (const connections of CONNECTIONS) {
+  for (const connections of connectionCounts) {
     const runs = new Map<string, { result: WrkResult; user: number; system: number; appMicros: number }[]>();
     for (let round = 0; round < ROUNDS; round++) {
       for (const target of round % 2 ? targets.toReversed() : targets) {
@@ -369,10 +377,10 @@ const roundRatios = (ours: Measurement, nginx: Measurement): string =>
   ours.roundRequestsPerSecond.map((rps, round) => (rps / nginx.roundRequestsPerSecond[round]!).toFixed(2)).join(" ");
 
 /** The results table; each row's ratio is to `baselineOf(target)` at the same connection count. */
-function printTable(targets: Target[], results: Map<string, Measurement>, baselineOf: (name: string) => string) {
+function printTable(targets: Target[], results: Map<string, Measurement>, baselineOf: (name: string) => string, connectionCounts = CONNECTIONS) {
   console.log(`\n| target | conns | req/s | p50 ms | p99 ms | vs nginx req/s | proxy CPU µs/req (user) | app CPU µs/req | wrk CPU µs/req | errors |`);
   console.log(`|---|---|---|---|---|---|---|---|---|---|`);
-  for (const connections of CONNECTIONS) {
+  for (const connections of connectionCounts) {
     for (const target of targets) {
       const result = results.get(`${target.name}@${connections}`)!;
       const baseline = results.get(`${baselineOf(target.name)}@${connections}`)!;
@@ -382,6 +390,31 @@ function printTable(targets: Target[], results: Map<string, Measurement>, baseli
       console.log(`| ${target.name} | ${connections} | ${fmt(result.requestsPerSecond)} | ${fmt(result.p50Ms, 2)} | ${fmt(result.p99Ms, 2)} | ${versus} | ${cpu} | ${others} | ${result.errors || "-"} |`);
     }
   }
+}
+
+/**
+ * GET /api/apps through the platform's API at `perSecond`, one after another, as a dashboard or a
+ * CI polling it would; stop() says how many answered 200.
+ */
+function apiLoad(baseUrl: string, key: string, perSecond: number): { stop(): Promise<number> } {
+  let running = true;
+  let answered = 0;
+  const loop = (async () => {
+    while (running) {
+      const started = performance.now();
+      const response = await fetch(`${baseUrl}/api/apps`, { headers: { authorization: `Bearer ${key}` } });
+      await response.arrayBuffer();
+      if (response.status === 200) answered++;
+      await Bun.sleep(Math.max(0, 1000 / perSecond - (performance.now() - started)));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return answered;
+    },
+  };
 }
 
 /** Until the platform prints that its HTTPS listener is up; its port. */
@@ -422,8 +455,16 @@ async function main() {
 
   try {
     // The proxy's rate limits would answer most of the load with 429: they are set out of reach
-    // (their bookkeeping still runs on every request).
-    const unlimited = { PLATFORM_PROXY_IP_BURST: "1000000000", PLATFORM_PROXY_IP_RPS: "1000000000", PLATFORM_PROXY_HOST_BURST: "1000000000", PLATFORM_PROXY_HOST_RPS: "1000000000", PLATFORM_PROXY_IP_MAX_CONNECTIONS: "100000" };
+    // (their bookkeeping still runs on every request). So is the API's, for the busy-API rounds.
+    const unlimited = {
+      PLATFORM_PROXY_IP_BURST: "1000000000",
+      PLATFORM_PROXY_IP_RPS: "1000000000",
+      PLATFORM_PROXY_HOST_BURST: "1000000000",
+      PLATFORM_PROXY_HOST_RPS: "1000000000",
+      PLATFORM_PROXY_IP_MAX_CONNECTIONS: "100000",
+      PLATFORM_API_RATE_BURST: "1000000000",
+      PLATFORM_API_RATE_PER_SECOND: "1000000000",
+    };
     // The event-loop watch at its default: the test servers' 20 ms makes it read /proc a hundred
     // times a second, about 2% of the proxy's CPU under this load (seen in a CPU profile).
     const certificateDir = tempDir("platform-bench-tls-");
@@ -509,6 +550,7 @@ async function main() {
       { name: "bare-bun", url: `http://127.0.0.1:${barePort}/`, pid: bare.pid },
       { name: "ours", url: proxyUrl, host: proxyHost, pid },
     ];
+    const busyTargets = targets.filter((target) => target.name === "nginx" || target.name === "ours");
     const httpsTargets: Target[] = [
       { name: "nginx https", url: `https://${proxyHost}:${nginxTlsPort}/`, script: wrkScript, pid: nginxWorker },
       { name: "ours https", url: `https://${proxyHost}:${proxyTlsPort}/`, script: wrkScript, pid },
@@ -524,9 +566,17 @@ async function main() {
     let results: Map<string, Measurement>;
     let rssAfterHttp: number;
     let httpsResults: Map<string, Measurement>;
+    let busyResults: Map<string, Measurement>;
+    let apiAnswered: number;
+    const busyStarted = { at: 0, until: 0 };
     try {
       results = await measure(targets, DURATION, appCpuMicros);
       rssAfterHttp = residentMegabytes(pid);
+      const load = apiLoad(server.baseUrl, key, API_LOAD_PER_SECOND);
+      busyStarted.at = performance.now();
+      busyResults = await measure(busyTargets, DURATION, appCpuMicros, [CONNECTIONS[0]!]);
+      busyStarted.until = performance.now();
+      apiAnswered = await load.stop();
       httpsResults = await measure(httpsTargets, HTTPS_DURATION, appCpuMicros);
     } finally {
       clearInterval(sampler);
@@ -544,6 +594,15 @@ async function main() {
       const cpu = `CPU ${fmt(ours.cpuMicrosPerRequest, 1)} µs/req vs ${fmt(nginxResult.cpuMicrosPerRequest, 1)} µs/req`;
       console.log(`ours/nginx at ${connections}: ${ratio.toFixed(2)}x req/s (target >= 1.00x), p99 ${fmt(ours.p99Ms, 2)} ms vs ${fmt(nginxResult.p99Ms, 2)} ms: ${verdict} the target; ${cpu}; rounds ${roundRatios(ours, nginxResult)}${invalid}`);
     }
+
+    const apiRate = apiAnswered / ((busyStarted.until - busyStarted.at) / 1000);
+    console.log(`\nWhile the platform's API answers GET /api/apps ${apiRate.toFixed(0)} times a second (asked for ${API_LOAD_PER_SECOND}; ours's CPU includes the API's):`);
+    printTable(busyTargets, busyResults, () => "nginx", [CONNECTIONS[0]!]);
+    const busyOurs = busyResults.get(`ours@${CONNECTIONS[0]}`)!;
+    const busyNginx = busyResults.get(`nginx@${CONNECTIONS[0]}`)!;
+    console.log(
+      `\nours/nginx at ${CONNECTIONS[0]} with the API busy: ${(busyOurs.requestsPerSecond / busyNginx.requestsPerSecond).toFixed(2)}x req/s, p99 ${fmt(busyOurs.p99Ms, 2)} ms vs ${fmt(busyNginx.p99Ms, 2)} ms; rounds ${roundRatios(busyOurs, busyNginx)}`,
+    );
 
     console.log(`\nHTTPS (ECDSA P-256 *.${BENCH_DOMAIN}, SNI ${proxyHost}; new-conn: Connection: close); wrk -t2 -d${HTTPS_DURATION} --latency, ${ROUNDS} rounds`);
     printTable(httpsTargets, httpsResults, (name) => name.replace("ours", "nginx"));
