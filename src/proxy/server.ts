@@ -8,6 +8,7 @@
 // requests) is a small page with a stable code (./pages.ts).
 // The same connections come over TLS on PLATFORM_PROXY_TLS_PORT once a certificate exists, each
 // handshake served the certificate of the host it names (src/certificates).
+// The platform runs it on a thread of its own (./thread.ts); the tests also run it on theirs.
 import type { Socket, SocketHandler, TCPSocketListener } from "bun";
 import type { SecureContext } from "node:tls";
 import type { Config } from "../config";

@@ -111,7 +111,7 @@ async function requestDuringStall(port: number): Promise<{ status: string; secon
   return { status, seconds: Number(seconds) };
 }
 
-test("a main thread that stalls does not hold up proxied requests, as it does a proxy on its own thread", async () => {
+test("a main thread that stalls does not hold up proxied requests, as it holds up a proxy that shares it", async () => {
   routes.set("shop", { host: "127.0.0.1", port: appPort });
   const onItsThread = await requestDuringStall(thread.port);
   expect(onItsThread.status).toBe("200");
