@@ -112,7 +112,6 @@ export class Certificates {
     this.job = null;
   }
 
-
   private row(host: string): CertificateRow | undefined {
     return this.deps.db.select().from(certificates).where(eq(certificates.host, host)).get();
   }
