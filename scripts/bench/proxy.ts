@@ -593,6 +593,9 @@ async function main() {
       const invalid = ours.errors || nginxResult.errors ? ` (NOT VALID: ${ours.errors || nginxResult.errors})` : "";
       const cpu = `CPU ${fmt(ours.cpuMicrosPerRequest, 1)} µs/req vs ${fmt(nginxResult.cpuMicrosPerRequest, 1)} µs/req`;
       console.log(`ours/nginx at ${connections}: ${ratio.toFixed(2)}x req/s (target >= 1.00x), p99 ${fmt(ours.p99Ms, 2)} ms vs ${fmt(nginxResult.p99Ms, 2)} ms: ${verdict} the target; ${cpu}; rounds ${roundRatios(ours, nginxResult)}${invalid}`);
+      // How close to nginx a proxy on Bun's sockets can come at all on this machine, for scale.
+      const bare = results.get(`bare-bun@${connections}`)!;
+      console.log(`  ceiling, bare-bun/nginx at ${connections}: ${(bare.requestsPerSecond / nginxResult.requestsPerSecond).toFixed(2)}x req/s, p99 ${fmt(bare.p99Ms, 2)} ms vs ${fmt(nginxResult.p99Ms, 2)} ms; rounds ${roundRatios(bare, nginxResult)}`);
     }
 
     const apiRate = apiAnswered / ((busyStarted.until - busyStarted.at) / 1000);
