@@ -5,7 +5,8 @@
 // reads the next request, or closes.
 import type { ClientConnection } from "./client-connection";
 import { now, readClock, wallNow } from "./clock";
-import { BodyTracker, endOfSameHead, indexOfHeadEnd, MAX_HEAD_BYTES, parseResponseHead, responseFraming, type RequestHead, type ResponseHead } from "./http1";
+import { BodyTracker } from "./body";
+import { endOfSameHead, indexOfHeadEnd, MAX_HEAD_BYTES, parseResponseHead, responseFraming, type RequestHead, type ResponseHead } from "./http1";
 import { writeClientResponseHead, writeInterimResponseHead, writeUpstreamRequestHead, type ClientIdentity } from "./forwarding";
 import type { Upstream } from "./routes";
 import { joined, type OutgoingHead, outgoingHead } from "./socket-writer";

@@ -1,9 +1,8 @@
 // The proxy's HTTP/1.1 reading (src/proxy/http1.ts): request and response heads, and where a body
-// ends. Every framing two parsers could disagree on is refused (request and response smuggling).
+// ends (src/proxy/body.ts). Every framing two parsers could disagree on is refused (request and response smuggling).
 import { describe, expect, test } from "bun:test";
+import { BodyTracker, ChunkedBody } from "../../../src/proxy/body";
 import {
-  BodyTracker,
-  ChunkedBody,
   fieldCount,
   fieldName,
   fieldValue,
