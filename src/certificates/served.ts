@@ -20,6 +20,7 @@ const MAX_COVERAGE_ANSWERS = 10_000;
 interface Entry {
   pair: StoredPair;
   info: CertificateInfo;
+  source: StoredSource | "platform";
   context: SecureContext | null;
 }
 
@@ -43,7 +44,7 @@ export class ServedCertificates {
 
   /** The platform's own certificate (PLATFORM_TLS_CERT/KEY), read anew. */
   setOwn(pair: StoredPair, info?: CertificateInfo) {
-    this.own = { pair, info: info ?? certificateInfo(pair.chainPem), context: null };
+    this.own = { pair, info: info ?? certificateInfo(pair.chainPem), source: "platform", context: null };
     this.ownCovers.clear();
     this.onChange?.({ kind: "own", pair });
   }
@@ -75,7 +76,7 @@ export class ServedCertificates {
   /** What serves `host`, by the order of precedence above. */
   servedFor(host: string): { info: CertificateInfo; source: StoredSource | "platform" } | null {
     const entry = this.entryFor(host);
-    return entry && { info: entry.info, source: entry === this.own ? "platform" : (entry as Entry & { source: StoredSource }).source };
+    return entry && { info: entry.info, source: entry.source };
   }
 
   /** The certificate for a TLS handshake that asked for `serverName`; undefined: the listener's default. */

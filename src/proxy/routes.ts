@@ -1,9 +1,9 @@
 // The public proxy's routing table: which upstream address serves each subdomain, under which
 // rate limits. The apps service updates it whenever an app's serving container or its limits
-// change, and tells it how to look up an app that has no serving container (stopped, crashed,
-// never released), so that the proxy can say "not running" rather than "no such app".
-// The proxy runs on a thread of its own (./thread.ts) with a copy of this table: every change is
-// told to `onChange`, and `apply` makes the same change in the copy.
+// change. The proxy runs on a thread of its own (./thread.ts) with a copy of this table: every
+// change is told to `onChange`, and `apply` makes the same change in the copy. The copy is told
+// how to look up an app that has no serving container (stopped, crashed, never released), so that
+// the proxy can say "not running" rather than "no such app" (src/proxy-worker.ts).
 import type { ProxyRateLimits } from "./rate-limit";
 
 export interface Upstream {
