@@ -394,25 +394,26 @@ function printTable(targets: Target[], results: Map<string, Measurement>, baseli
 
 /**
  * GET /api/apps through the platform's API at `perSecond`, one after another, as a dashboard or a
- * CI polling it would; stop() says how many answered 200.
+ * CI polling it would; stop() says how many answered 200 a second.
  */
 function apiLoad(baseUrl: string, key: string, perSecond: number): { stop(): Promise<number> } {
   let running = true;
   let answered = 0;
+  const loadStarted = performance.now();
   const loop = (async () => {
     while (running) {
-      const started = performance.now();
+      const asked = performance.now();
       const response = await fetch(`${baseUrl}/api/apps`, { headers: { authorization: `Bearer ${key}` } });
       await response.arrayBuffer();
       if (response.status === 200) answered++;
-      await Bun.sleep(Math.max(0, 1000 / perSecond - (performance.now() - started)));
+      await Bun.sleep(Math.max(0, 1000 / perSecond - (performance.now() - asked)));
     }
   })();
   return {
     async stop() {
       running = false;
       await loop;
-      return answered;
+      return answered / ((performance.now() - loadStarted) / 1000);
     },
   };
 }
@@ -567,16 +568,13 @@ async function main() {
     let rssAfterHttp: number;
     let httpsResults: Map<string, Measurement>;
     let busyResults: Map<string, Measurement>;
-    let apiAnswered: number;
-    const busyStarted = { at: 0, until: 0 };
+    let apiRate: number;
     try {
       results = await measure(targets, DURATION, appCpuMicros);
       rssAfterHttp = residentMegabytes(pid);
       const load = apiLoad(server.baseUrl, key, API_LOAD_PER_SECOND);
-      busyStarted.at = performance.now();
       busyResults = await measure(busyTargets, DURATION, appCpuMicros, [CONNECTIONS[0]!]);
-      busyStarted.until = performance.now();
-      apiAnswered = await load.stop();
+      apiRate = await load.stop();
       httpsResults = await measure(httpsTargets, HTTPS_DURATION, appCpuMicros);
     } finally {
       clearInterval(sampler);
@@ -598,7 +596,6 @@ async function main() {
       console.log(`  ceiling, bare-bun/nginx at ${connections}: ${(bare.requestsPerSecond / nginxResult.requestsPerSecond).toFixed(2)}x req/s, p99 ${fmt(bare.p99Ms, 2)} ms vs ${fmt(nginxResult.p99Ms, 2)} ms; rounds ${roundRatios(bare, nginxResult)}`);
     }
 
-    const apiRate = apiAnswered / ((busyStarted.until - busyStarted.at) / 1000);
     console.log(`\nWhile the platform's API answers GET /api/apps ${apiRate.toFixed(0)} times a second (asked for ${API_LOAD_PER_SECOND}; ours's CPU includes the API's):`);
     printTable(busyTargets, busyResults, () => "nginx", [CONNECTIONS[0]!]);
     const busyOurs = busyResults.get(`ours@${CONNECTIONS[0]}`)!;
