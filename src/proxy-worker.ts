@@ -39,7 +39,10 @@ answerProxyCalls(self, {
     });
     return proxy.port;
   },
-  route: (change) => routes.apply(change),
+  route(change) {
+    routes.apply(change);
+    if (change.kind === "vacate") traffic.forget(change.subdomain);
+  },
   certificate: (change) => certificates.apply(change),
   challenge(token, keyAuthorization) {
     if (keyAuthorization === null) challenges.delete(token);

@@ -238,7 +238,7 @@ export class AppsService {
 
   /** The old subdomain stops routing at once; the new one routes to the container serving now (a release in progress routes it at its switch). */
   moveRoute(app: AppRow, subdomain: string | null) {
-    if (app.subdomain) this.ctx.proxyRoutes.delete(app.subdomain);
+    if (app.subdomain) this.ctx.proxyRoutes.vacate(app.subdomain);
     this.domains.subdomainChanged(app.id, subdomain);
     this.ctx.certificates.hostsChanged();
     if (subdomain && app.containerId && SERVING_STATUSES.has(app.status)) void this.recovery.restoreRoute(app.id);
@@ -341,7 +341,7 @@ export class AppsService {
     const app = this.get(workspaceId, appId);
     this.deployer.preempt(app.id, "the app was deleted");
     this.setStatus(app.id, "deleting");
-    if (app.subdomain) this.ctx.proxyRoutes.delete(app.subdomain);
+    if (app.subdomain) this.ctx.proxyRoutes.vacate(app.subdomain);
     const deletion = this.deployer.enqueue(app.id, async () => {
       try {
         await this.removeEverything(app);

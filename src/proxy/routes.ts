@@ -54,6 +54,8 @@ export const API_ROUTE = "\u0000api";
 export type RouteChange =
   | { kind: "set"; subdomain: string; upstream: Upstream }
   | { kind: "delete"; subdomain: string }
+  /** The subdomain no longer names its app: deleted, or given another subdomain (see vacate). */
+  | { kind: "vacate"; subdomain: string }
   | { kind: "api"; domain: string; upstream: Upstream }
   | { kind: "domain"; domain: string; subdomain: string | null };
 
@@ -74,6 +76,7 @@ export class ProxyRoutes {
         this.bySubdomain.set(change.subdomain, change.upstream);
         break;
       case "delete":
+      case "vacate":
         this.bySubdomain.delete(change.subdomain);
         break;
       case "api":
@@ -119,6 +122,14 @@ export class ProxyRoutes {
 
   delete(subdomain: string) {
     if (this.bySubdomain.has(subdomain)) this.apply({ kind: "delete", subdomain });
+  }
+
+  /**
+   * The app published at the subdomain is deleted or moved to another one: its route goes, and the
+   * proxy forgets what it counted there, so that the next app given this subdomain starts afresh.
+   */
+  vacate(subdomain: string) {
+    this.apply({ kind: "vacate", subdomain });
   }
 
   /** New limits and HTTPS rules for the app routed at the subdomain, from its next request; nothing when it has no route. */

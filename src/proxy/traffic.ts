@@ -1,7 +1,9 @@
 // Traffic per app, counted by the public proxy: requests by status class, 429s, bytes in and out
 // and the upstream latency, in one-minute slots over the last hour. Memory per app is fixed (60
 // slots of a few counters and a latency histogram); only published apps are counted, never
-// unknown hosts. Kept per subdomain, in memory: a new subdomain or a restart starts afresh.
+// unknown hosts. Kept per subdomain, in memory: an app moved to a new subdomain or the platform
+// restarted starts afresh, and an app's counts are forgotten when it leaves its subdomain
+// (ProxyRoutes.vacate), so that the next app given it does not inherit them.
 
 const SLOT_MS = 60_000;
 const SLOTS = 60;

@@ -228,6 +228,19 @@ describe("rate limits", () => {
     expect(last5Minutes.bytesOut).toBeGreaterThan(0);
     expect(lastHour.requests).toBeGreaterThanOrEqual(last5Minutes.requests);
   });
+
+  test("an app moved to another subdomain starts its traffic afresh, and leaves none of it behind for the next app there", async () => {
+    const requestsLastHour = async () => (await server.request("GET", `/api/apps/${app.id}/traffic`, { key })).body.traffic.lastHour.requests;
+    expect(await requestsLastHour()).toBeGreaterThan(0);
+    const original = app.subdomain;
+    const moved = await server.request("PUT", `/api/apps/${app.id}/settings`, { key, body: { subdomain: `${original}-moved` } });
+    expect(moved.status).toBe(200);
+    expect(await requestsLastHour()).toBe(0);
+    // Back at its old subdomain, as another app given it would be: what was counted there is gone.
+    const back = await server.request("PUT", `/api/apps/${app.id}/settings`, { key, body: { subdomain: original } });
+    expect(back.status).toBe(200);
+    expect(await requestsLastHour()).toBe(0);
+  });
 });
 
 describe("graceful stop", () => {

@@ -1,7 +1,7 @@
 // Which app a Host header names, and the proxy's own answers. The headers the proxy passes on are
 // tested in forwarding.test.ts.
 import { expect, test } from "bun:test";
-import { API_ROUTE, ProxyRoutes, subdomainOf } from "../../../src/proxy/routes";
+import { API_ROUTE, ProxyRoutes, subdomainOf, type RouteChange } from "../../../src/proxy/routes";
 import { proxyErrorAnswer } from "../../../src/proxy/pages";
 
 test("case, port and a trailing dot do not matter; other names are no app", () => {
@@ -51,6 +51,20 @@ test("a copy of the table, made from its changes or kept by them, routes every h
   expect(routed(late)).toEqual(routed(table));
   // The copy made at the start saw none of the later changes.
   expect(routed(fromStart)).not.toEqual(routed(table));
+});
+
+test("a vacated subdomain loses its route, and copies are told even when it had none (a stopped app deleted)", () => {
+  const table = new ProxyRoutes();
+  table.set("shop", { host: "10.0.0.2", port: 3000 });
+  const told: RouteChange[] = [];
+  table.onChange = (change) => told.push(change);
+  table.vacate("shop");
+  table.vacate("stopped");
+  expect(table.get("shop")).toBeUndefined();
+  expect(told).toEqual([
+    { kind: "vacate", subdomain: "shop" },
+    { kind: "vacate", subdomain: "stopped" },
+  ]);
 });
 
 /** A whole response as the proxy writes it: head fields (lowercase names) and body. */
