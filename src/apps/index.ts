@@ -261,8 +261,7 @@ export function appsRoutes(ctx: ServerContext) {
           summary: "Traffic through the public proxy",
           description:
             "`traffic.last5Minutes` and `traffic.lastHour`: requests by status class, 429s, bytes in and out, and p50/p99 upstream " +
-            "latency, as the public proxy counted them for the app's subdomain. Kept in memory: they start afresh when the app " +
-            "is given another subdomain or the platform restarts.",
+            "latency, as the public proxy counted them for the app's subdomain.",
         },
       },
     )

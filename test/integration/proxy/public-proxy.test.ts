@@ -241,6 +241,21 @@ describe("rate limits", () => {
     expect(back.status).toBe(200);
     expect(await requestsLastHour()).toBe(0);
   });
+
+  test("a deleted app's traffic is not inherited by the next app given its subdomain", async () => {
+    const host = `${app.subdomain}.localhost`;
+    // Its route comes back in the background after the move above: until then the proxy answers 503 and counts nothing.
+    let status = 503;
+    for (const deadline = Date.now() + 10_000; status === 503 && Date.now() < deadline; await Bun.sleep(100)) status = (await curlFrom("127.0.0.50", server.proxyPort, host)).status;
+    const trafficOf = async (appId: string) => (await server.request("GET", `/api/apps/${appId}/traffic`, { key })).body.traffic.lastHour.requests;
+    expect(await trafficOf(app.id)).toBeGreaterThan(0);
+
+    await deleteAllApps(server, key);
+    const deployed = await deployZip(server, key, { name: "successor", subdomain: app.subdomain, runtime: "node", memoryMB: "96" }, HEADERS_APP);
+    expect(deployed.status).toBe(202);
+    expect(deployed.body.app.subdomain).toBe(app.subdomain);
+    expect(await trafficOf(deployed.body.app.id)).toBe(0);
+  }, 60_000);
 });
 
 describe("graceful stop", () => {
