@@ -7,7 +7,7 @@ import { statSync } from "node:fs";
 import { join } from "node:path";
 import { TestServer } from "../../helpers/server";
 import { appZip, deleteAllApps, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
-import { dockerCli } from "../../helpers/docker";
+import { dockerCli, dockerJson } from "../../helpers/docker";
 import { startLagProbe } from "../../helpers/event-loop-lag";
 
 const TIMEOUT_SECONDS = 20;
@@ -105,7 +105,7 @@ describe("cancel and delete", () => {
     await waitForBuild(appId, buildId, ["building"]);
     for (let i = 0; i < 100 && (await containersOf(appId)).length === 0; i++) await Bun.sleep(100);
     const [containerId] = await containersOf(appId);
-    const [inspected] = await dockerCli("inspect", containerId!);
+    const [inspected] = await dockerJson("inspect", containerId!);
     expect(inspected.HostConfig).toMatchObject({ CapDrop: ["ALL"], PidsLimit: 64, NanoCpus: 500_000_000, Memory: 2048 * 1024 * 1024 });
     expect(inspected.HostConfig.CapAdd ?? []).toEqual([]);
     expect(inspected.HostConfig.SecurityOpt).toContain("no-new-privileges:true");

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { TestServer } from "../../helpers/server";
 import { appZip, deleteAllApps, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
-import { dockerCli, uniqueName } from "../../helpers/docker";
+import { dockerCli, dockerJson, uniqueName } from "../../helpers/docker";
 
 // Per file: this Bun reads no timeout from bunfig.toml, and a preload's setting holds for its first file only.
 setDefaultTimeout(120_000);
@@ -106,7 +106,7 @@ describe("builder auto, a source with nothing detectable but a Dockerfile", () =
   });
 
   test("the image carries the platform's labels, so cleanup finds it", async () => {
-    const [image] = await dockerCli("image", "inspect", deployed.build.image);
+    const [image] = await dockerJson("image", "inspect", deployed.build.image);
     expect(image.Config.Labels).toMatchObject({ "platform.managed": "true", "platform.workspace": workspaceId, "platform.app": deployed.app.id, "platform.build": deployed.buildId });
   });
 
@@ -123,7 +123,7 @@ describe("builder auto, a source with nothing detectable but a Dockerfile", () =
 
     const app = (await server.request("GET", `/api/apps/${deployed.app.id}`, { key })).body.app;
     const containers = await dockerCli("ps", "-q", "--filter", `label=platform.app=${app.id}`);
-    const [container] = await dockerCli("inspect", String(containers).trim().split("\n")[0]);
+    const [container] = await dockerJson("inspect", containers.trim().split("\n")[0]);
     expect(container.Config.User).toBe("1000:1000");
     expect(container.HostConfig.Privileged).toBe(false);
     expect(container.HostConfig.CapAdd ?? []).toEqual([]);
@@ -164,7 +164,7 @@ describe('builder "dockerfile"', () => {
     // The steps that ran before the failure left images (the COPY's holds the source): none stays behind.
     const stepImages = [...log.matchAll(/^ ---> ([0-9a-f]{12})$/gm)].map((match) => match[1]!);
     expect(stepImages.length).toBeGreaterThan(0);
-    const dangling = String(await dockerCli("images", "-q", "--no-trunc", "--filter", "dangling=true")).trim().split("\n");
+    const dangling = (await dockerCli("images", "-q", "--no-trunc", "--filter", "dangling=true")).trim().split("\n");
     expect(stepImages.filter((id) => dangling.some((full) => full.startsWith(`sha256:${id}`)))).toEqual([]);
   });
 
@@ -181,7 +181,7 @@ describe('builder "dockerfile"', () => {
     expect(build.status).toBe("failed");
     expect(log).toContain('==> Build failed: the image has the label platform.database: labels starting with "platform." are the platform\'s own');
     expect(app.status).toBe("failed");
-    const images = String(await dockerCli("images", "-q", "--filter", `label=platform.build=${buildId}`)).trim();
+    const images = (await dockerCli("images", "-q", "--filter", `label=platform.build=${buildId}`)).trim();
     expect(images).toBe("");
   });
 
@@ -197,7 +197,7 @@ describe('builder "dockerfile"', () => {
 
 describe("images a Dockerfile may name", () => {
   test("an image named by a short ID fails the build with the reason, before any step runs", async () => {
-    const [node] = await dockerCli("image", "inspect", "platform-test/node:latest");
+    const [node] = await dockerJson("image", "inspect", "platform-test/node:latest");
     const shortId = String(node.Id).replace("sha256:", "").slice(0, 12);
     const { app, build, log } = await deploy({ name: "df-by-id", builder: "dockerfile" }, { Dockerfile: `FROM ${shortId}\nRUN echo "step ran"\nCMD ["node"]\n` });
     expect(build.status).toBe("failed");
@@ -208,7 +208,7 @@ describe("images a Dockerfile may name", () => {
 
   test("an image the platform made is refused by its label, whatever name it has", async () => {
     const image = `${uniqueName("platform-test/made-by-platform")}:latest`;
-    const container = String(await dockerCli("create", "platform-test/node:latest")).trim();
+    const container = (await dockerCli("create", "platform-test/node:latest")).trim();
     try {
       await dockerCli("commit", "--change", "LABEL platform.managed=true", container, image);
       const { build, log } = await deploy({ name: "df-managed", builder: "dockerfile" }, { Dockerfile: `FROM ${image}\nRUN echo "step ran"\nCMD ["node"]\n` });
@@ -235,13 +235,13 @@ test("a RUN step runs on the workspace network, and a cancel stops it", async ()
   const network = `platform-${workspaceId.toLowerCase()}`;
   // The engine's builder makes a RUN step's container itself: on the network, without the platform's labels.
   const stepContainers = async (): Promise<string[]> => {
-    const listed = String(await dockerCli("ps", "--no-trunc", "--filter", `network=${network}`, "--format", '{{.ID}} {{.Label "platform.managed"}}{{.Command}}'));
+    const listed = (await dockerCli("ps", "--no-trunc", "--filter", `network=${network}`, "--format", '{{.ID}} {{.Label "platform.managed"}}{{.Command}}'));
     return listed.split("\n").filter((line) => line.includes("sleep 600")).map((line) => line.split(" ")[0]!);
   };
   let seen: string[] = [];
   for (const deadline = Date.now() + 60_000; Date.now() < deadline && !seen.length; await Bun.sleep(250)) seen = await stepContainers();
   expect(seen).toHaveLength(1);
-  const [step] = await dockerCli("inspect", seen[0]!);
+  const [step] = await dockerJson("inspect", seen[0]!);
   expect(step.Config.Labels?.["platform.managed"]).toBeUndefined();
   expect(step.HostConfig.Memory).toBeGreaterThan(0);
   expect(step.HostConfig.CpuQuota).toBeGreaterThan(0);

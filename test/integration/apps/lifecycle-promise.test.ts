@@ -30,7 +30,7 @@ const call = (method: string, path: string, body?: unknown) => server.request(me
 
 async function containers(appId: string, all = false): Promise<string[]> {
   const listed = await dockerCli("ps", ...(all ? ["-a"] : []), "-q", "--no-trunc", "--filter", `label=platform.app=${appId}`);
-  return String(listed).trim().split("\n").filter(Boolean);
+  return listed.trim().split("\n").filter(Boolean);
 }
 
 async function answer(subdomain: string): Promise<{ status: number; body: any }> {
@@ -184,7 +184,7 @@ describe("a status is a promise", () => {
     expect(deleted.status).toBe(202);
     expect(deleted.body.app.status).toBe("deleting");
     expect((await server.request("GET", `/api/apps/${doomedId}`, { key })).status).toBe(404);
-    const images = () => dockerCli("images", "-q", "--filter", `label=platform.app=${doomedId}`).then((out) => String(out).trim());
+    const images = () => dockerCli("images", "-q", "--filter", `label=platform.app=${doomedId}`).then((out) => out.trim());
     expect(await eventually(() => containers(doomedId, true), (ids) => ids.length === 0, 30_000)).toEqual([]);
     expect(await eventually(images, (out) => out === "", 30_000)).toBe("");
     // Listed as `deleting` until the removal is done, then gone: within seconds, so the build (sleep 120) was cancelled.

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync } from "node:fs";
 import { TestServer } from "../../helpers/server";
-import { dockerCli } from "../../helpers/docker";
+import { dockerCli, dockerJson } from "../../helpers/docker";
 import { appZip, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
 
 let server: TestServer;
@@ -31,7 +31,7 @@ async function answer(subdomain = app.subdomain) {
 async function waitForNewContainer(previousContainerId: string) {
   for (let attempt = 0; attempt < 240; attempt++) {
     const containers = await dockerCli("ps", "-q", "--no-trunc", "--filter", `label=platform.app=${app.id}`);
-    const ids = String(containers).trim().split("\n").filter(Boolean);
+    const ids = containers.trim().split("\n").filter(Boolean);
     const fresh = await current();
     if (fresh.status === "running" && ids.length === 1 && ids[0] !== previousContainerId) return ids[0];
     await Bun.sleep(250);
@@ -40,7 +40,7 @@ async function waitForNewContainer(previousContainerId: string) {
 }
 
 async function servingContainer(): Promise<string> {
-  const ids = String(await dockerCli("ps", "-q", "--no-trunc", "--filter", `label=platform.app=${app.id}`)).trim().split("\n");
+  const ids = (await dockerCli("ps", "-q", "--no-trunc", "--filter", `label=platform.app=${app.id}`)).trim().split("\n");
   expect(ids).toHaveLength(1);
   return ids[0]!;
 }
@@ -79,7 +79,7 @@ describe("app lifecycle", () => {
     const resized = await server.request("PUT", `/api/apps/${app.id}/settings`, { key, body: { memoryMB: 160 } });
     expect(resized.body).toMatchObject({ restarted: true, app: { memoryMB: 160 } });
     const after = await waitForNewContainer(before);
-    const [inspected] = await dockerCli("inspect", after);
+    const [inspected] = await dockerJson("inspect", after);
     expect(inspected.HostConfig.Memory).toBe(160 * 1024 * 1024);
 
     const invalid = await server.request("PUT", `/api/apps/${app.id}/settings`, { key, body: { memoryMB: 1, exposePort: 70000 } });
@@ -94,10 +94,10 @@ describe("app lifecycle", () => {
     const changed = await server.request("PUT", `/api/apps/${app.id}/settings`, { key, body: { autoRestart: false } });
     expect(changed.body).toMatchObject({ restarted: false, app: { autoRestart: false } });
     expect(await servingContainer()).toBe(before);
-    const [inspected] = await dockerCli("inspect", before);
+    const [inspected] = await dockerJson("inspect", before);
     expect(inspected.HostConfig.RestartPolicy.Name).toBe("no");
     await server.request("PUT", `/api/apps/${app.id}/settings`, { key, body: { autoRestart: true } });
-    expect((await dockerCli("inspect", before))[0].HostConfig.RestartPolicy.Name).toBe("unless-stopped");
+    expect((await dockerJson("inspect", before))[0].HostConfig.RestartPolicy.Name).toBe("unless-stopped");
   }, 120_000);
 
   test("settings: rateLimits is validated, merged field by field, shown as set and as applied, audited, and restarts nothing", async () => {
@@ -262,13 +262,13 @@ describe("app lifecycle", () => {
     expect((await server.request("GET", `/api/apps/${app.id}`, { key })).status).toBe(404);
     expect((await server.request("GET", `/api/apps/${app.id}/builds`, { key })).status).toBe(404);
     for (let attempt = 0; attempt < 100 && existsSync(`${server.dataDir}/apps/${app.id}`); attempt++) await Bun.sleep(100);
-    expect(String(await dockerCli("ps", "-aq", "--filter", `label=platform.app=${app.id}`)).trim()).toBe("");
-    expect(String(await dockerCli("images", "-q", "--filter", `label=platform.app=${app.id}`)).trim()).toBe("");
+    expect((await dockerCli("ps", "-aq", "--filter", `label=platform.app=${app.id}`)).trim()).toBe("");
+    expect((await dockerCli("images", "-q", "--filter", `label=platform.app=${app.id}`)).trim()).toBe("");
     expect(existsSync(`${server.dataDir}/apps/${app.id}`)).toBe(false);
     expect(readdirSync(`${server.dataDir}/uploads`)).toEqual([]);
     expect((await viaProxy(server, app.subdomain)).status).toBe(404);
     // It was the workspace's last app: its network (one of the engine's few address pools) is given back.
-    const networks = String(await dockerCli("network", "ls", "-q", "--filter", `label=platform.workspace=${app.workspaceId}`)).trim();
+    const networks = (await dockerCli("network", "ls", "-q", "--filter", `label=platform.workspace=${app.workspaceId}`)).trim();
     expect(networks).toBe("");
   }, 120_000);
 });

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readdirSync } from "node:fs";
 import { TestServer } from "../../helpers/server";
 import { appZip, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
-import { dockerCli } from "../../helpers/docker";
+import { dockerCli, dockerJson } from "../../helpers/docker";
 
 let server: TestServer;
 let key: string;
@@ -71,8 +71,8 @@ test("SIGKILL while a stop waits on an app that ignores SIGTERM: the stop is fin
 
   const recovered = await waitForStatus(server, key, running.id, ["stopped", "running", "failed"], 30_000);
   expect(recovered.status).toBe("stopped");
-  const ids = String(await dockerCli("ps", "-aq", "--filter", `label=platform.app=${running.id}`)).trim().split("\n");
+  const ids = (await dockerCli("ps", "-aq", "--filter", `label=platform.app=${running.id}`)).trim().split("\n");
   expect(ids).toHaveLength(1);
-  expect((await dockerCli("inspect", ids[0]!))[0].State.Running).toBe(false);
+  expect((await dockerJson("inspect", ids[0]!))[0].State.Running).toBe(false);
   await server.request("DELETE", `/api/apps/${running.id}`, { key });
 });

@@ -10,7 +10,7 @@ import { RedisClient } from "bun";
 import { TestServer } from "../../helpers/server";
 import { deleteAllDatabases, poll, removeWorkspaceNetworks, waitForStatus, withSql } from "../../helpers/databases";
 import { completedBackup, runningDatabase, waitForBackup } from "../../helpers/backups";
-import { dockerCli } from "../../helpers/docker";
+import { dockerCli, dockerJson } from "../../helpers/docker";
 
 let server: TestServer;
 let key: string;
@@ -90,7 +90,7 @@ for (const engine of ["postgresql", "mysql"]) {
     // The throwaway copy while it runs: no port on the host, no network, the platform's labels.
     const inspected = await poll("the verify container", 60_000, async () => {
       const found = await dockerCli("ps", "-a", "--filter", `name=platform-verify-${backup.id}`, "--format", "{{.ID}}");
-      return found ? (await dockerCli("inspect", found.trim()))[0] : undefined;
+      return found ? (await dockerJson("inspect", found.trim()))[0] : undefined;
     });
     expect(inspected.HostConfig.PortBindings ?? {}).toEqual({});
     expect(inspected.HostConfig.NetworkMode).toBe("none");

@@ -4,7 +4,7 @@
 // of a file share that one database and run in order.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { TestServer } from "../../helpers/server";
-import { dockerCli } from "../../helpers/docker";
+import { dockerCli, dockerJson } from "../../helpers/docker";
 import {
   connectionError,
   createDatabase,
@@ -18,9 +18,9 @@ import {
 const MIB = 1024 * 1024;
 
 async function containerOf(databaseId: string): Promise<any> {
-  const ids = String(await dockerCli("ps", "-aq", "--filter", `label=platform.database=${databaseId}`)).trim().split("\n").filter(Boolean);
+  const ids = (await dockerCli("ps", "-aq", "--filter", `label=platform.database=${databaseId}`)).trim().split("\n").filter(Boolean);
   if (ids.length !== 1) throw new Error(`expected one container for ${databaseId}, found ${ids.length}`);
-  return (await dockerCli("inspect", ids[0]!))[0];
+  return (await dockerJson("inspect", ids[0]!))[0];
 }
 
 export function describeDatabaseLifecycle(engine: "postgresql" | "mysql" | "redis", client: EngineClient) {
@@ -200,8 +200,8 @@ export function describeDatabaseLifecycle(engine: "postgresql" | "mysql" | "redi
       const { status, body } = await server.request("DELETE", `/api/databases/${database.id}`, { key });
       expect(status).toBe(200);
       expect(body.deleted).toBe(true);
-      expect(String(await dockerCli("ps", "-aq", "--filter", `label=platform.database=${database.id}`)).trim()).toBe("");
-      for (const volume of volumes) await expect(dockerCli("volume", "inspect", volume)).rejects.toThrow();
+      expect((await dockerCli("ps", "-aq", "--filter", `label=platform.database=${database.id}`)).trim()).toBe("");
+      for (const volume of volumes) await expect(dockerJson("volume", "inspect", volume)).rejects.toThrow();
       expect((await server.request("GET", `/api/databases/${database.id}`, { key })).status).toBe(404);
     });
   });

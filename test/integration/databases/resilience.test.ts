@@ -51,8 +51,8 @@ describe("with a bind address nothing can publish on", () => {
     expectErrorEnvelope(response, 409, "OPERATION_FAILED");
     expect(response.body.error).toContain("192.0.2.1");
     expect((await server.request("GET", "/api/databases/", { key })).body.databases).toEqual([]);
-    expect(String(await dockerCli("ps", "-aq", "--filter", `label=platform.workspace=${workspaceId}`)).trim()).toBe("");
-    expect(String(await dockerCli("volume", "ls", "-q", "--filter", `label=platform.workspace=${workspaceId}`)).trim()).toBe("");
+    expect((await dockerCli("ps", "-aq", "--filter", `label=platform.workspace=${workspaceId}`)).trim()).toBe("");
+    expect((await dockerCli("volume", "ls", "-q", "--filter", `label=platform.workspace=${workspaceId}`)).trim()).toBe("");
   });
 });
 
@@ -81,8 +81,8 @@ describe("with an engine image that exits at once, and one that cannot be pulled
     expect(operation).toMatchObject({ type: "create", status: "failed", error: expect.stringContaining("PostgreSQL exited with code 0 before answering") });
     const { body } = await server.request("GET", `/api/databases/${created.database.id}`, { key });
     expect(body.database).toMatchObject({ status: "failed", statusReason: operation.error, port, connectionString });
-    expect(String(await dockerCli("ps", "-aq", "--filter", `label=platform.database=${created.database.id}`)).trim()).toBe("");
-    expect(String(await dockerCli("volume", "ls", "-q", "--filter", `label=platform.database=${created.database.id}`)).trim()).toBe("");
+    expect((await dockerCli("ps", "-aq", "--filter", `label=platform.database=${created.database.id}`)).trim()).toBe("");
+    expect((await dockerCli("volume", "ls", "-q", "--filter", `label=platform.database=${created.database.id}`)).trim()).toBe("");
 
     expect((await server.request("DELETE", `/api/databases/${created.database.id}`, { key })).status).toBe(200);
   });
@@ -94,7 +94,7 @@ describe("with an engine image that exits at once, and one that cannot be pulled
     expect(operation).toMatchObject({ status: "failed", error: expect.stringContaining("platform-test/no-such-image:1") });
     const { body } = await server.request("GET", `/api/databases/${created.database.id}`, { key });
     expect(body.database).toMatchObject({ status: "failed", statusReason: operation.error });
-    expect(String(await dockerCli("volume", "ls", "-q", "--filter", `label=platform.database=${created.database.id}`)).trim()).toBe("");
+    expect((await dockerCli("volume", "ls", "-q", "--filter", `label=platform.database=${created.database.id}`)).trim()).toBe("");
   });
 });
 
@@ -169,7 +169,7 @@ describe("with the real engine", () => {
   });
 
   test("a container stopped outside the platform shows as stopped on the next read, and start brings it back", async () => {
-    const containerId = String(await dockerCli("ps", "-q", "--filter", `label=platform.database=${database.id}`)).trim();
+    const containerId = (await dockerCli("ps", "-q", "--filter", `label=platform.database=${database.id}`)).trim();
     await dockerCli("stop", containerId);
     const { body } = await server.request("GET", `/api/databases/${database.id}`, { key });
     expect(body.database).toMatchObject({ status: "stopped", statusReason: "Stopped outside the platform" });
@@ -182,6 +182,6 @@ describe("with the real engine", () => {
   test("DELETE with keepBackups=true still removes the volume (it only spares backups)", async () => {
     const response = await server.request("DELETE", `/api/databases/${database.id}?keepBackups=true`, { key });
     expect(response.status).toBe(200);
-    expect(String(await dockerCli("volume", "ls", "-q", "--filter", `label=platform.database=${database.id}`)).trim()).toBe("");
+    expect((await dockerCli("volume", "ls", "-q", "--filter", `label=platform.database=${database.id}`)).trim()).toBe("");
   });
 });

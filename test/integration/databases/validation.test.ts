@@ -76,7 +76,7 @@ describe("create refuses what the spec does not allow", () => {
   test("nothing was created by the refused requests", async () => {
     const { body } = await server.request("GET", "/api/databases/", { key });
     expect(body.databases.map((listed: any) => listed.name)).toEqual(["shared"]);
-    const containers = String(await dockerCli("ps", "-aq", "--filter", `label=platform.workspace=${workspaceId}`)).trim().split("\n");
+    const containers = (await dockerCli("ps", "-aq", "--filter", `label=platform.workspace=${workspaceId}`)).trim().split("\n");
     expect(containers.filter(Boolean).length).toBe(1);
   });
 

@@ -5,7 +5,7 @@ import { BuildFailed, DockerDriver, DockerNotFound, ExecTimedOut } from "../../.
 import { ApiError } from "../../../src/http/errors";
 import { tempDir } from "../../helpers/temp";
 import { LABEL_MANAGED, type ContainerSpec } from "../../../src/docker/container-spec";
-import { config, dockerCli, localDriver, uniqueName } from "../../helpers/docker";
+import { config, dockerCli, dockerJson, localDriver, uniqueName } from "../../helpers/docker";
 
 const driver = localDriver();
 const image = config.images.node;
@@ -52,7 +52,7 @@ describe("docker driver on the real engine", () => {
     await driver.createVolume(volume, { [LABEL_MANAGED]: "true" });
     created.volumes.push(volume);
     const id = await run({ memoryMB: 96, pidsLimit: 77, capabilities: ["CHOWN"], volumes: [{ volumeName: volume, containerPath: "/data" }] });
-    const [inspected] = await dockerCli("inspect", id);
+    const [inspected] = await dockerJson("inspect", id);
     expect(inspected.State.Running).toBe(true);
     expect(inspected.HostConfig.Memory).toBe(96 * 1024 * 1024);
     expect(inspected.HostConfig.MemorySwap).toBe(96 * 1024 * 1024);
@@ -65,7 +65,7 @@ describe("docker driver on the real engine", () => {
     expect(inspected.HostConfig.Binds).toBeNull();
     expect(inspected.Mounts.map((m: any) => m.Type)).toEqual(["volume"]);
     expect(inspected.Config.Labels["platform.app"]).toBe("app_test");
-    const [volumeInfo] = await dockerCli("volume", "inspect", volume);
+    const [volumeInfo] = await dockerJson("volume", "inspect", volume);
     expect(volumeInfo.Labels[LABEL_MANAGED]).toBe("true");
 
     await driver.stopContainer(id, 1);
@@ -78,7 +78,7 @@ describe("docker driver on the real engine", () => {
   test("memory limit changes on a running container", async () => {
     const id = await run();
     await driver.updateContainerMemory(id, 128);
-    const [inspected] = await dockerCli("inspect", id);
+    const [inspected] = await dockerJson("inspect", id);
     expect(inspected.HostConfig.Memory).toBe(128 * 1024 * 1024);
     expect(inspected.HostConfig.MemorySwap).toBe(128 * 1024 * 1024);
     expect(inspected.State.Running).toBe(true);
@@ -198,7 +198,7 @@ describe("docker driver on the real engine", () => {
     const log: string[] = [];
     await driver.buildImage({ context, tag, labels: { [LABEL_MANAGED]: "true", "platform.build": "bld_1" }, onLog: (l) => log.push(l) });
     expect(log.join("\n")).toContain("built-step-ran");
-    const [inspected] = await dockerCli("image", "inspect", tag);
+    const [inspected] = await dockerJson("image", "inspect", tag);
     expect(inspected.Config.Labels["platform.build"]).toBe("bld_1");
     const id = await run({ image: tag });
     expect((await driver.exec(id, { command: ["cat", "/hello.txt"] })).stdout).toBe("from the context\n");
@@ -223,7 +223,7 @@ describe("docker driver on the real engine", () => {
     const client = await run({ network: { name: network, aliases: [] } });
     const resolved = await driver.exec(client, { command: ["getent", "hosts", "db-alias"] });
     expect(resolved.exitCode).toBe(0);
-    const [info] = await dockerCli("network", "inspect", network);
+    const [info] = await dockerJson("network", "inspect", network);
     expect(info.Labels[LABEL_MANAGED]).toBe("true");
   });
 
@@ -231,7 +231,7 @@ describe("docker driver on the real engine", () => {
     const network = uniqueName("platform-test-race");
     created.networks.push(network);
     await Promise.all(Array.from({ length: 5 }, () => driver.ensureNetwork(network, { [LABEL_MANAGED]: "true" })));
-    const listed = String(await dockerCli("network", "ls", "-q", "--filter", `name=^${network}$`)).trim().split("\n");
+    const listed = (await dockerCli("network", "ls", "-q", "--filter", `name=^${network}$`)).trim().split("\n");
     expect(listed).toHaveLength(1);
   });
 
@@ -249,7 +249,7 @@ describe("docker driver on the real engine", () => {
     await driver.startContainer(id); // still has its network
     await driver.removeContainer(id);
     expect(await driver.removeNetworkIfUnused(network)).toBe(true);
-    expect(String(await dockerCli("network", "ls", "-q", "--filter", `name=^${network}$`)).trim()).toBe("");
+    expect((await dockerCli("network", "ls", "-q", "--filter", `name=^${network}$`)).trim()).toBe("");
   });
 
   test("only platform-labelled images and volumes are ever removed", async () => {
@@ -257,7 +257,7 @@ describe("docker driver on the real engine", () => {
     await dockerCli("volume", "create", foreign);
     try {
       expect(await driver.removeVolume(foreign)).toBe(false);
-      expect((await dockerCli("volume", "inspect", foreign))[0].Name).toBe(foreign);
+      expect((await dockerJson("volume", "inspect", foreign))[0].Name).toBe(foreign);
     } finally {
       await dockerCli("volume", "rm", foreign);
     }

@@ -4,7 +4,7 @@ import { afterAll, expect, test } from "bun:test";
 import { Machines } from "../../../src/machines/service";
 import { Reconciler, type ManagedContainer } from "../../../src/machines/reconciler";
 import { LABEL_APP, LABEL_MANAGED, LABEL_WORKSPACE } from "../../../src/docker/container-spec";
-import { config, dockerCli, localDriver, uniqueName } from "../../helpers/docker";
+import { config, dockerJson, localDriver, uniqueName } from "../../helpers/docker";
 
 const driver = localDriver();
 const made: string[] = [];
@@ -44,7 +44,7 @@ test("known containers go to their owner, unknown ones are reported and left run
   expect(reportedIds).toContain(stray);
   expect(reportedIds).not.toContain(known);
   expect(report.unreachableMachines).toEqual([]);
-  const [inspected] = await dockerCli("inspect", stray);
+  const [inspected] = await dockerJson("inspect", stray);
   expect(inspected.State.Running).toBe(true);
 });
 
