@@ -45,7 +45,6 @@ function serve() {
       domain: config.domain,
       tlsPort: config.tls.port,
       databaseFile: config.databaseFile,
-      nice: config.proxyNice,
       config: {
         trustedProxies: config.trustedProxies,
         proxyRateLimits: config.proxyRateLimits,

@@ -7,7 +7,7 @@ import { ServedCertificates } from "./certificates/served";
 import { openDatabaseForReading } from "./db";
 import { ProxyRoutes } from "./proxy/routes";
 import { startProxy, type PublicProxy } from "./proxy/server";
-import { answerProxyCalls, takeProxyNice } from "./proxy/thread";
+import { answerProxyCalls } from "./proxy/thread";
 import { TrafficRecorder } from "./proxy/traffic";
 
 declare const self: Worker;
@@ -21,7 +21,6 @@ let proxy: PublicProxy | null = null;
 
 answerProxyCalls(self, {
   start(settings, state) {
-    takeProxyNice(settings.nice);
     const db = openDatabaseForReading(settings.databaseFile);
     routes.setUnroutedLookup((subdomain) => unroutedAppOf(db, subdomain));
     for (const change of state.routes) routes.apply(change);

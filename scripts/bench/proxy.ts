@@ -24,11 +24,12 @@
 // thread on that idle core, and from then on wrk and the proxy take turns there request by request.
 // perf sched timehist over 0.5 s of a lab run at 256: nginx had its core 100% in 81 slices; our
 // proxy thread 93%, while wrk got 5% of that core in 2,100 slices of about 12 µs. Hence bare-bun,
-// the cheapest per request, only ties nginx at 256 when all run at nice 0. At nice -5 a proxy that
-// wakes beside wrk takes its core back at once: at 256 ours gained some 12% from it, nginx up to 5%.
-// Every proxy runs at the nice value of ours' proxy thread (PLATFORM_PROXY_NICE, -5 unless set):
-// nginx's worker gets it as worker_priority, the bare relay through nice(1); the header line says
-// what each got. As with threads, where ours takes an advantage the reference gets it too.
+// the cheapest per request, only ties nginx at 256. Tried on 2026-11-27: with every proxy at nice -5
+// (ours' thread through setPriority, nginx through worker_priority) a proxy takes its core back from
+// wrk at once, and ours gave 1.08x-1.10x nginx at 256 (1.00x at nice 0 in the same session). The
+// platform does not do it: nice ranks threads only within one scheduling group, and the apps run in
+// containers, cgroups of their own, so -5 would put the proxy ahead of wrk and of the platform's
+// own API, never ahead of the apps (with two spinning containers it changed nothing measurable).
 // Targets: ours >= 1.0x nginx req/s at both counts, p99 no worse than nginx, RSS growth < 30 MB.
 //
 // Then nginx and ours again at the first connection count while the platform's API answers
@@ -69,7 +70,6 @@ import type { Subprocess } from "bun";
 import { strToU8, zipSync } from "fflate";
 import { useStandInImages } from "../../test/helpers/stand-ins";
 import { removeTempDirs, tempDir } from "../../test/helpers/temp";
-import { threadsOf } from "../../test/helpers/threads";
 import type { TestServer } from "../../test/helpers/server";
 import { ensureBinary, median, residentMegabytes, startBinary, printServerTail, runBenchmark } from "./binary";
 import { resumesTls13Sessions, wildcardCertificate, type CertificateFiles } from "./tls-cert";
@@ -199,7 +199,7 @@ async function wrk(url: string, connections: number, duration: string, options: 
  * HTTP server, `minimalPort`, forwards only the three X-Forwarded headers of nginx's usual recipe:
  * an informational row, as the bench measured before 2026-11-24.
  */
-function nginxConfig(dir: string, port: number, minimalPort: number, tlsPort: number, upstream: string, certificate: CertificateFiles, nice: number): string {
+function nginxConfig(dir: string, port: number, minimalPort: number, tlsPort: number, upstream: string, certificate: CertificateFiles): string {
   const proxied = `proxy_pass http://app;
       proxy_http_version 1.1;
       proxy_set_header Connection "";`;
@@ -222,7 +222,6 @@ function nginxConfig(dir: string, port: number, minimalPort: number, tlsPort: nu
       proxy_set_header X-Forwarded-Proto $scheme;
     }`;
   return `worker_processes 1;
-worker_priority ${nice};
 daemon off;
 pid ${dir}/nginx.pid;
 error_log ${dir}/error.log warn;
@@ -262,18 +261,6 @@ http {
 }
 
 /** nginx's one worker: the master's child, which serves the connections (found by the parent pid in /proc/<pid>/stat). */
-/** The nice value of the platform's proxy thread (the one Worker of its process), and that it is the only one. */
-function proxyThreadNice(platformPid: number): number {
-  const workers = threadsOf(platformPid).filter((thread) => thread.name === "Worker");
-  if (workers.length !== 1) throw new Error(`the platform (pid ${platformPid}) should have one Worker thread, the proxy's; has ${workers.length}`);
-  return workers[0]!.nice;
-}
-
-/** The nice value of a single-threaded process, or of its main thread. */
-function processNice(pid: number): number {
-  return threadsOf(pid).find((thread) => thread.tid === pid)!.nice;
-}
-
 function nginxWorkerPid(masterPid: number): number {
   const children = readdirSync("/proc")
     .filter((entry) => /^\d+$/.test(entry))
@@ -508,7 +495,6 @@ async function main() {
     const proxyTlsPort = await waitForHttpsListener(server);
     key = (await server.createKey("bench")).key;
     const pid = server.process!.pid;
-    const proxyNice = proxyThreadNice(pid);
 
     // ---- the upstream app ----
     const form = new FormData();
@@ -552,7 +538,7 @@ async function main() {
     const nginxPort = await freePort();
     const nginxMinimalPort = await freePort();
     const nginxTlsPort = await freePort();
-    writeFileSync(join(nginxDir, "nginx.conf"), nginxConfig(nginxDir, nginxPort, nginxMinimalPort, nginxTlsPort, upstream, certificate, proxyNice));
+    writeFileSync(join(nginxDir, "nginx.conf"), nginxConfig(nginxDir, nginxPort, nginxMinimalPort, nginxTlsPort, upstream, certificate));
     const nginx = Bun.spawn([nginxBinary(), "-p", nginxDir, "-c", join(nginxDir, "nginx.conf")], { stdout: "ignore", stderr: "pipe" });
     children.push(nginx);
     await waitForHttp(`http://127.0.0.1:${nginxPort}/`);
@@ -561,7 +547,7 @@ async function main() {
 
     // ---- the ceiling of a proxy in JavaScript on Bun: scripts/bench/bare-relay.ts ----
     const barePort = await freePort();
-    const bare = Bun.spawn(["nice", "-n", String(proxyNice), process.execPath, resolve(import.meta.dir, "bare-relay.ts")], {
+    const bare = Bun.spawn([process.execPath, resolve(import.meta.dir, "bare-relay.ts")], {
       env: { ...process.env, BARE_RELAY_PORT: String(barePort), BARE_RELAY_UPSTREAM: upstream },
       stdout: "ignore",
       stderr: "inherit",
@@ -570,7 +556,6 @@ async function main() {
     await waitForHttp(`http://127.0.0.1:${barePort}/`);
 
     console.log(`\nupstream ${upstream} (bun app, 1 KiB answers); nginx 1 worker, keepalive ${NGINX_KEEPALIVE}; wrk -t2 -d${DURATION} --latency, ${ROUNDS} rounds`);
-    console.log(`nice: ours' proxy thread ${proxyNice} (PLATFORM_PROXY_NICE), nginx's worker ${processNice(nginxWorker)} (worker_priority), bare-bun ${processNice(bare.pid)}, wrk ${processNice(process.pid)}`);
     const targets: Target[] = [
       { name: "direct", url: `http://${upstream}/` },
       { name: "nginx", url: `http://127.0.0.1:${nginxPort}/`, pid: nginxWorker },

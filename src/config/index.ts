@@ -105,8 +105,6 @@ export interface Config {
   proxyTimeouts: { headerSeconds: number; idleSeconds: number; upstreamSeconds: number; connectSeconds: number };
   /** Connections one client address may hold open to the public proxy. */
   proxyMaxConnectionsPerClient: number;
-  /** The nice value the public proxy's thread asks for: below 0, the kernel serves it before the apps. */
-  proxyNice: number;
   authFailureRateLimit: RateLimit;
   /** Failed password attempts per account (email, invitation, the owner setup), from any address. */
   accountFailureRateLimit: RateLimit;
@@ -163,15 +161,6 @@ function integerSetting(env: Record<string, string | undefined>, name: string, f
   if (!Number.isFinite(value) || value < min) {
     throw new Error(`${name} must be a number >= ${min}, got "${raw}"`);
   }
-  return value;
-}
-
-/** A Linux nice value: a whole number from -20 (served first) to 19. */
-function niceSetting(env: Record<string, string | undefined>, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < -20 || value > 19) throw new Error(`${name} must be a whole number from -20 to 19, got "${raw}"`);
   return value;
 }
 
@@ -393,7 +382,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       connectSeconds: integerSetting(env, "PLATFORM_PROXY_CONNECT_TIMEOUT_SECONDS", 5, 1),
     },
     proxyMaxConnectionsPerClient: integerSetting(env, "PLATFORM_PROXY_IP_MAX_CONNECTIONS", 512, 1),
-    proxyNice: niceSetting(env, "PLATFORM_PROXY_NICE", -5),
     authFailureRateLimit: {
       burst: integerSetting(env, "PLATFORM_AUTH_FAILURE_BURST", 10, 1),
       refillPerSecond: integerSetting(env, "PLATFORM_AUTH_FAILURE_PER_MINUTE", 10, 0) / 60,

@@ -8,7 +8,6 @@
 // the change (the main thread waits on a shared counter, some 60 µs), so a route set when a
 // release switches is served from the next request on, as when the proxy shared the main thread.
 // Stopping is the one call that is not: it waits for the requests in flight.
-import { getPriority, setPriority } from "node:os";
 import { MessageChannel, receiveMessageOnPort, type MessagePort } from "node:worker_threads";
 import type { ServedChange } from "../certificates/served";
 import type { RouteChange } from "./routes";
@@ -21,8 +20,6 @@ export interface ProxyThreadSettings extends Pick<ProxyOptions, "hostname" | "po
   tlsPort: number;
   /** The platform's database, read for the apps that have no route (./routes.ts, unrouted). */
   databaseFile: string;
-  /** PLATFORM_PROXY_NICE: the nice value the proxy's thread asks for (takeProxyNice). */
-  nice: number;
 }
 
 /** The state the copies start from. */
@@ -138,25 +135,6 @@ export class ProxyThread implements PublicProxy, TrafficSource {
       if (!reply.ok) throw new Error(reply.error);
       return reply.value;
     }
-  }
-}
-
-/**
- * Gives the calling thread the nice value `nice`; on Linux a nice value belongs to one thread, so
- * the rest of the platform keeps its own (threads this one starts later inherit it). Below 0, when
- * the proxy and processes at nice 0 (apps, builds, the API's thread) are ready on one core, the
- * kernel runs the proxy first and lets it keep the core longer: what nginx's worker_priority is for.
- * Going below the current value needs root or CAP_SYS_NICE; without it the thread keeps its value
- * and says so: the proxy works as well, only without precedence.
- */
-export function takeProxyNice(nice: number) {
-  const current = getPriority();
-  if (current === nice) return;
-  try {
-    setPriority(nice);
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    console.warn(`[proxy] the public proxy's thread keeps nice ${current}, not PLATFORM_PROXY_NICE=${nice} (${reason}); going below ${current} needs root or CAP_SYS_NICE`);
   }
 }
 

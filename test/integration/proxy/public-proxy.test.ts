@@ -3,10 +3,8 @@
 // the rate limits per client address and per app. Other client addresses are other loopback
 // addresses (curl --interface 127.0.0.x), all on this machine.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { getPriority } from "node:os";
 import { TestServer } from "../../helpers/server";
 import { appZip, deleteAllApps, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
-import { threadsOf } from "../../helpers/threads";
 
 const HEADERS_APP = appZip({
   "package.json": JSON.stringify({ name: "echo", main: "server.js" }),
@@ -74,13 +72,6 @@ describe("routing, errors and forwarded headers", () => {
       expect({ host, status: response.status }).toEqual({ host, status: 200 });
       expect((await response.json()).url).toBe("/where?x=1");
     }
-  });
-
-  test("the proxy's thread runs at nice -5 (PLATFORM_PROXY_NICE), ahead of the apps; the platform's other threads keep theirs", () => {
-    const pid = server.process!.pid;
-    const threads = threadsOf(pid);
-    expect(threads.filter((thread) => thread.name === "Worker").map((thread) => thread.nice)).toEqual([-5]);
-    expect(threads.find((thread) => thread.tid === pid)!.nice).toBe(getPriority());
   });
 
   test("an unknown host gets 404, as HTML or as JSON when asked", async () => {

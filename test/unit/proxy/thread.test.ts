@@ -2,12 +2,9 @@
 // test's thread as src/main.ts starts it. What the main thread changes (routes, certificates, ACME
 // challenges) is served there from the next request, the traffic counted there is read here, and
 // a main thread that stalls does not stall the requests in flight, as it did when the proxy
-// shared it; the proxy's thread takes its own nice value (PLATFORM_PROXY_NICE). The app answers
-// from a process of its own, so that nothing of it runs on this thread.
+// shared it. The app answers from a process of its own, so that nothing of it runs on this thread.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { getPriority } from "node:os";
 import { join } from "node:path";
-import { loadConfig } from "../../../src/config";
 import { openDatabase, type PlatformDb } from "../../../src/db";
 import { apps, workspaces } from "../../../src/db/schema";
 import { ProxyRoutes } from "../../../src/proxy/routes";
@@ -15,7 +12,6 @@ import { startProxy } from "../../../src/proxy/server";
 import { ProxyThread, type ProxyThreadSettings } from "../../../src/proxy/thread";
 import { TrafficRecorder } from "../../../src/proxy/traffic";
 import { makeCertificate } from "../../helpers/certificates";
-import { threadsOf } from "../../helpers/threads";
 import { tempDir } from "../../helpers/temp";
 
 const DOMAIN = "apps.test";
@@ -26,8 +22,6 @@ const CONFIG: ProxyThreadSettings["config"] = {
   proxyTimeouts: { headerSeconds: 10, idleSeconds: 60, upstreamSeconds: 60, connectSeconds: 5 },
   proxyMaxConnectionsPerClient: 1000,
 };
-/** The proxy's thread's nice value here: above the test's own, which any user may ask for. */
-const PROXY_NICE = 3;
 /** How long the main thread stalls in the isolation test. */
 const STALL_MS = 800;
 
@@ -47,7 +41,7 @@ beforeAll(async () => {
   );
   const { value } = await app.stdout.getReader().read();
   appPort = Number(new TextDecoder().decode(value).trim());
-  thread = new ProxyThread(new Worker(new URL("../../../src/proxy-worker.ts", import.meta.url).href), { hostname: "127.0.0.1", port: 0, domain: DOMAIN, tlsPort: 0, databaseFile, nice: PROXY_NICE, config: CONFIG }, { routes: [], certificates: [] });
+  thread = new ProxyThread(new Worker(new URL("../../../src/proxy-worker.ts", import.meta.url).href), { hostname: "127.0.0.1", port: 0, domain: DOMAIN, tlsPort: 0, databaseFile, config: CONFIG }, { routes: [], certificates: [] });
   routes.onChange = (change) => thread.route(change);
 });
 
@@ -57,13 +51,6 @@ afterAll(async () => {
   await app?.exited;
   db?.$client.close();
 });
-
-/** `takeProxyNice(nice)` in a process of its own, started through `prefix` (e.g. setpriv): what it printed. */
-function takeNiceInProcess(nice: number, prefix: string[] = []) {
-  const script = `import { getPriority } from "node:os"; import { takeProxyNice } from ${JSON.stringify(join(import.meta.dir, "../../../src/proxy/thread.ts"))}; takeProxyNice(${nice}); console.log(getPriority());`;
-  const child = Bun.spawnSync([...prefix, process.execPath, "-e", script], { stdout: "pipe", stderr: "pipe" });
-  return { nice: Number(child.stdout.toString().trim()), stderr: child.stderr.toString(), exitCode: child.exitCode };
-}
 
 const viaThread = (host: string, path = "/") => fetch(`http://127.0.0.1:${thread.port}${path}`, { headers: { host } });
 
@@ -140,30 +127,4 @@ test("a main thread that stalls does not hold up proxied requests, as it holds u
   } finally {
     await sharing.stop(true);
   }
-});
-
-test("the proxy's thread takes PLATFORM_PROXY_NICE; the thread that started it keeps its own", () => {
-  const threads = threadsOf("self");
-  // This test starts no other Worker.
-  expect(threads.filter((thread) => thread.name === "Worker").map((thread) => thread.nice)).toEqual([PROXY_NICE]);
-  expect(threads.find((thread) => thread.tid === process.pid)!.nice).toBe(getPriority());
-  expect(getPriority()).not.toBe(PROXY_NICE);
-});
-
-test("PLATFORM_PROXY_NICE is -5 unless set, and only a whole number from -20 to 19", () => {
-  expect(loadConfig({}).proxyNice).toBe(-5);
-  expect(loadConfig({ PLATFORM_PROXY_NICE: "0" }).proxyNice).toBe(0);
-  expect(loadConfig({ PLATFORM_PROXY_NICE: "-20" }).proxyNice).toBe(-20);
-  for (const refused of ["-21", "20", "-2.5", "high"]) {
-    expect(() => loadConfig({ PLATFORM_PROXY_NICE: refused })).toThrow(`PLATFORM_PROXY_NICE must be a whole number from -20 to 19, got "${refused}"`);
-  }
-});
-
-test("below 0 with root the nice value is taken; without CAP_SYS_NICE it is kept, with a warning, and the proxy goes on", () => {
-  expect(process.getuid!()).toBe(0); // the suite runs as root (README); setpriv below drops the one capability
-  expect(takeNiceInProcess(-5)).toEqual({ nice: -5, stderr: "", exitCode: 0 });
-  const unprivileged = takeNiceInProcess(-5, ["setpriv", "--bounding-set=-sys_nice"]);
-  expect({ nice: unprivileged.nice, exitCode: unprivileged.exitCode }).toEqual({ nice: 0, exitCode: 0 });
-  expect(unprivileged.stderr).toContain("[proxy] the public proxy's thread keeps nice 0, not PLATFORM_PROXY_NICE=-5");
-  expect(unprivileged.stderr).toContain("needs root or CAP_SYS_NICE");
 });
