@@ -62,12 +62,12 @@ async function waitForBuild(appId: string, buildId: string, statuses: string[], 
 
 /** Containers of the app the engine still has, build containers included. */
 async function containersOf(appId: string): Promise<string[]> {
-  const listed: string = await dockerCli("ps", "-aq", "--filter", `label=platform.app=${appId}`);
+  const listed = await dockerCli("ps", "-aq", "--filter", `label=platform.app=${appId}`);
   return listed.split("\n").filter(Boolean);
 }
 
 async function imagesOf(appId: string): Promise<string[]> {
-  const listed: string = await dockerCli("images", "-q", "--filter", `label=platform.app=${appId}`);
+  const listed = await dockerCli("images", "-q", "--filter", `label=platform.app=${appId}`);
   return listed.split("\n").filter(Boolean);
 }
 

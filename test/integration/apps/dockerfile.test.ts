@@ -235,7 +235,7 @@ test("a RUN step runs on the workspace network, and a cancel stops it", async ()
   const network = `platform-${workspaceId.toLowerCase()}`;
   // The engine's builder makes a RUN step's container itself: on the network, without the platform's labels.
   const stepContainers = async (): Promise<string[]> => {
-    const listed = (await dockerCli("ps", "--no-trunc", "--filter", `network=${network}`, "--format", '{{.ID}} {{.Label "platform.managed"}}{{.Command}}'));
+    const listed = await dockerCli("ps", "--no-trunc", "--filter", `network=${network}`, "--format", '{{.ID}} {{.Label "platform.managed"}}{{.Command}}');
     return listed.split("\n").filter((line) => line.includes("sleep 600")).map((line) => line.split(" ")[0]!);
   };
   let seen: string[] = [];

@@ -78,7 +78,7 @@ export function describeDatabaseLifecycle(engine: "postgresql" | "mysql" | "redi
       expect(mounts.every((mount: any) => mount.type === "volume" && mount.name.startsWith("platform-db-"))).toBe(true);
       // No process in the container shows the password on its command line.
       const processes = await dockerCli("exec", container.Id, "ps", "-eo", "args");
-      expect(String(processes)).not.toContain(firstPassword);
+      expect(processes).not.toContain(firstPassword);
       expect(JSON.stringify([container.Path, container.Args])).not.toContain(firstPassword);
     });
 
