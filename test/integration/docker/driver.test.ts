@@ -265,3 +265,9 @@ describe("docker driver on the real engine", () => {
     expect(await driver.hasImage(image)).toBe(true);
   });
 });
+
+test("the tests' docker CLI witness answers text: an ID that reads as a JSON number stays an ID", async () => {
+  // `docker version --format` prints its template as it is: here a short ID made of digits around an "e".
+  expect(await dockerCli("version", "--format", "123456e78901")).toBe("123456e78901\n");
+  expect((await dockerJson("image", "inspect", image))[0].RepoTags).toContain(image);
+});
