@@ -23,7 +23,8 @@ import {
   verifyLogin,
 } from "./service";
 
-const SESSION_COOKIE_SET = "The HttpOnly `platform_session` cookie of the new session (Secure over HTTPS, SameSite=Lax)";
+const SESSION_COOKIE_SET =
+  "The HttpOnly `platform_session` cookie of the new session (SameSite=Lax); over HTTPS `__Host-platform_session`, Secure";
 
 /** Refusals of a password form: its browser-source checks and limitFailedAttempts (src/http/auth.ts). */
 const PASSWORD_FORM_ERRORS = ["HOST_NOT_ALLOWED", "CSRF_REJECTED", "RATE_LIMITED", "SERVER_BUSY"] as const;
@@ -185,7 +186,7 @@ export function authRoutes(ctx: ServerContext) {
         detail: {
           operationId: "logout",
           responses: responses({
-            200: withSessionCookie(json("The session is ended"), "Clears the `platform_session` cookie (empty, Max-Age=0)"),
+            200: withSessionCookie(json("The session is ended"), "Clears the session cookie (empty, Max-Age=0)"),
           }),
           summary: "End the current session",
         },

@@ -27,6 +27,7 @@ import {
 } from "../workspaces/service";
 
 export const SESSION_COOKIE = "platform_session";
+const SECURE_SESSION_COOKIE = `__Host-${SESSION_COOKIE}`;
 const DEFAULT_WORKSPACE_NAME = "default";
 // Verified when the email is unknown, so a wrong email takes as long as a wrong password.
 const DECOY_HASH = Bun.password.hashSync("decoy-password-for-timing");
@@ -224,18 +225,46 @@ export function setActiveWorkspace(db: PlatformDb, tokenHash: string, userId: st
 }
 
 /**
- * The Set-Cookie value of a session; Secure when the client came over HTTPS, directly or through a
- * trusted proxy (`RequestSource.https`: an X-Forwarded-Proto from anyone else is not believed).
+ * The session cookie's name. Over HTTPS it is `__Host-` prefixed: browsers then take it only from a
+ * Secure answer of this very host with `Path=/` and no `Domain`, so a tenant app on a sibling name
+ * (any `<app>.<PLATFORM_DOMAIN>` under the same parent) can neither set nor shadow it. Plain HTTP
+ * cannot use the prefix (it needs Secure); the start warns when apps share the dashboard's parent
+ * domain (./cookie-scope.ts).
  */
-export function sessionCookie(token: string, maxAgeSeconds: number, secure: boolean): string {
-  return `${SESSION_COOKIE}=${token}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${secure ? "; Secure" : ""}`;
+export function sessionCookieName(https: boolean): string {
+  return https ? SECURE_SESSION_COOKIE : SESSION_COOKIE;
 }
 
-export function readCookie(header: string | null, name: string): string | undefined {
-  if (!header) return undefined;
+/**
+ * The Set-Cookie value of a session; Secure and `__Host-` when the client came over HTTPS, directly
+ * or through a trusted proxy (`RequestSource.https`: an X-Forwarded-Proto from anyone else is not believed).
+ */
+export function sessionCookie(token: string, maxAgeSeconds: number, https: boolean): string {
+  return `${sessionCookieName(https)}=${token}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${https ? "; Secure" : ""}`;
+}
+
+/**
+ * The session token a request carries under the cookie name of its scheme, if any. Two cookies of
+ * that name mean someone else set one too (a sibling site's `Domain=` parent cookie, or a longer
+ * `Path`): which one the browser lists first is not ours to choose, so the request is refused.
+ */
+export function sessionTokenOf(cookieHeader: string | null, https: boolean): string | undefined {
+  const values = cookieValues(cookieHeader, sessionCookieName(https));
+  if (values.length > 1) {
+    throw new ApiError(
+      "DUPLICATE_SESSION_COOKIE",
+      "The request carries two session cookies: another site under the same parent domain may have set one. Clear this site's cookies and log in again",
+    );
+  }
+  return values[0];
+}
+
+function cookieValues(header: string | null, name: string): string[] {
+  if (!header) return [];
+  const values: string[] = [];
   for (const part of header.split(";")) {
     const index = part.indexOf("=");
-    if (index > 0 && part.slice(0, index).trim() === name) return part.slice(index + 1).trim();
+    if (index > 0 && part.slice(0, index).trim() === name) values.push(part.slice(index + 1).trim());
   }
-  return undefined;
+  return values;
 }

@@ -11,6 +11,7 @@ type Operation = { parameters?: unknown[]; requestBody?: { content?: Record<stri
 
 /** Refusals of the auth plugin, in the order it checks. */
 const AUTHENTICATED_ROUTE_CODES: ErrorCode[] = [
+  "DUPLICATE_SESSION_COOKIE", // two session cookies: one was set by another site (cookie tossing)
   "HOST_NOT_ALLOWED", // a cookie request on a Host that is not this server's (DNS rebinding)
   "UNAUTHORIZED",
   "INVALID_API_KEY",
