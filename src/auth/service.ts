@@ -1,6 +1,6 @@
 // Dashboard accounts and sessions: first-visit owner setup, login, logout, the session's
 // active workspace. Passwords are hashed with Bun.password; session tokens are stored hashed.
-import { and, eq, gt, sql } from "drizzle-orm";
+import { and, eq, gt, ne, sql } from "drizzle-orm";
 import type { Static } from "@sinclair/typebox";
 import type { SessionSchema, UserSchema } from "./model";
 import { preparedStatement } from "../db/prepared";
@@ -11,6 +11,8 @@ import { ApiError } from "../http/errors";
 import { permittedRoutes } from "../http/permissions";
 import { recordAuditEvent } from "../audit/service";
 import { findUsableKey, type ApiKeyRow } from "../api-keys/service";
+import type { SecretBox } from "../crypto/secrets";
+import { assertSecondFactor, hasTwoFactor, isTwoFactorRequired } from "./two-factor/service";
 import {
   addMember,
   createUser,
@@ -98,7 +100,8 @@ export async function createOwner(
  */
 export async function claimOwner(
   db: PlatformDb,
-  input: { email: string; password: string },
+  secrets: SecretBox,
+  input: { email: string; password: string; code?: string },
   presentedKey: string | null,
   clientAddress: string | null,
   now = Date.now(),
@@ -107,7 +110,10 @@ export async function claimOwner(
   const placeholderId = placeholderOfKey(db, presentedKey, now);
   const existing = findUserByEmail(db, email);
   const valid = await Bun.password.verify(input.password, existing?.passwordHash ?? DECOY_HASH);
-  if (existing && (!existing.passwordHash || !valid)) throw new ApiError("INVALID_CREDENTIALS", "Wrong password for that account");
+  if (existing) {
+    const wrongPassword = new ApiError("INVALID_CREDENTIALS", "Wrong password for that account");
+    assertSecondFactor(db, secrets, { userId: existing.id, passwordValid: Boolean(existing.passwordHash) && valid, code: input.code, wrongPassword, clientAddress }, now);
+  }
   const passwordHash = existing ? null : await Bun.password.hash(input.password);
   return db.transaction((tx) => {
     const txDb = tx as unknown as PlatformDb;
@@ -138,28 +144,46 @@ export async function claimOwner(
   });
 }
 
-/** Checks email and password; records the login or the failure in the user's workspaces. */
+/**
+ * Checks email, password and, for an account with two-factor sign-in, the code
+ * (./two-factor/service.ts); records the login or the failure in the user's workspaces.
+ */
 export async function verifyLogin(
   db: PlatformDb,
-  input: { email: string; password: string },
+  secrets: SecretBox,
+  input: { email: string; password: string; code?: string },
   clientAddress: string | null,
   now = Date.now(),
 ): Promise<{ userId: string }> {
   const user = findUserByEmail(db, input.email);
   const valid = await Bun.password.verify(input.password, user?.passwordHash ?? DECOY_HASH);
-  if (user) {
+  const passwordValid = Boolean(user?.passwordHash) && valid;
+  let refusal: unknown = null;
+  try {
+    assertSecondFactor(
+      db,
+      secrets,
+      { userId: user?.id ?? null, passwordValid, code: input.code, wrongPassword: new ApiError("INVALID_CREDENTIALS", "Wrong email or password"), clientAddress },
+      now,
+    );
+  } catch (error) {
+    refusal = error;
+  }
+  // Asked for the second factor after the right password: not a failure (nor a login yet).
+  const halfway = passwordValid && refusal instanceof ApiError && refusal.code === "TWO_FACTOR_REQUIRED";
+  if (user && !halfway) {
     for (const workspace of workspacesOf(db, user.id)) {
       recordAuditEvent(db, {
         workspaceId: workspace.id,
-        action: valid && user.passwordHash ? "auth.login" : "auth.login_failed",
+        action: refusal ? "auth.login_failed" : "auth.login",
         actor: { type: "user", id: user.id, clientAddress },
         target: user.email,
         now,
       });
     }
   }
-  if (!user || !user.passwordHash || !valid) throw new ApiError("INVALID_CREDENTIALS", "Wrong email or password");
-  return { userId: user.id };
+  if (refusal) throw refusal;
+  return { userId: user!.id };
 }
 
 /** A user as the auth routes answer it. */
@@ -180,6 +204,8 @@ export function describeSession(
     role: caller.role,
     organizations: workspacesOf(db, user.id).map((workspace) => ({ id: workspace.id, name: workspace.name, role: workspace.role })),
     permissions: permittedRoutes(caller.role),
+    twoFactorEnabled: hasTwoFactor(db, user.id),
+    twoFactorRequired: isTwoFactorRequired(db, caller.workspaceId),
   };
 }
 
@@ -217,6 +243,11 @@ export function activeWorkspaceOf(db: PlatformDb, session: { tokenHash: string; 
 
 export function deleteSession(db: PlatformDb, tokenHash: string) {
   db.delete(sessions).where(eq(sessions.tokenHash, tokenHash)).run();
+}
+
+/** Ends every session of the user but the one making the request. */
+export function deleteOtherSessions(db: PlatformDb, userId: string, keptTokenHash: string) {
+  db.delete(sessions).where(and(eq(sessions.userId, userId), ne(sessions.tokenHash, keptTokenHash))).run();
 }
 
 export function setActiveWorkspace(db: PlatformDb, tokenHash: string, userId: string, workspaceId: string) {

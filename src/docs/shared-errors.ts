@@ -31,6 +31,8 @@ export function sharedErrorCodes(method: string, path: string, operation: Operat
     codes.push(...AUTHENTICATED_ROUTE_CODES);
     // Some role is refused by the route's row of the matrix.
     if (permission.roles.length < ALL_ROLES) codes.push("FORBIDDEN");
+    // A session whose workspace requires two-factor sign-in must set it up first (src/auth/two-factor).
+    if (!permission.beforeTwoFactorSetup) codes.push("TWO_FACTOR_SETUP_REQUIRED");
     // A cookie request that changes state must come from a page of this host.
     if (method !== "get") codes.push("CSRF_REJECTED");
   }

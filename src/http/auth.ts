@@ -12,6 +12,7 @@ import type { ServerContext } from "./context";
 import { findUsableKey, spendKeyUsage } from "../api-keys/service";
 import { activeWorkspaceOf, findSession, sessionTokenOf } from "../auth/service";
 import { roleIn, type Role } from "../workspaces/service";
+import { assertTwoFactorSetUp } from "../auth/two-factor/service";
 import { recordAuditEvent } from "../audit/service";
 import { assertPermitted, routeKeyOf, type RoutePermission } from "./permissions";
 
@@ -179,6 +180,7 @@ export function authPlugin(ctx: ServerContext) {
       transform: ({ request, server, route, path }) => {
         const principal = authenticate(ctx, request, requestSourceOf(ctx.config, server, request));
         const permission = assertPermitted(principal.role, routeKeyOf(request.method, route, path));
+        assertTwoFactorSetUp(ctx.db, principal, permission.beforeTwoFactorSetup === true);
         principals.set(request, { principal, permission });
       },
       resolve: ({ request }) => ({ principal: principals.get(request)!.principal }),
