@@ -197,20 +197,34 @@ describe("other sign-ins of an account with two-factor sign-in", () => {
   });
 });
 
-describe("failed attempts", () => {
+describe("on servers of their own", () => {
   const start = serversStoppedAfterAll();
 
-  test("wrong codes count against the account's failed-attempt limit, as wrong passwords do", async () => {
-    const limited = await start({ PLATFORM_AUTH_ACCOUNT_FAILURE_BURST: "3", PLATFORM_AUTH_ACCOUNT_FAILURE_PER_MINUTE: "1" });
-    expect((await limited.request("POST", "/api/auth/setup", { body: OWNER })).status).toBe(201);
-    const cookie = sessionCookieOf(await limited.request("POST", "/api/auth/login", { body: OWNER }));
-    const setup = await limited.request("POST", "/api/auth/two-factor/setup", { headers: { cookie, origin: limited.baseUrl } });
-    const enabled = await limited.request("POST", "/api/auth/two-factor/enable", { headers: { cookie, origin: limited.baseUrl }, body: { code: codeOf(setup.body.secret) } });
+  /** A server whose owner has two-factor sign-in on; its secret and the step its enrolment spent. */
+  async function ownerWithTwoFactor(env: Record<string, string> = {}) {
+    const own = await start(env);
+    expect((await own.request("POST", "/api/auth/setup", { body: OWNER })).status).toBe(201);
+    const cookie = sessionCookieOf(await own.request("POST", "/api/auth/login", { body: OWNER }));
+    const browser = { cookie, origin: own.baseUrl };
+    const setup = await own.request("POST", "/api/auth/two-factor/setup", { headers: browser });
+    const enabled = await own.request("POST", "/api/auth/two-factor/enable", { headers: browser, body: { code: codeOf(setup.body.secret) } });
     expect(enabled.status).toBe(200);
+    return { own, ownSecret: setup.body.secret as string };
+  }
+
+  test("the same code sent twice at once signs in once", async () => {
+    const { own, ownSecret } = await ownerWithTwoFactor({ PLATFORM_AUTH_FAILURE_BURST: "1000" });
+    const code = codeOf(ownSecret, 1);
+    const answers = await Promise.all([1, 2, 3].map(() => own.request("POST", "/api/auth/login", { body: { ...OWNER, code } })));
+    expect(answers.map((answer) => answer.status).toSorted()).toEqual([200, 401, 401]);
+  });
+
+  test("wrong codes count against the account's failed-attempt limit, as wrong passwords do", async () => {
+    const { own: limited, ownSecret } = await ownerWithTwoFactor({ PLATFORM_AUTH_ACCOUNT_FAILURE_BURST: "3", PLATFORM_AUTH_ACCOUNT_FAILURE_PER_MINUTE: "1" });
     for (const code of ["000000", "111111", "222222"]) {
       expectErrorEnvelope(await limited.request("POST", "/api/auth/login", { body: { ...OWNER, code } }), 401, "INVALID_CREDENTIALS");
     }
-    const locked = await limited.request("POST", "/api/auth/login", { body: { ...OWNER, code: codeOf(setup.body.secret, 1) } });
+    const locked = await limited.request("POST", "/api/auth/login", { body: { ...OWNER, code: codeOf(ownSecret, 1) } });
     expectErrorEnvelope(locked, 429, "RATE_LIMITED");
   });
 });
