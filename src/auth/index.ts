@@ -1,5 +1,5 @@
 // Routes of /api/auth: the dashboard's first-visit owner setup, login, logout, the current
-// session and its active workspace (organization).
+// session and its active workspace (organization); two-factor sign-in's routes are in ./two-factor.
 import { Elysia, t } from "elysia";
 import type { ServerContext } from "../http/context";
 import { authPlugin, bearerKeyOf, limitFailedAttempts } from "../http/auth";

@@ -1,5 +1,6 @@
-// Dashboard accounts and sessions: first-visit owner setup, login, logout, the session's
-// active workspace. Passwords are hashed with Bun.password; session tokens are stored hashed.
+// Dashboard accounts and sessions: first-visit owner setup, login (with the second factor of
+// ./two-factor), logout, the session's active workspace, and the session cookie. Passwords are
+// hashed with Bun.password; session tokens are stored hashed.
 import { and, eq, gt, ne, sql } from "drizzle-orm";
 import type { Static } from "@sinclair/typebox";
 import type { SessionSchema, UserSchema } from "./model";

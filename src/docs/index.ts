@@ -75,7 +75,12 @@ export function docsRoutes() {
             headers: { RetryAfter: RETRY_AFTER_HEADER },
             securitySchemes: {
               bearerAuth: { type: "http", scheme: "bearer", description: "An API key: `svc_...`" },
-              sessionCookie: { type: "apiKey", in: "cookie", name: "platform_session" },
+              sessionCookie: {
+                type: "apiKey",
+                in: "cookie",
+                name: "platform_session",
+                description: "The dashboard's session; over HTTPS the cookie is named `__Host-platform_session`",
+              },
             },
           },
           security: [{ bearerAuth: [] }],

@@ -4,7 +4,9 @@
 // first for the password forms, with a per-account limit too), the per-caller rate limit, the
 // key's usage quota, the Host and Origin checks on cookie requests (./request-source.ts), the
 // `workspaceId` query parameter within the key's scope, the role the permission matrix
-// (./permissions.ts) asks for, and the audit of the action.
+// (./permissions.ts) asks for, a workspace's requirement of two-factor sign-in for sessions
+// (src/auth/two-factor), and the audit of the action. The session cookie is read under the name
+// of the request's scheme, and refused when sent twice (src/auth/service.ts).
 import { Elysia } from "elysia";
 import { ApiError } from "./errors";
 import { assertAllowedHost, assertSameOrigin, requestSourceOf, type RequestSource } from "./request-source";
