@@ -9,6 +9,7 @@ import { startHousekeeping } from "./housekeeping";
 import { createKeyFromCli } from "./cli/keys";
 import { PLATFORM_VERSION } from "./version";
 import { setupRequired } from "./auth/service";
+import { sharedCookieDomainWarning } from "./auth/cookie-scope";
 import { hostname } from "node:os";
 import { applyEgressFirewall } from "./docker/egress";
 import { describeStall, watchEventLoop } from "./metrics/event-loop";
@@ -32,6 +33,8 @@ const PROXY_DRAIN_MS = 10_000;
 
 function serve() {
   const config = loadConfig();
+  const cookieWarning = sharedCookieDomainWarning(config);
+  if (cookieWarning) console.warn(cookieWarning);
   const db = openDatabase(config.databaseFile);
   const ctx = createServerContext(config, db);
   const server = createServer(ctx).listen({ hostname: config.host, port: config.port });

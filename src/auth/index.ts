@@ -1,5 +1,5 @@
 // Routes of /api/auth: the dashboard's first-visit owner setup, login, logout, the current
-// session and its active workspace (organization).
+// session and its active workspace (organization); two-factor sign-in's routes are in ./two-factor.
 import { Elysia, t } from "elysia";
 import type { ServerContext } from "../http/context";
 import { authPlugin, bearerKeyOf, limitFailedAttempts } from "../http/auth";
@@ -8,7 +8,8 @@ import { setupFromThisMachine, setupTokenRequired } from "./setup-token";
 import { ok } from "../http/envelope";
 import { ApiError } from "../http/errors";
 import { json, ref, resourceJson, responses } from "../http/responses";
-import { credentialsBody, SessionSchema, UserSchema, withSessionCookie } from "./model";
+import { credentialsBody, SessionSchema, signInBody, UserSchema, withSessionCookie } from "./model";
+import { twoFactorRoutes } from "./two-factor";
 import {
   claimOwner,
   createOwner,
@@ -23,7 +24,8 @@ import {
   verifyLogin,
 } from "./service";
 
-const SESSION_COOKIE_SET = "The HttpOnly `platform_session` cookie of the new session (Secure over HTTPS, SameSite=Lax)";
+const SESSION_COOKIE_SET =
+  "The HttpOnly `platform_session` cookie of the new session (SameSite=Lax); over HTTPS `__Host-platform_session`, Secure";
 
 /** Refusals of a password form: its browser-source checks and limitFailedAttempts (src/http/auth.ts). */
 const PASSWORD_FORM_ERRORS = ["HOST_NOT_ALLOWED", "CSRF_REJECTED", "RATE_LIMITED", "SERVER_BUSY"] as const;
@@ -32,6 +34,10 @@ const PASSWORD_FORM_ERRORS = ["HOST_NOT_ALLOWED", "CSRF_REJECTED", "RATE_LIMITED
 const OWNER_PAYLOAD = { user: ref(UserSchema), organizationId: t.String({ description: "The workspace the session starts in" }) };
 
 export function authRoutes(ctx: ServerContext) {
+  return new Elysia().use(sessionRoutes(ctx)).use(twoFactorRoutes(ctx));
+}
+
+function sessionRoutes(ctx: ServerContext) {
   const startSession = (https: boolean, set: { headers: Record<string, any> }, userId: string) => {
     const token = createSession(ctx.db, userId, ctx.config.sessionTtlSeconds);
     set.headers["set-cookie"] = sessionCookie(token, ctx.config.sessionTtlSeconds, https);
@@ -123,24 +129,25 @@ export function authRoutes(ctx: ServerContext) {
       async ({ body, request, server, set }) => {
         const { clientAddress, https } = passwordFormSource(ctx.config, server, request);
         const account = `login:${body.email.toLowerCase()}`;
-        const owner = await limitFailedAttempts(ctx, { clientAddress, account }, () => claimOwner(ctx.db, body, bearerKeyOf(request), clientAddress));
+        const owner = await limitFailedAttempts(ctx, { clientAddress, account }, () => claimOwner(ctx.db, ctx.secrets, body, bearerKeyOf(request), clientAddress));
         startSession(https, set, owner.userId);
         return ok({ user: publicUser({ id: owner.userId, email: body.email.toLowerCase() }), organizationId: owner.workspaceId });
       },
       {
-        body: credentialsBody,
+        body: signInBody,
         detail: {
           operationId: "claimWorkspace",
           responses: responses(
             { 200: withSessionCookie(json("The workspace is claimed and a session started", OWNER_PAYLOAD), SESSION_COOKIE_SET) },
-            ...PASSWORD_FORM_ERRORS, "SETUP_KEY_REQUIRED", "INVALID_CREDENTIALS", "CONFLICT",
+            ...PASSWORD_FORM_ERRORS, "SETUP_KEY_REQUIRED", "INVALID_CREDENTIALS", "TWO_FACTOR_REQUIRED", "CONFLICT",
           ),
           summary: "Claim a workspace owner made on the command line",
           description:
             "Each workspace `platform keys create` makes has its own owner account without a password, until it is claimed " +
             "(the first one by the owner setup). Send one of its keys as `Authorization: Bearer svc_...` (else 401 " +
             "`SETUP_KEY_REQUIRED`) and an email and password: a new email becomes that account; the email and password of " +
-            "an existing account (401 `INVALID_CREDENTIALS` when wrong) make that account owner of the workspace and holder " +
+            "an existing account (401 `INVALID_CREDENTIALS` when wrong; with two-factor sign-in, `code` too, as for the login) " +
+            "make that account owner of the workspace and holder " +
             "of its keys. Starts a session. Failures are rate limited per client address and per email (429 with Retry-After). " +
             "409 `CONFLICT` when another claim took the account meanwhile. 403 `HOST_NOT_ALLOWED` / `CSRF_REJECTED` and 503 " +
             "`SERVER_BUSY` as for the setup.",
@@ -153,18 +160,25 @@ export function authRoutes(ctx: ServerContext) {
       async ({ body, request, server, set }) => {
         const { clientAddress, https } = passwordFormSource(ctx.config, server, request);
         const account = `login:${body.email.toLowerCase()}`;
-        const { userId } = await limitFailedAttempts(ctx, { clientAddress, account }, () => verifyLogin(ctx.db, body, clientAddress));
+        const { userId } = await limitFailedAttempts(ctx, { clientAddress, account }, () => verifyLogin(ctx.db, ctx.secrets, body, clientAddress));
         startSession(https, set, userId);
         return ok({ user: publicUser({ id: userId, email: body.email.toLowerCase() }) });
       },
       {
-        body: credentialsBody,
+        body: signInBody,
         detail: {
           operationId: "login",
-          responses: responses({ 200: withSessionCookie(json("Logged in: the session is started", { user: ref(UserSchema) }), SESSION_COOKIE_SET) }, ...PASSWORD_FORM_ERRORS, "INVALID_CREDENTIALS"),
+          responses: responses(
+            { 200: withSessionCookie(json("Logged in: the session is started", { user: ref(UserSchema) }), SESSION_COOKIE_SET) },
+            ...PASSWORD_FORM_ERRORS, "INVALID_CREDENTIALS", "TWO_FACTOR_REQUIRED",
+          ),
           summary: "Log in to the dashboard",
           description:
-            "Sets the HttpOnly `platform_session` cookie. Failures are rate limited per client address and per account " +
+            "Sets the HttpOnly session cookie. An account with two-factor sign-in needs `code` as well (its authenticator " +
+            "app's current code, or a recovery code), in the same request: without it the answer is 401 " +
+            "`TWO_FACTOR_REQUIRED` whether the password is right or not, and with it a wrong password and a wrong code are " +
+            "the same 401 `INVALID_CREDENTIALS`; a code is taken once (not again in its 30 s step). Accounts without it " +
+            "ignore `code`. Failures (`TWO_FACTOR_REQUIRED` included) are rate limited per client address and per account " +
             "(email): once either has spent them every login from it or for it, right or wrong, gets 429 `RATE_LIMITED` " +
             "with Retry-After. (API keys and session cookies are never refused for their address's failures: only failed " +
             "ones get 429 instead of 401 then.) 403 `HOST_NOT_ALLOWED` / `CSRF_REJECTED` as for the setup; 503 " +
@@ -185,7 +199,7 @@ export function authRoutes(ctx: ServerContext) {
         detail: {
           operationId: "logout",
           responses: responses({
-            200: withSessionCookie(json("The session is ended"), "Clears the `platform_session` cookie (empty, Max-Age=0)"),
+            200: withSessionCookie(json("The session is ended"), "Clears the session cookie (empty, Max-Age=0)"),
           }),
           summary: "End the current session",
         },

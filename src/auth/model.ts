@@ -3,11 +3,22 @@ import { t } from "elysia";
 import type { TObject, TSchema } from "@sinclair/typebox";
 import { json, oneOf, ref, resource, type Resource, type SuccessAnswer } from "../http/responses";
 import { ROLES } from "../organization/model";
+import { TWO_FACTOR_RESOURCES } from "./two-factor/model";
 
 export const credentialsBody = t.Object({
   email: t.String({ format: "email", maxLength: 254 }),
   password: t.String({ minLength: 8, maxLength: 256 }),
 });
+
+/** The second factor of a sign-in, for an account with two-factor sign-in on. */
+export const secondFactorCode = t.Optional(
+  t.String({
+    maxLength: 64,
+    description: "For an account with two-factor sign-in: the 6-digit code of its authenticator app, or one of its recovery codes",
+  }),
+);
+
+export const signInBody = t.Object({ ...credentialsBody.properties, code: secondFactorCode });
 
 /** The `Set-Cookie` header of the answers that start (or end) a dashboard session. */
 export function withSessionCookie(answer: SuccessAnswer, description: string): SuccessAnswer {
@@ -43,8 +54,14 @@ export const SessionSchema = resource(
         "The routes the caller may call in the active workspace, as `METHOD path` with the path as this document writes it " +
         "(`POST /api/apps/{appId}/stop`): what the role allows. Any other route answers 403 `FORBIDDEN`; a client can offer only these.",
     }),
+    twoFactorEnabled: t.Boolean({ description: "The user signs in with a second factor (TOTP)" }),
+    twoFactorRequired: t.Boolean({
+      description:
+        "The active workspace requires two-factor sign-in: while `twoFactorEnabled` is false, a session may only set it up " +
+        "(other routes answer 403 `TWO_FACTOR_SETUP_REQUIRED`)",
+    }),
   },
   "Who is calling: the user, the workspace the request acts in and the role there.",
 );
 
-export const SESSION_RESOURCES: (TSchema & { title: string })[] = [UserSchema, OrganizationSchema, SessionSchema];
+export const SESSION_RESOURCES: (TSchema & { title: string })[] = [UserSchema, OrganizationSchema, SessionSchema, ...TWO_FACTOR_RESOURCES];

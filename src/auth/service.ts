@@ -1,6 +1,7 @@
-// Dashboard accounts and sessions: first-visit owner setup, login, logout, the session's
-// active workspace. Passwords are hashed with Bun.password; session tokens are stored hashed.
-import { and, eq, gt, sql } from "drizzle-orm";
+// Dashboard accounts and sessions: first-visit owner setup, login (with the second factor of
+// ./two-factor), logout, the session's active workspace, and the session cookie. Passwords are
+// hashed with Bun.password; session tokens are stored hashed.
+import { and, eq, gt, ne, sql } from "drizzle-orm";
 import type { Static } from "@sinclair/typebox";
 import type { SessionSchema, UserSchema } from "./model";
 import { preparedStatement } from "../db/prepared";
@@ -11,6 +12,8 @@ import { ApiError } from "../http/errors";
 import { permittedRoutes } from "../http/permissions";
 import { recordAuditEvent } from "../audit/service";
 import { findUsableKey, type ApiKeyRow } from "../api-keys/service";
+import type { SecretBox } from "../crypto/secrets";
+import { assertSecondFactor, hasTwoFactor, isTwoFactorRequired } from "./two-factor/service";
 import {
   addMember,
   createUser,
@@ -27,6 +30,7 @@ import {
 } from "../workspaces/service";
 
 export const SESSION_COOKIE = "platform_session";
+const SECURE_SESSION_COOKIE = `__Host-${SESSION_COOKIE}`;
 const DEFAULT_WORKSPACE_NAME = "default";
 // Verified when the email is unknown, so a wrong email takes as long as a wrong password.
 const DECOY_HASH = Bun.password.hashSync("decoy-password-for-timing");
@@ -97,7 +101,8 @@ export async function createOwner(
  */
 export async function claimOwner(
   db: PlatformDb,
-  input: { email: string; password: string },
+  secrets: SecretBox,
+  input: { email: string; password: string; code?: string },
   presentedKey: string | null,
   clientAddress: string | null,
   now = Date.now(),
@@ -106,7 +111,10 @@ export async function claimOwner(
   const placeholderId = placeholderOfKey(db, presentedKey, now);
   const existing = findUserByEmail(db, email);
   const valid = await Bun.password.verify(input.password, existing?.passwordHash ?? DECOY_HASH);
-  if (existing && (!existing.passwordHash || !valid)) throw new ApiError("INVALID_CREDENTIALS", "Wrong password for that account");
+  if (existing) {
+    const wrongPassword = new ApiError("INVALID_CREDENTIALS", "Wrong password for that account");
+    assertSecondFactor(db, secrets, { userId: existing.id, passwordValid: Boolean(existing.passwordHash) && valid, code: input.code, wrongPassword, clientAddress }, now);
+  }
   const passwordHash = existing ? null : await Bun.password.hash(input.password);
   return db.transaction((tx) => {
     const txDb = tx as unknown as PlatformDb;
@@ -137,28 +145,46 @@ export async function claimOwner(
   });
 }
 
-/** Checks email and password; records the login or the failure in the user's workspaces. */
+/**
+ * Checks email, password and, for an account with two-factor sign-in, the code
+ * (./two-factor/service.ts); records the login or the failure in the user's workspaces.
+ */
 export async function verifyLogin(
   db: PlatformDb,
-  input: { email: string; password: string },
+  secrets: SecretBox,
+  input: { email: string; password: string; code?: string },
   clientAddress: string | null,
   now = Date.now(),
 ): Promise<{ userId: string }> {
   const user = findUserByEmail(db, input.email);
   const valid = await Bun.password.verify(input.password, user?.passwordHash ?? DECOY_HASH);
-  if (user) {
+  const passwordValid = Boolean(user?.passwordHash) && valid;
+  let refusal: unknown = null;
+  try {
+    assertSecondFactor(
+      db,
+      secrets,
+      { userId: user?.id ?? null, passwordValid, code: input.code, wrongPassword: new ApiError("INVALID_CREDENTIALS", "Wrong email or password"), clientAddress },
+      now,
+    );
+  } catch (error) {
+    refusal = error;
+  }
+  // Asked for the second factor after the right password: not a failure (nor a login yet).
+  const halfway = passwordValid && refusal instanceof ApiError && refusal.code === "TWO_FACTOR_REQUIRED";
+  if (user && !halfway) {
     for (const workspace of workspacesOf(db, user.id)) {
       recordAuditEvent(db, {
         workspaceId: workspace.id,
-        action: valid && user.passwordHash ? "auth.login" : "auth.login_failed",
+        action: refusal ? "auth.login_failed" : "auth.login",
         actor: { type: "user", id: user.id, clientAddress },
         target: user.email,
         now,
       });
     }
   }
-  if (!user || !user.passwordHash || !valid) throw new ApiError("INVALID_CREDENTIALS", "Wrong email or password");
-  return { userId: user.id };
+  if (refusal) throw refusal;
+  return { userId: user!.id };
 }
 
 /** A user as the auth routes answer it. */
@@ -179,6 +205,8 @@ export function describeSession(
     role: caller.role,
     organizations: workspacesOf(db, user.id).map((workspace) => ({ id: workspace.id, name: workspace.name, role: workspace.role })),
     permissions: permittedRoutes(caller.role),
+    twoFactorEnabled: hasTwoFactor(db, user.id),
+    twoFactorRequired: isTwoFactorRequired(db, caller.workspaceId),
   };
 }
 
@@ -218,24 +246,57 @@ export function deleteSession(db: PlatformDb, tokenHash: string) {
   db.delete(sessions).where(eq(sessions.tokenHash, tokenHash)).run();
 }
 
+/** Ends every session of the user but the one making the request. */
+export function deleteOtherSessions(db: PlatformDb, userId: string, keptTokenHash: string) {
+  db.delete(sessions).where(and(eq(sessions.userId, userId), ne(sessions.tokenHash, keptTokenHash))).run();
+}
+
 export function setActiveWorkspace(db: PlatformDb, tokenHash: string, userId: string, workspaceId: string) {
   if (!roleIn(db, workspaceId, userId)) throw new ApiError("NOT_A_MEMBER", "You are not a member of that organization");
   db.update(sessions).set({ activeWorkspaceId: workspaceId }).where(eq(sessions.tokenHash, tokenHash)).run();
 }
 
 /**
- * The Set-Cookie value of a session; Secure when the client came over HTTPS, directly or through a
- * trusted proxy (`RequestSource.https`: an X-Forwarded-Proto from anyone else is not believed).
+ * The session cookie's name. Over HTTPS it is `__Host-` prefixed: browsers then take it only from a
+ * Secure answer of this very host with `Path=/` and no `Domain`, so a tenant app on a sibling name
+ * (any `<app>.<PLATFORM_DOMAIN>` under the same parent) can neither set nor shadow it. Plain HTTP
+ * cannot use the prefix (it needs Secure); the start warns when apps share the dashboard's parent
+ * domain (./cookie-scope.ts).
  */
-export function sessionCookie(token: string, maxAgeSeconds: number, secure: boolean): string {
-  return `${SESSION_COOKIE}=${token}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${secure ? "; Secure" : ""}`;
+export function sessionCookieName(https: boolean): string {
+  return https ? SECURE_SESSION_COOKIE : SESSION_COOKIE;
 }
 
-export function readCookie(header: string | null, name: string): string | undefined {
-  if (!header) return undefined;
+/**
+ * The Set-Cookie value of a session; Secure and `__Host-` when the client came over HTTPS, directly
+ * or through a trusted proxy (`RequestSource.https`: an X-Forwarded-Proto from anyone else is not believed).
+ */
+export function sessionCookie(token: string, maxAgeSeconds: number, https: boolean): string {
+  return `${sessionCookieName(https)}=${token}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${https ? "; Secure" : ""}`;
+}
+
+/**
+ * The session token a request carries under the cookie name of its scheme, if any. Two cookies of
+ * that name mean someone else set one too (a sibling site's `Domain=` parent cookie, or a longer
+ * `Path`): which one the browser lists first is not ours to choose, so the request is refused.
+ */
+export function sessionTokenOf(cookieHeader: string | null, https: boolean): string | undefined {
+  const values = cookieValues(cookieHeader, sessionCookieName(https));
+  if (values.length > 1) {
+    throw new ApiError(
+      "DUPLICATE_SESSION_COOKIE",
+      "The request carries two session cookies: another site under the same parent domain may have set one. Clear this site's cookies and log in again",
+    );
+  }
+  return values[0];
+}
+
+function cookieValues(header: string | null, name: string): string[] {
+  if (!header) return [];
+  const values: string[] = [];
   for (const part of header.split(";")) {
     const index = part.indexOf("=");
-    if (index > 0 && part.slice(0, index).trim() === name) return part.slice(index + 1).trim();
+    if (index > 0 && part.slice(0, index).trim() === name) values.push(part.slice(index + 1).trim());
   }
-  return undefined;
+  return values;
 }

@@ -14,6 +14,8 @@ export const users = sqliteTable("users", {
 export const workspaces = sqliteTable("workspaces", {
   id: text("id").primaryKey(),
   name: text("name").notNull().unique(),
+  /** Its members' dashboard sessions must have two-factor sign-in set up (src/auth/two-factor). */
+  twoFactorRequired: integer("two_factor_required", { mode: "boolean" }).notNull().default(false),
   createdAt: integer("created_at").notNull(),
 });
 
@@ -36,6 +38,30 @@ export const sessions = sqliteTable("sessions", {
   expiresAt: integer("expires_at").notNull(),
   createdAt: integer("created_at").notNull(),
 });
+
+/** A user's TOTP secret (RFC 6238): pending until a first code confirms it, then enabled. */
+export const twoFactorSecrets = sqliteTable("two_factor_secrets", {
+  userId: text("user_id").primaryKey().references(() => users.id, { onDelete: "cascade" }),
+  /** The base32 secret, encrypted by the SecretBox (bound to the user id). */
+  secretEncrypted: text("secret_encrypted").notNull(),
+  /** Null while the enrolment waits for its first code. */
+  enabledAt: integer("enabled_at"),
+  /** The time step of the last code accepted: a code of it or earlier is never taken again. */
+  lastUsedStep: integer("last_used_step"),
+  createdAt: integer("created_at").notNull(),
+});
+
+/** Single-use recovery codes of an account with two-factor sign-in, stored as SHA-256. */
+export const twoFactorRecoveryCodes = sqliteTable(
+  "two_factor_recovery_codes",
+  {
+    codeHash: text("code_hash").primaryKey(),
+    userId: text("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
+    usedAt: integer("used_at"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (table) => [index("two_factor_recovery_codes_user").on(table.userId)],
+);
 
 export const apiKeys = sqliteTable(
   "api_keys",

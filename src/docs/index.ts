@@ -21,7 +21,8 @@ per status, the codes it can answer. 429 and 503 answers carry \`Retry-After\` (
 wait is known. A resource of another workspace is 404 \`NOT_FOUND\`, as if it did not exist.
 
 Authenticate with \`Authorization: Bearer svc_...\` or, from the dashboard, the HttpOnly
-\`platform_session\` cookie (state-changing cookie requests must carry a same-host \`Origin\`).
+\`platform_session\` cookie, named \`__Host-platform_session\` over HTTPS (state-changing cookie requests
+must carry a same-host \`Origin\`; a request with two session cookies is 400 \`DUPLICATE_SESSION_COOKIE\`).
 Workspace-scoped routes act in the key's workspace or the session's active organization; every
 authenticated route also takes an optional \`workspaceId\` (or \`organizationId\`) query parameter
 naming another workspace the caller's user belongs to (404 \`WORKSPACE_NOT_FOUND\` otherwise).
@@ -74,7 +75,12 @@ export function docsRoutes() {
             headers: { RetryAfter: RETRY_AFTER_HEADER },
             securitySchemes: {
               bearerAuth: { type: "http", scheme: "bearer", description: "An API key: `svc_...`" },
-              sessionCookie: { type: "apiKey", in: "cookie", name: "platform_session" },
+              sessionCookie: {
+                type: "apiKey",
+                in: "cookie",
+                name: "platform_session",
+                description: "The dashboard's session; over HTTPS the cookie is named `__Host-platform_session`",
+              },
             },
           },
           security: [{ bearerAuth: [] }],

@@ -11,6 +11,7 @@ type Operation = { parameters?: unknown[]; requestBody?: { content?: Record<stri
 
 /** Refusals of the auth plugin, in the order it checks. */
 const AUTHENTICATED_ROUTE_CODES: ErrorCode[] = [
+  "DUPLICATE_SESSION_COOKIE", // two session cookies: one was set by another site (cookie tossing)
   "HOST_NOT_ALLOWED", // a cookie request on a Host that is not this server's (DNS rebinding)
   "UNAUTHORIZED",
   "INVALID_API_KEY",
@@ -30,6 +31,8 @@ export function sharedErrorCodes(method: string, path: string, operation: Operat
     codes.push(...AUTHENTICATED_ROUTE_CODES);
     // Some role is refused by the route's row of the matrix.
     if (permission.roles.length < ALL_ROLES) codes.push("FORBIDDEN");
+    // A session whose workspace requires two-factor sign-in must set it up first (src/auth/two-factor).
+    if (!permission.beforeTwoFactorSetup) codes.push("TWO_FACTOR_SETUP_REQUIRED");
     // A cookie request that changes state must come from a page of this host.
     if (method !== "get") codes.push("CSRF_REJECTED");
   }

@@ -4,14 +4,17 @@
 // first for the password forms, with a per-account limit too), the per-caller rate limit, the
 // key's usage quota, the Host and Origin checks on cookie requests (./request-source.ts), the
 // `workspaceId` query parameter within the key's scope, the role the permission matrix
-// (./permissions.ts) asks for, and the audit of the action.
+// (./permissions.ts) asks for, a workspace's requirement of two-factor sign-in for sessions
+// (src/auth/two-factor), and the audit of the action. The session cookie is read under the name
+// of the request's scheme, and refused when sent twice (src/auth/service.ts).
 import { Elysia } from "elysia";
 import { ApiError } from "./errors";
 import { assertAllowedHost, assertSameOrigin, requestSourceOf, type RequestSource } from "./request-source";
 import type { ServerContext } from "./context";
 import { findUsableKey, spendKeyUsage } from "../api-keys/service";
-import { activeWorkspaceOf, findSession, readCookie, SESSION_COOKIE } from "../auth/service";
+import { activeWorkspaceOf, findSession, sessionTokenOf } from "../auth/service";
 import { roleIn, type Role } from "../workspaces/service";
+import { assertTwoFactorSetUp } from "../auth/two-factor/service";
 import { recordAuditEvent } from "../audit/service";
 import { assertPermitted, routeKeyOf, type RoutePermission } from "./permissions";
 
@@ -102,6 +105,7 @@ export function authenticate(ctx: ServerContext, request: Request, source: Reque
     /** For a key: the other workspaces it was made to act in; a session may act in any of its user's. */
     otherWorkspaceIds?: string[];
   };
+  let cookieToken: string | undefined;
   try {
     if (header !== null) {
       const match = BEARER_FORM.exec(header);
@@ -120,8 +124,8 @@ export function authenticate(ctx: ServerContext, request: Request, source: Reque
         otherWorkspaceIds: key.otherWorkspaceIds ?? [],
       };
     } else {
-      const token = readCookie(request.headers.get("cookie"), SESSION_COOKIE);
-      const session = token ? findSession(ctx.db, token) : undefined;
+      cookieToken = sessionTokenOf(request.headers.get("cookie"), source.https);
+      const session = cookieToken ? findSession(ctx.db, cookieToken) : undefined;
       if (!session) throw new ApiError("UNAUTHORIZED", "Authentication required: send 'Authorization: Bearer svc_...'");
       assertAllowedHost(ctx.config, source);
       if (!SAFE_METHODS.has(request.method)) assertSameOrigin(request, source, true);
@@ -137,7 +141,7 @@ export function authenticate(ctx: ServerContext, request: Request, source: Reque
     }
   } catch (error) {
     // Only presented credentials that fail count: the dashboard asks "am I logged in?" without any.
-    const presented = header !== null || readCookie(request.headers.get("cookie"), SESSION_COOKIE) !== undefined;
+    const presented = header !== null || cookieToken !== undefined;
     if (error instanceof ApiError && error.status === 401 && presented) throw failedAttempt(ctx, clientAddress, error);
     throw error;
   }
@@ -178,6 +182,7 @@ export function authPlugin(ctx: ServerContext) {
       transform: ({ request, server, route, path }) => {
         const principal = authenticate(ctx, request, requestSourceOf(ctx.config, server, request));
         const permission = assertPermitted(principal.role, routeKeyOf(request.method, route, path));
+        assertTwoFactorSetUp(ctx.db, principal, permission.beforeTwoFactorSetup === true);
         principals.set(request, { principal, permission });
       },
       resolve: ({ request }) => ({ principal: principals.get(request)!.principal }),

@@ -21,14 +21,23 @@ export interface RoutePermission {
   roles: readonly Role[];
   /** Recorded after a successful (2xx) answer, with the caller as actor and the app or database as target. */
   audit?: AuditAction;
+  /** A session that its workspace asks to set up two-factor sign-in first may call it (src/auth/two-factor). */
+  beforeTwoFactorSetup?: true;
 }
 
 export const PERMISSIONS: Record<string, RoutePermission> = {
   // Session and own API keys.
-  "GET /api/auth/session": { roles: EVERYONE },
-  "POST /api/auth/logout": { roles: EVERYONE },
+  "GET /api/auth/session": { roles: EVERYONE, beforeTwoFactorSetup: true },
+  "POST /api/auth/logout": { roles: EVERYONE, beforeTwoFactorSetup: true },
   // The service checks that the caller belongs to the workspace chosen.
-  "POST /api/auth/set-active-organization": { roles: EVERYONE },
+  "POST /api/auth/set-active-organization": { roles: EVERYONE, beforeTwoFactorSetup: true },
+  // Two-factor sign-in of the caller's own account (dashboard sessions only).
+  "GET /api/auth/two-factor": { roles: EVERYONE, beforeTwoFactorSetup: true },
+  "POST /api/auth/two-factor/setup": { roles: EVERYONE, beforeTwoFactorSetup: true },
+  "POST /api/auth/two-factor/enable": { roles: EVERYONE, beforeTwoFactorSetup: true },
+  "POST /api/auth/two-factor/disable": { roles: EVERYONE, beforeTwoFactorSetup: true },
+  // Whether the workspace's members must sign in with two factors.
+  "PUT /api/organization/two-factor-requirement": { roles: OWNERS },
   // A caller only ever reaches their own keys here (others' are 404).
   "GET /api/api-keys/": { roles: EVERYONE },
   "POST /api/api-keys/": { roles: EVERYONE },

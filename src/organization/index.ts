@@ -9,7 +9,7 @@ import { json, ref, responses } from "../http/responses";
 import { listAuditEvents } from "../audit/service";
 import { membersOf } from "../workspaces/service";
 import { createSession, publicUser, sessionCookie, setActiveWorkspace } from "../auth/service";
-import { UserSchema, withSessionCookie } from "../auth/model";
+import { secondFactorCode, UserSchema, withSessionCookie } from "../auth/model";
 import { sha256Hex } from "../crypto/tokens";
 import { acceptInvitation, cancelInvitation, createInvitation, listInvitations, previewInvitation } from "./service";
 import { changeMemberRole, deleteWorkspace, listWorkspaceKeys, publicMember, removeMember, revokeWorkspaceKey } from "./members";
@@ -108,7 +108,7 @@ export function organizationRoutes(ctx: ServerContext) {
         const { clientAddress, https } = passwordFormSource(ctx.config, server, request);
         const account = `invitation:${params.invitationId}`;
         const accepted = await limitFailedAttempts(ctx, { clientAddress, account }, () =>
-          acceptInvitation(ctx.db, params.invitationId, body.password, clientAddress),
+          acceptInvitation(ctx.db, ctx.secrets, params.invitationId, body, clientAddress),
         );
         const token = createSession(ctx.db, accepted.userId, ctx.config.sessionTtlSeconds);
         setActiveWorkspace(ctx.db, sha256Hex(token), accepted.userId, accepted.workspaceId);
@@ -117,7 +117,7 @@ export function organizationRoutes(ctx: ServerContext) {
       },
       {
         params: invitationIdParams,
-        body: t.Object({ password: t.String({ minLength: 8, maxLength: 256 }) }),
+        body: t.Object({ password: t.String({ minLength: 8, maxLength: 256 }), code: secondFactorCode }),
         detail: {
           operationId: "acceptInvitation",
           responses: responses(
@@ -137,6 +137,7 @@ export function organizationRoutes(ctx: ServerContext) {
             "INVITATION_NOT_FOUND",
             "INVITATION_EXPIRED",
             "INVALID_CREDENTIALS",
+            "TWO_FACTOR_REQUIRED",
             "PASSWORDLESS_ACCOUNT",
             "CONFLICT",
           ),
@@ -144,7 +145,8 @@ export function organizationRoutes(ctx: ServerContext) {
           description:
             "No API key needed: the invitation id is the secret. With the password of the account that has the invited " +
             "email, or a new password to create that account; it never sets the password of an existing account (409 " +
-            "`PASSWORDLESS_ACCOUNT` for one without; 401 `INVALID_CREDENTIALS` for a wrong one). Starts a session in the " +
+            "`PASSWORDLESS_ACCOUNT` for one without; 401 `INVALID_CREDENTIALS` for a wrong one; an account with two-factor " +
+            "sign-in needs `code` too, answered as at the login: 401 `TWO_FACTOR_REQUIRED` without it). Starts a session in the " +
             "organization and answers the account and `organizationId`. " +
             "404 `INVITATION_NOT_FOUND` (unknown, canceled or used, also by an acceptance at the same moment), 410 " +
             "`INVITATION_EXPIRED`, 409 `CONFLICT` when the invited account was created meanwhile (accept again with its password). " +

@@ -1,6 +1,8 @@
 // Workspace invitations: invite by email (lowercased, one pending invite per email, 48 h to
 // accept), list, cancel and accept. The invitation id is the unguessable secret of the invite link.
 import { and, desc, eq } from "drizzle-orm";
+import type { SecretBox } from "../crypto/secrets";
+import { assertSecondFactor } from "../auth/two-factor/service";
 import type { PlatformDb } from "../db";
 import { invitations, workspaces } from "../db/schema";
 import { newId } from "../crypto/tokens";
@@ -129,8 +131,10 @@ export function cancelInvitation(db: PlatformDb, workspaceId: string, invitation
  */
 export async function acceptInvitation(
   db: PlatformDb,
+  secrets: SecretBox,
   invitationId: string,
-  password: string,
+  /** `code`: the second factor of an existing account with two-factor sign-in. */
+  { password, code }: { password: string; code?: string },
   clientAddress: string | null,
   now = Date.now(),
 ) {
@@ -139,8 +143,10 @@ export async function acceptInvitation(
   if (now >= invitation.expiresAt) throw new ApiError("INVITATION_EXPIRED", "Invitation has expired; ask for a new one");
   const existing = findUserByEmail(db, invitation.email);
   if (existing && !existing.passwordHash) throw passwordlessAccount(existing.email);
-  if (existing && !(await Bun.password.verify(password, existing.passwordHash!))) {
-    throw new ApiError("INVALID_CREDENTIALS", "Wrong password for the invited account");
+  if (existing) {
+    const passwordValid = await Bun.password.verify(password, existing.passwordHash!);
+    const wrongPassword = new ApiError("INVALID_CREDENTIALS", "Wrong password for the invited account");
+    assertSecondFactor(db, secrets, { userId: existing.id, passwordValid, code, wrongPassword, clientAddress }, now);
   }
   const newPasswordHash = existing ? null : await Bun.password.hash(password);
   return db.transaction((tx) => {

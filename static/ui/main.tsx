@@ -13,7 +13,7 @@ import { SessionContext, type Session, type SessionControl } from "./session";
 
 type View =
   | { kind: "loading" }
-  | { kind: "unreachable"; message: string }
+  | { kind: "failed"; message: string }
   | { kind: "setup"; keyRequired: boolean; tokenRequired: boolean }
   | { kind: "login"; notice?: string }
   | { kind: "workspace"; session: Session };
@@ -33,7 +33,9 @@ function App() {
       await enter();
     } catch (failure) {
       if (failure instanceof ApiError && failure.status === 401) setView({ kind: "login" });
-      else setView({ kind: "unreachable", message: (failure as Error).message });
+      // A refusal with a reason (two session cookies, say) is shown as it is; anything else, the server did not answer.
+      else if (failure instanceof ApiError && failure.status > 0 && failure.code) setView({ kind: "failed", message: failure.message });
+      else setView({ kind: "failed", message: `The platform did not answer: ${(failure as Error).message}` });
     }
   }, [enter]);
 
@@ -67,10 +69,10 @@ function App() {
           <Spinner />
         </p>
       );
-    case "unreachable":
+    case "failed":
       return (
         <p class="error page-error" role="alert">
-          The platform did not answer: {view.message}
+          {view.message}
         </p>
       );
     case "setup":

@@ -11,6 +11,9 @@ export interface Session {
   organizations: { id: string; name: string }[];
   /** The routes the user's role may call, as `POST /api/apps/{appId}/stop` (src/http/permissions.ts). */
   permissions: string[];
+  twoFactorEnabled: boolean;
+  /** The workspace requires two-factor sign-in: without it, the session may only set it up. */
+  twoFactorRequired: boolean;
 }
 
 /**

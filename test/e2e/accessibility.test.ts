@@ -17,6 +17,7 @@ const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 375, height: 740 };
 const SETTINGS_TABS = [
   { tab: "Developer", heading: "API keys" },
+  { tab: "Account", heading: "Two-factor sign-in" },
   { tab: "Members", heading: "Members" },
   { tab: "Audit log", heading: "Audit log" },
   { tab: "Platform", heading: "Platform" },

@@ -1,7 +1,7 @@
 // The pages of someone logged out: the owner setup, the login and an invitation's acceptance.
 import type { ComponentChildren } from "preact";
 import { useEffect, useLayoutEffect, useState } from "preact/hooks";
-import { api, segment } from "../api";
+import { api, ApiError, segment } from "../api";
 import { Field, Form } from "../components/form";
 
 function AuthCard({ title, intro, children }: { title: string; intro?: ComponentChildren; children: ComponentChildren }) {
@@ -97,18 +97,49 @@ export function Setup({ keyRequired, tokenRequired, onDone }: { keyRequired: boo
   );
 }
 
-export function Login({ notice, onDone }: { notice?: string; onDone: () => Promise<void> }) {
+/**
+ * The second factor, once the server asked for it (401 `TWO_FACTOR_REQUIRED`): it says so whether
+ * the password was right or not, so the form keeps both and sends them again with the code.
+ */
+function SecondFactorField() {
+  useLayoutEffect(() => document.querySelector<HTMLInputElement>("input[name=code]")?.focus(), []);
   return (
-    <AuthCard title="Log in" intro={notice}>
-      <Form
-        label="Log in"
-        submitText="Log in"
-        onSubmit={async (values) => {
-          await api("POST", "/api/auth/login", values);
-          await onDone();
-        }}
-      >
+    <Field
+      label="Authentication code"
+      name="code"
+      required
+      autocomplete="one-time-code"
+      maxLength={64}
+      spellcheck={false}
+      hint="The 6-digit code of your authenticator app, or one of your recovery codes."
+    />
+  );
+}
+
+/** Sends a sign-in form; once the server wants a second factor, shows its field (and sends it next time). */
+function useSecondFactor(send: (values: Record<string, string>) => Promise<void>) {
+  const [asked, setAsked] = useState(false);
+  const submit = async (values: Record<string, string>) => {
+    try {
+      await send(values);
+    } catch (failure) {
+      if (!(failure instanceof ApiError && failure.code === "TWO_FACTOR_REQUIRED") || asked) throw failure;
+      setAsked(true);
+    }
+  };
+  return { asked, submit };
+}
+
+export function Login({ notice, onDone }: { notice?: string; onDone: () => Promise<void> }) {
+  const { asked, submit } = useSecondFactor(async (values) => {
+    await api("POST", "/api/auth/login", values);
+    await onDone();
+  });
+  return (
+    <AuthCard title="Log in" intro={asked ? "Enter the code of your authenticator app to log in." : notice}>
+      <Form label="Log in" submitText="Log in" onSubmit={submit}>
         <CredentialFields newPassword={false} />
+        {asked && <SecondFactorField />}
       </Form>
     </AuthCard>
   );
@@ -116,6 +147,10 @@ export function Login({ notice, onDone }: { notice?: string; onDone: () => Promi
 
 export function Invite({ invitationId, onAccepted }: { invitationId: string; onAccepted: () => void }) {
   const [preview, setPreview] = useState<{ heading: string; intro: string } | null>(null);
+  const { asked, submit } = useSecondFactor(async (values) => {
+    await api("POST", `/api/organization/invitations/${segment(invitationId)}/accept`, values);
+    onAccepted();
+  });
   useEffect(() => {
     api("GET", `/api/organization/invitations/${segment(invitationId)}/preview`)
       .then(({ invitation }) =>
@@ -133,15 +168,9 @@ export function Invite({ invitationId, onAccepted }: { invitationId: string; onA
       title={preview.heading}
       intro={`${preview.intro} Choose a password for your new account, or enter the password of the account you already have with the invited email.`}
     >
-      <Form
-        label="Accept the invitation"
-        submitText="Accept invitation"
-        onSubmit={async (values) => {
-          await api("POST", `/api/organization/invitations/${segment(invitationId)}/accept`, values);
-          onAccepted();
-        }}
-      >
+      <Form label="Accept the invitation" submitText="Accept invitation" onSubmit={submit}>
         <Field label="Password" type="password" name="password" required minLength={8} autocomplete="new-password" hint="At least 8 characters." />
+        {asked && <SecondFactorField />}
       </Form>
     </AuthCard>
   );

@@ -1,5 +1,6 @@
 // A logged-in person's page: the header (workspace switcher, who is logged in, log out), the
-// sections, and the section the route names.
+// sections, and the section the route names; in a workspace that requires two-factor sign-in,
+// an account without it sees only its setup.
 import { useEffect } from "preact/hooks";
 import { api, ApiError } from "../api";
 import { useRoute } from "../router";
@@ -7,6 +8,7 @@ import { useSession } from "../session";
 import { AppsSection } from "./apps";
 import { DatabasesSection } from "./databases";
 import { SettingsSection } from "./settings";
+import { TwoFactorRequiredPage } from "./settings/account";
 
 const SECTIONS = [
   { path: "apps", title: "Apps", Page: AppsSection },
@@ -17,6 +19,7 @@ const SECTIONS = [
 export function Workspace() {
   const { session, reload, ended } = useSession();
   const route = useRoute();
+  const mustSetUpTwoFactor = session.twoFactorRequired && !session.twoFactorEnabled;
   const section = SECTIONS.find((candidate) => candidate.path === route[0]) ?? SECTIONS[0]!;
   useEffect(() => {
     document.title = `${section.title} · Platform`;
@@ -64,22 +67,26 @@ export function Workspace() {
           Log out
         </button>
       </header>
-      <div class="layout">
-        <nav class="sidebar" aria-label="Sections">
-          <ul>
-            {SECTIONS.map((candidate) => (
-              <li>
-                <a href={`#/${candidate.path}`} aria-current={candidate === section ? "page" : undefined}>
-                  {candidate.title}
-                </a>
-              </li>
-            ))}
-          </ul>
-        </nav>
-        <main id="content" tabIndex={-1}>
-          <section.Page key={session.activeOrganizationId} route={route.slice(1)} />
-        </main>
-      </div>
+      {mustSetUpTwoFactor ? (
+        <TwoFactorRequiredPage />
+      ) : (
+        <div class="layout">
+          <nav class="sidebar" aria-label="Sections">
+            <ul>
+              {SECTIONS.map((candidate) => (
+                <li>
+                  <a href={`#/${candidate.path}`} aria-current={candidate === section ? "page" : undefined}>
+                    {candidate.title}
+                  </a>
+                </li>
+              ))}
+            </ul>
+          </nav>
+          <main id="content" tabIndex={-1}>
+            <section.Page key={session.activeOrganizationId} route={route.slice(1)} />
+          </main>
+        </div>
+      )}
     </>
   );
 }

@@ -1,6 +1,8 @@
-// Settings: tabs for API keys, members and invitations, the audit log, and the platform.
+// Settings: tabs for API keys, the account's two-factor sign-in, members and invitations, the audit
+// log, and the platform.
 import { useEffect } from "preact/hooks";
 import { may, useSession } from "../../session";
+import { AccountTab } from "./account";
 import { AuditLogTab } from "./audit-log";
 import { DeveloperTab } from "./developer";
 import { MembersTab } from "./members";
@@ -9,6 +11,7 @@ import { PlatformTab } from "./platform";
 /** The tabs; one that reads a route the user's role may not call is not offered. */
 const TABS = [
   { path: "developer", title: "Developer", Tab: DeveloperTab },
+  { path: "account", title: "Account", Tab: AccountTab },
   { path: "members", title: "Members", Tab: MembersTab },
   { path: "audit-log", title: "Audit log", Tab: AuditLogTab, reads: "GET /api/organization/audit-log" },
   { path: "platform", title: "Platform", Tab: PlatformTab },

@@ -1,7 +1,8 @@
 // Settings > Members: the workspace's members (owners and admins change their roles and remove
 // them; the API says who may touch an owner), and invitations (owners and admins send and cancel
 // them; no one else sees them). Its owners delete an empty workspace at the end, unless it is their
-// only one (an account without a workspace has nothing left to open).
+// only one (an account without a workspace has nothing left to open), and may require two-factor
+// sign-in of every member.
 import { useState } from "preact/hooks";
 import { api, segment } from "../../api";
 import { ActionButton, Field, Form, SelectField } from "../../components/form";
@@ -9,6 +10,7 @@ import { Table } from "../../components/table";
 import { CopyButton, ErrorText, When } from "../../components/text";
 import { ConfirmByName } from "../../components/widgets";
 import { may, useLoad, useSession } from "../../session";
+import { TwoFactorRequirement } from "./account";
 
 interface Member {
   userId: string;
@@ -152,6 +154,7 @@ export function MembersTab() {
           })}
         />
       )}
+      {may(session, "PUT /api/organization/two-factor-requirement") && <TwoFactorRequirement />}
       {may(session, "DELETE /api/organization/") && <DeleteWorkspace />}
     </>
   );

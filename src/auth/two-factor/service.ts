@@ -1,0 +1,195 @@
+// Two-factor sign-in: an account's TOTP secret (./totp.ts, stored encrypted by the SecretBox),
+// its single-use recovery codes (stored as SHA-256), the second factor of a sign-in, and the
+// workspace setting that makes its members' dashboard sessions set it up first. API keys are
+// not concerned: a key is its own secret.
+import { and, count, eq, isNull, lt, or } from "drizzle-orm";
+import type { PlatformDb } from "../../db";
+import type { SecretBox } from "../../crypto/secrets";
+import { twoFactorRecoveryCodes, twoFactorSecrets, workspaces } from "../../db/schema";
+import { sha256Hex } from "../../crypto/tokens";
+import { ApiError } from "../../http/errors";
+import { recordAuditEvent, type AuditActor } from "../../audit/service";
+import { workspacesOf } from "../../workspaces/service";
+import { matchingStep, newTotpSecret, otpauthUri } from "./totp";
+
+const ISSUER = "Platform";
+export const RECOVERY_CODE_COUNT = 10;
+
+const associatedData = (userId: string) => `two-factor:${userId}`;
+
+function secretRow(db: PlatformDb, userId: string) {
+  return db.select().from(twoFactorSecrets).where(eq(twoFactorSecrets.userId, userId)).get();
+}
+
+export function hasTwoFactor(db: PlatformDb, userId: string): boolean {
+  return Boolean(secretRow(db, userId)?.enabledAt);
+}
+
+export function twoFactorStatus(db: PlatformDb, userId: string) {
+  const row = secretRow(db, userId);
+  const [left] = db
+    .select({ value: count() })
+    .from(twoFactorRecoveryCodes)
+    .where(and(eq(twoFactorRecoveryCodes.userId, userId), isNull(twoFactorRecoveryCodes.usedAt)))
+    .all();
+  return {
+    enabled: Boolean(row?.enabledAt),
+    recoveryCodesLeft: row?.enabledAt ? left!.value : 0,
+    requiredBy: workspacesOf(db, userId)
+      .filter((workspace) => isTwoFactorRequired(db, workspace.id))
+      .map((workspace) => workspace.id),
+  };
+}
+
+/** Starts (or starts again) an enrolment: a new secret, not in force until a first code confirms it. */
+export function startEnrolment(db: PlatformDb, secrets: SecretBox, user: { id: string; email: string }, now = Date.now()) {
+  if (hasTwoFactor(db, user.id)) throw new ApiError("CONFLICT", "Two-factor sign-in is already on; turn it off first to set up another authenticator");
+  const secret = newTotpSecret();
+  const values = { userId: user.id, secretEncrypted: secrets.encrypt(secret, associatedData(user.id)), enabledAt: null, lastUsedStep: null, createdAt: now };
+  db.insert(twoFactorSecrets).values(values).onConflictDoUpdate({ target: twoFactorSecrets.userId, set: values }).run();
+  return { secret, otpauthUri: otpauthUri(ISSUER, user.email, secret) };
+}
+
+/** Confirms the enrolment with a first code: two-factor sign-in is on, and these recovery codes are the only copy. */
+export function confirmEnrolment(db: PlatformDb, secrets: SecretBox, userId: string, code: string, actor: AuditActor, now = Date.now()): string[] {
+  const row = secretRow(db, userId);
+  if (!row || row.enabledAt) throw new ApiError("CONFLICT", row ? "Two-factor sign-in is already on" : "Start the setup first (POST /api/auth/two-factor/setup)");
+  const step = matchingStep(secrets.decrypt(row.secretEncrypted, associatedData(userId)), normalized(code), now, null);
+  if (step === null) throw invalidCode();
+  const recoveryCodes = Array.from({ length: RECOVERY_CODE_COUNT }, newRecoveryCode);
+  db.transaction((tx) => {
+    tx.update(twoFactorSecrets).set({ enabledAt: now, lastUsedStep: step }).where(eq(twoFactorSecrets.userId, userId)).run();
+    tx.delete(twoFactorRecoveryCodes).where(eq(twoFactorRecoveryCodes.userId, userId)).run();
+    tx.insert(twoFactorRecoveryCodes)
+      .values(recoveryCodes.map((recoveryCode) => ({ codeHash: sha256Hex(normalized(recoveryCode)), userId, usedAt: null, createdAt: now })))
+      .run();
+    auditInWorkspacesOf(tx as unknown as PlatformDb, userId, "auth.two_factor_enabled", actor, now);
+  });
+  return recoveryCodes;
+}
+
+/** Turns two-factor sign-in off, given a current code (or a recovery code) or the account's password. */
+export async function disableTwoFactor(
+  db: PlatformDb,
+  secrets: SecretBox,
+  user: { id: string; passwordHash: string | null },
+  proof: { code?: string; password?: string },
+  actor: AuditActor,
+  now = Date.now(),
+): Promise<void> {
+  if (!hasTwoFactor(db, user.id)) throw new ApiError("TWO_FACTOR_NOT_ENABLED", "Two-factor sign-in is not on for this account");
+  if (proof.code) {
+    if (!consumeSecondFactor(db, secrets, user.id, proof.code, now)) throw invalidCode();
+  } else if (proof.password) {
+    if (!user.passwordHash || !(await Bun.password.verify(proof.password, user.passwordHash))) throw new ApiError("WRONG_PASSWORD", "Wrong password");
+  } else {
+    throw new ApiError("VALIDATION_FAILED", "Send a current `code` from the authenticator app (or a recovery code), or the account's `password`");
+  }
+  db.transaction((tx) => {
+    tx.delete(twoFactorSecrets).where(eq(twoFactorSecrets.userId, user.id)).run();
+    tx.delete(twoFactorRecoveryCodes).where(eq(twoFactorRecoveryCodes.userId, user.id)).run();
+    auditInWorkspacesOf(tx as unknown as PlatformDb, user.id, "auth.two_factor_disabled", actor, now);
+  });
+}
+
+/**
+ * The second step of a sign-in (login, claim, invitation acceptance by an existing account), after
+ * its password was checked. An account without two-factor keeps the answer it always had. With
+ * it, the answer never says whether the password was right until the code is given too: without a
+ * code it is 401 `TWO_FACTOR_REQUIRED` whatever the password, and a wrong password or a wrong code
+ * are the same 401 `INVALID_CREDENTIALS`. A code is spent only with the right password.
+ */
+export function assertSecondFactor(
+  db: PlatformDb,
+  secrets: SecretBox,
+  attempt: { userId: string | null; passwordValid: boolean; code: string | undefined; wrongPassword: ApiError; clientAddress: string | null },
+  now = Date.now(),
+): void {
+  if (attempt.userId === null || !hasTwoFactor(db, attempt.userId)) {
+    if (!attempt.passwordValid) throw attempt.wrongPassword;
+    return;
+  }
+  if (!attempt.code) {
+    throw new ApiError(
+      "TWO_FACTOR_REQUIRED",
+      "This account signs in with a second factor: send the code of its authenticator app (or a recovery code) with the password",
+    );
+  }
+  const used = attempt.passwordValid ? consumeSecondFactor(db, secrets, attempt.userId, attempt.code, now) : null;
+  if (!used) throw new ApiError("INVALID_CREDENTIALS", "Wrong email, password or code");
+  if (used === "recovery") {
+    auditInWorkspacesOf(db, attempt.userId, "auth.recovery_code_used", { type: "user", id: attempt.userId, clientAddress: attempt.clientAddress }, now);
+  }
+}
+
+/**
+ * Spends a code: a TOTP code of a step later than the last one used (so none is taken twice, even
+ * by two requests at once: the update is conditional), or an unused recovery code.
+ */
+function consumeSecondFactor(db: PlatformDb, secrets: SecretBox, userId: string, code: string, now: number): "totp" | "recovery" | null {
+  const row = secretRow(db, userId);
+  if (!row?.enabledAt) return null;
+  const candidate = normalized(code);
+  if (/^\d{6}$/.test(candidate)) {
+    const step = matchingStep(secrets.decrypt(row.secretEncrypted, associatedData(userId)), candidate, now, row.lastUsedStep);
+    if (step === null) return null;
+    const taken = db
+      .update(twoFactorSecrets)
+      .set({ lastUsedStep: step })
+      .where(and(eq(twoFactorSecrets.userId, userId), or(isNull(twoFactorSecrets.lastUsedStep), lt(twoFactorSecrets.lastUsedStep, step))))
+      .returning({ userId: twoFactorSecrets.userId })
+      .get();
+    return taken ? "totp" : null;
+  }
+  const spent = db
+    .update(twoFactorRecoveryCodes)
+    .set({ usedAt: now })
+    .where(and(eq(twoFactorRecoveryCodes.codeHash, sha256Hex(candidate)), eq(twoFactorRecoveryCodes.userId, userId), isNull(twoFactorRecoveryCodes.usedAt)))
+    .returning({ codeHash: twoFactorRecoveryCodes.codeHash })
+    .get();
+  return spent ? "recovery" : null;
+}
+
+export function isTwoFactorRequired(db: PlatformDb, workspaceId: string): boolean {
+  return db.select({ required: workspaces.twoFactorRequired }).from(workspaces).where(eq(workspaces.id, workspaceId)).get()?.required === true;
+}
+
+/** An owner requires two-factor sign-in of the workspace's members (or no longer does). */
+export function setTwoFactorRequired(db: PlatformDb, workspaceId: string, userId: string, required: boolean, actor: AuditActor, now = Date.now()) {
+  if (required && !hasTwoFactor(db, userId)) {
+    throw new ApiError("TWO_FACTOR_NOT_ENABLED", "Turn on two-factor sign-in for your own account first (Account page, or POST /api/auth/two-factor/setup)");
+  }
+  db.update(workspaces).set({ twoFactorRequired: required }).where(eq(workspaces.id, workspaceId)).run();
+  recordAuditEvent(db, { workspaceId, action: "auth.two_factor_requirement_changed", actor, target: required ? "required" : "not required", now });
+}
+
+/**
+ * In a workspace that requires two-factor sign-in, a dashboard session of an account without it
+ * may only do what setting it up needs (routes marked `beforeTwoFactorSetup`): anything else is
+ * 403 `TWO_FACTOR_SETUP_REQUIRED`. API keys are not concerned.
+ */
+export function assertTwoFactorSetUp(db: PlatformDb, caller: { via: "api_key" | "session"; userId: string; workspaceId: string }, routeAllowedBeforeSetup: boolean) {
+  if (caller.via !== "session" || routeAllowedBeforeSetup || !isTwoFactorRequired(db, caller.workspaceId) || hasTwoFactor(db, caller.userId)) return;
+  throw new ApiError(
+    "TWO_FACTOR_SETUP_REQUIRED",
+    "This workspace requires two-factor sign-in: set it up first (Account page, or POST /api/auth/two-factor/setup)",
+  );
+}
+
+function auditInWorkspacesOf(db: PlatformDb, userId: string, action: "auth.two_factor_enabled" | "auth.two_factor_disabled" | "auth.recovery_code_used", actor: AuditActor, now: number) {
+  for (const workspace of workspacesOf(db, userId)) recordAuditEvent(db, { workspaceId: workspace.id, action, actor, now });
+}
+
+/** No 0/o or 1/l, so a code read from paper is typed right: 32 characters, 5 bits each. */
+const RECOVERY_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789";
+
+/** Ten characters in two groups (`k3f9q-x7m2p`): 50 random bits. */
+function newRecoveryCode(): string {
+  const characters = [...crypto.getRandomValues(new Uint8Array(10))].map((byte) => RECOVERY_ALPHABET[byte & 31]).join("");
+  return `${characters.slice(0, 5)}-${characters.slice(5)}`;
+}
+
+/** What a person typed: spaces and dashes dropped, lowercased. */
+const normalized = (code: string) => code.replace(/[\s-]/g, "").toLowerCase();
+
+const invalidCode = () => new ApiError("INVALID_TWO_FACTOR_CODE", "That code is not right (or was used already): enter the current code of the authenticator app");
