@@ -47,7 +47,9 @@ const STEP_IMAGE_LINE = /^ ---> ([0-9a-f]{12})$/gm;
 /** Where the extra CA bundle is put in a Dockerfile build's context (user files under .platform/ never are). */
 export const CONTEXT_CA_FILE = ".platform/ca.pem";
 const MAX_DOCKERIGNORE_BYTES = 256 * 1024;
-const MAX_DOCKERFILE_BYTES = 1024 * 1024;
+const MAX_DOCKERFILE_BYTES = 256 * 1024;
+/** Distinct images a Dockerfile may name: each is looked up, and maybe pulled, before the build. */
+const MAX_IMAGES = 32;
 /** Where the Dockerfile the engine builds is put in the context: user files under .platform/ never are. */
 const EMITTED_DOCKERFILE = ".platform/Dockerfile";
 /** Labels under this prefix are the platform's: they tell its reconciler what a container is. */
@@ -298,8 +300,10 @@ async function emittedDockerfile(build: DockerfileBuild): Promise<string> {
   const rewrite = rewriteDockerfile(text);
   const refusals = [...rewrite.refusals];
   const pinned = new Map<string, string>();
+  if (rewrite.images.size > MAX_IMAGES) refusals.push(`the Dockerfile names ${rewrite.images.size} images: at most ${MAX_IMAGES}`);
   if (!refusals.length) {
     for (const [reference, line] of rewrite.images) {
+      if (build.signal.aborted) throw build.signal.reason;
       const pin = await pinImage(build.driver, reference, { lookup: lookupHost, log: build.log, signal: build.signal });
       if ("refused" in pin) refusals.push(refusal(line, pin.refused));
       else {

@@ -24,6 +24,8 @@ const LOOKUP_TIMEOUT_MS = 5_000;
 const PLATFORM_IMAGE_NAME = /platform-(?:app|build)-[a-z0-9_]/i;
 /** What the engine may take for an image ID: a full or short hex ID (any unique prefix will do), with or without `sha256:`. */
 const IMAGE_ID = /^(?:sha256:.*|[0-9a-f]{1,64}(?::[\w.-]*)?)$/i;
+/** Docker's longest name is 255 characters, its longest tag 128, a digest some 100. */
+const MAX_REFERENCE_LENGTH = 512;
 /** The characters of an image reference; quotes, escapes and `$` would be resolved by the engine after any check. */
 const PLAIN_REFERENCE = /^[A-Za-z0-9._:/@-]+$/;
 /** Docker's reference grammar (distribution/reference): [registry/]path[:tag][@digest]. */
@@ -64,6 +66,7 @@ const hostOf = (registry: string) => registry.replace(/:\d+$/, "").toLowerCase()
 export function imageReferenceRefusal(reference: string): string | undefined {
   if (reference.includes("$")) return "names an image through a variable: write the image's name itself";
   if (!PLAIN_REFERENCE.test(reference)) return "names an image with quotes or escapes: write the image's name plainly";
+  if (reference.length > MAX_REFERENCE_LENGTH) return "is not a valid image reference";
   if (IMAGE_ID.test(reference)) return "names an image by its ID: name a base image by repository and tag, or an earlier stage by its name";
   if (PLATFORM_IMAGE_NAME.test(reference)) return "names an image of the platform's apps: start from a base image instead";
   const parsed = parseImageReference(reference);

@@ -15,11 +15,13 @@ import { imageReferenceRefusal } from "./dockerfile-images";
 
 /** Go regexp's `\s`: ASCII only, unlike JavaScript's (U+00A0 is no space to the engine). */
 const GO_SPACE = "[\\t\\n\\f\\r ]";
-const PARSER_DIRECTIVE = new RegExp(`^#${GO_SPACE}*([a-zA-Z][a-zA-Z0-9]*)${GO_SPACE}*=${GO_SPACE}*(.+?)${GO_SPACE}*$`);
-const SKIPPED_LINE = /^[ \t]*(?:#.*)?$/;
-const INSTRUCTION = /^[ \t]*([A-Za-z]+)(?:[ \t]+(.*))?$/;
+/** A parser directive, on a line without trailing spaces (a pattern ending in `\s*$` backtracks quadratically on long lines). */
+const PARSER_DIRECTIVE = new RegExp(`^#${GO_SPACE}*([a-zA-Z][a-zA-Z0-9]*)${GO_SPACE}*=${GO_SPACE}*(.+)$`, "s");
+const SKIPPED_LINE = /^[ \t]*(?:#.*)?$/s;
+const INSTRUCTION = /^[ \t]*([A-Za-z]+)(?:[ \t]+(.*))?$/s;
 /** What the engine's parser splits words on. */
 const WORD_SEPARATOR = /[\t\v\f\r ]+/;
+const SEPARATOR_CHARACTERS = new Set(["\t", "\v", "\f", "\r", " "]);
 const CONTROL_CHARACTER = /[\x00-\x08\x0a-\x1f\x7f]/;
 /** Stage names, as the engine takes them. */
 const STAGE_NAME = /^[a-z][a-z0-9._-]*$/;
@@ -59,6 +61,13 @@ interface SourceInstruction {
   refused?: string;
 }
 
+/** `text` without the given characters at its end (a loop: `/[ \t]+$/` is quadratic on a long run of spaces followed by other text). */
+function trimEnd(text: string, characters: string): string {
+  let end = text.length;
+  while (end > 0 && characters.includes(text[end - 1]!)) end--;
+  return text.slice(0, end);
+}
+
 /** The leading parser directives' escape character and the instructions after them. */
 function sourceInstructions(text: string): { escape: string; instructions: SourceInstruction[]; refusals: string[] } {
   const lines = text.replace(/^\uFEFF/, "").split("\n").map((line) => line.replace(/\r$/, ""));
@@ -66,7 +75,7 @@ function sourceInstructions(text: string): { escape: string; instructions: Sourc
   let escape = "\\";
   let index = 0;
   for (; index < lines.length; index++) {
-    const directive = PARSER_DIRECTIVE.exec(lines[index]!);
+    const directive = PARSER_DIRECTIVE.exec(trimEnd(lines[index]!, "\t\n\f\r "));
     if (!directive) break;
     if (directive[1]!.toLowerCase() !== "escape") continue;
     if (directive[2] === "\\" || directive[2] === "`") escape = directive[2];
@@ -78,7 +87,7 @@ function sourceInstructions(text: string): { escape: string; instructions: Sourc
     let joined = "";
     let refused: string | undefined;
     for (let line = lines[index]!; ; line = lines[index]!) {
-      const trimmed = line.replace(/[ \t]+$/, "");
+      const trimmed = trimEnd(line, " \t");
       if (trimmed.endsWith(escape + escape)) {
         joined += line;
         refused = `ends in two escape characters (${escape}${escape}): engines differ on whether that continues it; end it with one to go on, or with none`;
@@ -130,10 +139,10 @@ function leadingFlags(text: string, escape: string): { flags: { name: string; va
   const flags: { name: string; value: string }[] = [];
   let position = 0;
   for (;;) {
-    while (position < text.length && WORD_SEPARATOR.test(text[position]!)) position++;
+    while (position < text.length && SEPARATOR_CHARACTERS.has(text[position]!)) position++;
     if (!text.startsWith("--", position)) return { flags, rest: text.slice(position) };
     const start = position;
-    while (position < text.length && !WORD_SEPARATOR.test(text[position]!)) position++;
+    while (position < text.length && !SEPARATOR_CHARACTERS.has(text[position]!)) position++;
     const word = resolveWord(text.slice(start, position), escape);
     if (!word) return "leaves a quote open in a flag";
     const flag = /^--([A-Za-z][A-Za-z0-9-]*)=(.*)$/s.exec(word.text);
@@ -171,16 +180,18 @@ export function rewriteDockerfile(text: string): DockerfileRewrite {
   const notes: string[] = [];
   const images = new Map<string, string>();
   const lines: ((pin: Pin) => string)[] = [];
-  /** Each stage's name so far ("" when it has none). */
-  const stages: string[] = [];
+  /** The index of each named stage so far. */
+  const stageIndexes = new Map<string, number>();
+  let stageCount = 0;
 
-  /** What FROM or COPY --from names, as the emitted line names it; or why it may not be named (a string). */
-  const target = (reference: string, earlierStages: string[], line: string, byIndex: boolean): ((pin: Pin) => string) | string => {
+  /** What FROM or COPY --from names (the stages before `earlierStages` only), as the emitted line names it; or why it may not be named (a string). */
+  const target = (reference: string, earlierStages: number, line: string, byIndex: boolean): ((pin: Pin) => string) | string => {
     const name = reference.toLowerCase();
     if (name === "scratch") return () => "scratch";
-    if (name !== "" && earlierStages.includes(name)) return byIndex ? () => String(earlierStages.indexOf(name)) : () => name;
+    const stage = stageIndexes.get(name);
+    if (stage !== undefined && stage < earlierStages) return byIndex ? () => String(stage) : () => name;
     if (byIndex && /^\d+$/.test(name)) {
-      if (Number(name) < earlierStages.length) return () => String(Number(name));
+      if (Number(name) < earlierStages) return () => String(Number(name));
       return "names a stage that does not come before it";
     }
     const refused = imageReferenceRefusal(reference);
@@ -208,9 +219,10 @@ export function rewriteDockerfile(text: string): DockerfileRewrite {
       if (!(words.length === 1 || (words.length === 3 && words[1]!.toLowerCase() === "as"))) return "is not FROM <image> [AS <name>]";
       const stageName = words[2]?.toLowerCase();
       if (stageName !== undefined && !STAGE_NAME.test(stageName)) return "names its stage with other characters than letters, digits, '.', '_' and '-' (starting with a letter)";
-      if (stageName !== undefined && stages.includes(stageName)) return "names a stage that an earlier stage is already named";
-      const base = target(words[0]!, stages, line, false);
-      stages.push(stageName ?? "");
+      if (stageName !== undefined && stageIndexes.has(stageName)) return "names a stage that an earlier stage is already named";
+      const base = target(words[0]!, stageCount, line, false);
+      if (stageName !== undefined) stageIndexes.set(stageName, stageCount);
+      stageCount++;
       if (typeof base === "string") return base;
       return (pin) => `FROM ${base(pin)}${stageName ? ` AS ${stageName}` : ""}`;
     }
@@ -219,7 +231,7 @@ export function rewriteDockerfile(text: string): DockerfileRewrite {
     for (const { name, value } of parsed.flags) {
       if (!allowed.has(name)) return `has the flag --${name}, which ${keyword} does not take here`;
       if (name === "from") {
-        const source = target(value, stages.slice(0, -1), line, true);
+        const source = target(value, stageCount - 1, line, true);
         if (typeof source === "string") return source;
         flags.push((pin) => `--from=${source(pin)}`);
       } else if (!PLAIN_FLAG_VALUE.test(value)) return `has --${name}=${value}: write the value plainly`;
@@ -244,13 +256,13 @@ export function rewriteDockerfile(text: string): DockerfileRewrite {
     else if (CONTROL_CHARACTER.test(line)) planned = "has a control character in it";
     else if (!parts) planned = "is not an instruction (a keyword, then its arguments)";
     else {
-      const args = (parts[2] ?? "").replace(/[ \t]+$/, "");
+      const args = trimEnd(parts[2] ?? "", " \t");
       // The engine would continue such a line with the next: no emitted line may end so.
       planned = args.endsWith("\\") ? "ends in a backslash: nothing follows it to continue" : plan(line, parts[1]!.toUpperCase(), args);
     }
     if (typeof planned === "string") refusals.push(refusal(line, planned));
     else lines.push(planned);
   }
-  if (!stages.length && !refusals.length) refusals.push("the Dockerfile has no FROM instruction");
+  if (!stageCount && !refusals.length) refusals.push("the Dockerfile has no FROM instruction");
   return { refusals, notes, images, render: (pin) => `${lines.map((line) => line(pin)).join("\n")}\n` };
 }

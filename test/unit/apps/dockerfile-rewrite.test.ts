@@ -149,6 +149,24 @@ describe("lines that are refused, quoted in the message", () => {
   });
 });
 
+test("a Dockerfile of the largest size, shaped to be slow, is read in linear time", () => {
+  const size = 256 * 1024;
+  const shapes = [
+    Array.from({ length: size / 40 }, (_, index) => `FROM platform-test/node:latest AS s${index}\nCOPY --from=s0 a b`).join("\n"),
+    `FROM x\nRUN${" ".repeat(size)}\u2028x`,
+    `#a=b${" ".repeat(size)}c\nFROM x`,
+    `FROM x\nRUN x${" ".repeat(size)}y`,
+    `FROM a/${"a_".repeat(size / 2)}_`,
+    `FROM x\nCOPY ${"--a=b ".repeat(size / 6)} /b`,
+    `FROM x\n${"RUN a \\\n".repeat(size / 8)}`,
+  ];
+  for (const text of shapes) {
+    const start = performance.now();
+    rewriteDockerfile(text).render(pinAll);
+    expect(performance.now() - start).toBeLessThan(500);
+  }
+});
+
 describe("image references", () => {
   test("a registry is named by a public host name: no IP literal, no localhost", () => {
     expect(imageReferenceRefusal("169.254.169.254/x")).toBe("names the registry 169.254.169.254 by its IP address: registries are named by host name");
