@@ -12,9 +12,12 @@
 // platform made it present itself (./dockerfile-images.ts: registry host checked, pulled without
 // credentials, inspected: no ONBUILD, no platform labels), so the engine resolves no name and
 // contacts no registry during the build. The other design, a builder in a container on the
-// workspace network (Debian's buildah 1.28: `apt-cache policy buildah`), would put every fetch
-// under the egress rules, but needs a privileged or user-namespaced container per build, a second
-// image store to move images out of, and a buildah image the platform does not have offline.
+// workspace network (Debian ships buildah 1.28: `apt-cache policy buildah`), would put every fetch
+// under the egress rules whatever the Dockerfile says, but each build would run buildah in a
+// container with CAP_SYS_ADMIN (or privileged) next to the tenant's RUN steps, need an image of
+// its own built and kept on every engine, and end with each image copied from buildah's store
+// into the engine's (save and load). Chosen: the engine's builder stays, and the platform alone
+// decides what it reads.
 //
 // What a Dockerfile receives:
 // - the context: the app's source tree without node_modules, .git, .venv, __pycache__ and
