@@ -115,8 +115,8 @@ describe("recipes that reached the host's loopback", () => {
   });
 });
 
-test("a multi-stage Dockerfile (stages by name and index, ARG, COPY --from) builds from pinned images and serves", async () => {
-  const [node] = await dockerJson("image", "inspect", "platform-test/node:latest");
+test("a multi-stage Dockerfile (stages by name and index, ARG, COPY --from a stage or an image) builds from pinned images and serves", async () => {
+  const [node, python] = await dockerJson("image", "inspect", "platform-test/node:latest", "platform-test/python:latest");
   const serve = `import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 createServer((req, res) => res.end(readFileSync("/srv/message.txt", "utf8").trim() + " / " + readFileSync("/srv/again.txt", "utf8").trim())).listen(Number(process.env.PORT));
@@ -134,6 +134,7 @@ createServer((req, res) => res.end(readFileSync("/srv/message.txt", "utf8").trim
     "WORKDIR /srv",
     "COPY --from=build /out/message.txt ./",
     "COPY --from=0 /out/message.txt again.txt",
+    "COPY --from=platform-test/python:latest /etc/os-release python-os-release",
     "COPY serve.mjs .",
     'CMD ["node", "serve.mjs"]',
   ].join("\n");
@@ -141,6 +142,7 @@ createServer((req, res) => res.end(readFileSync("/srv/message.txt", "utf8").trim
   if (status !== "succeeded") throw new Error(`build ${status}:\n${log}`);
   expect(log).toContain(`    platform-test/node:latest: image ${String(node.Id).slice(7, 19)}, pinned by its ID`);
   expect(log).toMatch(new RegExp(`Step 2/\\d+ : FROM ${node.Id} AS build`));
+  expect(log).toContain(`COPY --from=${python.Id} ["/etc/os-release","python-os-release"]`);
   expect(app.status).toBe("running");
   expect(await (await viaProxy(server, app.subdomain)).text()).toBe("hello from the build stage / hello from the build stage");
   // The build stage's images (its source inside) are not left behind untagged.
