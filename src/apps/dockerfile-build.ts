@@ -212,6 +212,8 @@ export interface DockerfileBuild {
   sourceDir: string;
   tag: string;
   settings: DockerfileSettings;
+  /** Image registries a Dockerfile may name whatever their address (PLATFORM_BUILD_REGISTRIES). */
+  registries: readonly string[];
   /** Put on the image (so cleanup finds it) and on its containers. */
   labels: Record<string, string>;
   limits: { memoryMB: number; cpus: number; timeoutSeconds: number; outputBytesPerSecond: number };
@@ -300,14 +302,14 @@ export async function buildDockerfile(build: DockerfileBuild): Promise<string> {
 async function emittedDockerfile(build: DockerfileBuild): Promise<string> {
   const text = await readContextFile(build.sourceDir, DOCKERFILE, MAX_DOCKERFILE_BYTES);
   if (text === undefined) throw new BuildFailed("the source has no Dockerfile at its root");
-  const rewrite = rewriteDockerfile(text);
+  const rewrite = rewriteDockerfile(text, build.registries);
   const refusals = [...rewrite.refusals];
   const pinned = new Map<string, string>();
   if (rewrite.images.size > MAX_IMAGES) refusals.push(`the Dockerfile names ${rewrite.images.size} images: at most ${MAX_IMAGES}`);
   if (!refusals.length) {
     for (const [reference, line] of rewrite.images) {
       if (build.signal.aborted) throw build.signal.reason;
-      const pin = await pinImage(build.driver, reference, { lookup: lookupHost, log: build.log, signal: build.signal });
+      const pin = await pinImage(build.driver, reference, { lookup: lookupHost, registries: build.registries, log: build.log, signal: build.signal });
       if ("refused" in pin) refusals.push(refusal(line, pin.refused));
       else {
         pinned.set(reference, pin.id);

@@ -6,8 +6,9 @@
 //
 // A reference's registry host must be a name (no IP literal, not localhost); before a pull it
 // must resolve to public addresses only (no loopback, private, link-local or unique-local one):
-// the engine pulls from the host's network, past the workspace's egress rules. Not covered: a
-// name that resolves differently for the engine a moment later (DNS rebinding).
+// the engine pulls from the host's network, past the workspace's egress rules. Registries the
+// administrator lists (PLATFORM_BUILD_REGISTRIES) are exempt. Not covered: a name that resolves
+// differently for the engine a moment later (DNS rebinding).
 import { promises as dns } from "node:dns";
 import { isIPv4, isIPv6 } from "node:net";
 import { isPublicIpv4, isPublicIpv6 } from "../certificates/dns-check";
@@ -62,8 +63,8 @@ export function parseImageReference(reference: string): ImageReference | string 
 
 const hostOf = (registry: string) => registry.replace(/:\d+$/, "").toLowerCase();
 
-/** Why an image reference may not be used at all, or undefined: checked before anything asks the engine. */
-export function imageReferenceRefusal(reference: string): string | undefined {
+/** Why an image reference may not be used at all, or undefined: checked before anything asks the engine. `registries`: PLATFORM_BUILD_REGISTRIES. */
+export function imageReferenceRefusal(reference: string, registries: readonly string[]): string | undefined {
   if (reference.includes("$")) return "names an image through a variable: write the image's name itself";
   if (!PLAIN_REFERENCE.test(reference)) return "names an image with quotes or escapes: write the image's name plainly";
   if (reference.length > MAX_REFERENCE_LENGTH) return "is not a valid image reference";
@@ -71,6 +72,7 @@ export function imageReferenceRefusal(reference: string): string | undefined {
   if (PLATFORM_IMAGE_NAME.test(reference)) return "names an image of the platform's apps: start from a base image instead";
   const parsed = parseImageReference(reference);
   if (typeof parsed === "string") return parsed;
+  if (registries.includes(parsed.registry.toLowerCase())) return undefined;
   const host = hostOf(parsed.registry);
   // A numeric last label is an address in some spelling (127.1, 2130706433, 0x7f.1): top-level domains never are.
   if (isIPv4(host) || /(?:^|\.)(?:\d+|0x[0-9a-f]*)$/.test(host)) return `names the registry ${parsed.registry} by its IP address: registries are named by host name`;
@@ -96,8 +98,8 @@ export const lookupHost: HostLookup = async (host) => {
 const isPublicAddress = (address: string) => (isIPv6(address) ? isPublicIpv6(address) : isPublicIpv4(address));
 
 /** Why the engine may not pull from this registry, or undefined: its name must resolve, to public addresses only. */
-export async function registryAddressRefusal(registry: string, lookup: HostLookup): Promise<string | undefined> {
-  if (registry === DEFAULT_REGISTRY) return undefined;
+export async function registryAddressRefusal(registry: string, lookup: HostLookup, registries: readonly string[]): Promise<string | undefined> {
+  if (registry === DEFAULT_REGISTRY || registries.includes(registry.toLowerCase())) return undefined;
   let addresses: string[];
   try {
     addresses = await lookup(hostOf(registry));
@@ -112,6 +114,8 @@ export async function registryAddressRefusal(registry: string, lookup: HostLooku
 
 export interface PinOptions {
   lookup: HostLookup;
+  /** PLATFORM_BUILD_REGISTRIES. */
+  registries: readonly string[];
   log: (line: string) => void;
   signal: AbortSignal;
 }
@@ -126,7 +130,7 @@ export async function pinImage(driver: DockerDriver, reference: string, options:
   if (typeof parsed === "string") return { refused: parsed };
   let image = await inspectIfPresent(driver, reference);
   if (!image) {
-    const refused = await registryAddressRefusal(parsed.registry, options.lookup);
+    const refused = await registryAddressRefusal(parsed.registry, options.lookup, options.registries);
     if (refused) return { refused };
     options.log(`    pulling ${reference}`);
     try {

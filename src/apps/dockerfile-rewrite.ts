@@ -174,8 +174,8 @@ function sourcesAndDestination(args: string, escape: string): string[] | string 
   return resolved.length < 2 ? "needs a source and a destination" : resolved;
 }
 
-/** Reads the user's Dockerfile and plans the one the engine builds. */
-export function rewriteDockerfile(text: string): DockerfileRewrite {
+/** Reads the user's Dockerfile and plans the one the engine builds. `registries`: PLATFORM_BUILD_REGISTRIES. */
+export function rewriteDockerfile(text: string, registries: readonly string[] = []): DockerfileRewrite {
   const { escape, instructions, refusals } = sourceInstructions(text);
   const notes: string[] = [];
   const images = new Map<string, string>();
@@ -194,7 +194,7 @@ export function rewriteDockerfile(text: string): DockerfileRewrite {
       if (Number(name) < earlierStages) return () => String(Number(name));
       return "names a stage that does not come before it";
     }
-    const refused = imageReferenceRefusal(reference);
+    const refused = imageReferenceRefusal(reference, registries);
     if (refused) return refused;
     if (!images.has(reference)) images.set(reference, line);
     return (pin) => pin(reference);

@@ -2,7 +2,8 @@
 // non-breaking space, a line ending in `\\`, an ONBUILD trigger of a base image, a registry at a
 // loopback address, image-ID prefixes hidden the same ways) each fail the build with a clear
 // reason while a loopback-only listener on the host sees no connection; a normal multi-stage
-// Dockerfile still builds, from images pinned by ID, and serves.
+// Dockerfile still builds, from images pinned by ID, and serves; a registry the administrator
+// lists is pulled from by the platform, and a failed pull is a clear build error.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { TestServer } from "../../helpers/server";
 import { appZip, deleteAllApps, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
@@ -149,4 +150,24 @@ createServer((req, res) => res.end(readFileSync("/srv/message.txt", "utf8").trim
   const stepImages = [...log.matchAll(/^ ---> ([0-9a-f]{12})$/gm)].map((match) => match[1]!);
   const dangling = (await dockerCli("images", "-q", "--no-trunc", "--filter", "dangling=true")).trim().split("\n");
   expect(stepImages.filter((id) => dangling.some((full) => full.startsWith(`sha256:${id}`)))).toEqual([]);
+});
+
+test("a registry listed in PLATFORM_BUILD_REGISTRIES is pulled from by the platform; a failed pull fails the build clearly", async () => {
+  const registry = `127.0.0.1:${witness.port}`;
+  const listing = await TestServer.start({ PLATFORM_BUILD_REGISTRIES: registry });
+  try {
+    const { key: listingKey } = await listing.createKey("dockerfile-registries");
+    const response = await deployZip(listing, listingKey, { name: "egress-listed", runtime: "node", memoryMB: "128", builder: "dockerfile" }, appZip({ Dockerfile: `FROM ${registry}/team/base:1\n` }));
+    expect(response.status).toBe(202);
+    const app = await waitForStatus(listing, listingKey, response.body.app.id, ["running", "failed"]);
+    const { log } = (await listing.request("GET", `/api/apps/${app.id}/builds/${response.body.buildId}`, { key: listingKey })).body;
+    expect(app.status).toBe("failed");
+    expect(log).toContain(`    pulling ${registry}/team/base:1`);
+    expect(log).toContain(`==> Build failed: the Dockerfile's line "FROM ${registry}/team/base:1" names the image ${registry}/team/base:1, which is not on the engine and could not be pulled: `);
+    expect(log).not.toContain("Step 1/");
+    expect(witness.connections()).toBeGreaterThan(0);
+    await deleteAllApps(listing, listingKey);
+  } finally {
+    await listing.stop();
+  }
 });

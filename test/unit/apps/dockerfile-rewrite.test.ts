@@ -6,6 +6,7 @@ import { imageReferenceRefusal, parseImageReference, pinImage, registryAddressRe
 import { rewriteDockerfile } from "../../../src/apps/dockerfile-rewrite";
 import { DockerNotFound, type DockerDriver } from "../../../src/docker/driver";
 import type { ImageConfig } from "../../../src/docker/images";
+import { loadConfig } from "../../../src/config";
 
 const pinAll = (reference: string) => `sha256:${reference.length.toString(16).padStart(64, "0")}`;
 const emitted = (text: string) => {
@@ -169,13 +170,13 @@ test("a Dockerfile of the largest size, shaped to be slow, is read in linear tim
 
 describe("image references", () => {
   test("a registry is named by a public host name: no IP literal, no localhost", () => {
-    expect(imageReferenceRefusal("169.254.169.254/x")).toBe("names the registry 169.254.169.254 by its IP address: registries are named by host name");
-    for (const reference of ["127.0.0.1:5000/x", "127.1/x", "2130706433:80/x", "10.0.0.1/team/x:1", "0x7f.1/x"]) expect(imageReferenceRefusal(reference)).toContain("by its IP address");
-    expect(imageReferenceRefusal("[::1]:5000/x")).toContain("quotes or escapes");
-    expect(imageReferenceRefusal("localhost:5000/x")).toContain("on the platform's own machine");
-    expect(imageReferenceRefusal("registry.localhost/x")).toContain("on the platform's own machine");
-    expect(imageReferenceRefusal("registry.example:5000/team/x:1")).toBeUndefined();
-    expect(imageReferenceRefusal("team/X")).toBe("is not a valid image reference");
+    expect(imageReferenceRefusal("169.254.169.254/x", [])).toBe("names the registry 169.254.169.254 by its IP address: registries are named by host name");
+    for (const reference of ["127.0.0.1:5000/x", "127.1/x", "2130706433:80/x", "10.0.0.1/team/x:1", "0x7f.1/x"]) expect(imageReferenceRefusal(reference, [])).toContain("by its IP address");
+    expect(imageReferenceRefusal("[::1]:5000/x", [])).toContain("quotes or escapes");
+    expect(imageReferenceRefusal("localhost:5000/x", [])).toContain("on the platform's own machine");
+    expect(imageReferenceRefusal("registry.localhost/x", [])).toContain("on the platform's own machine");
+    expect(imageReferenceRefusal("registry.example:5000/team/x:1", [])).toBeUndefined();
+    expect(imageReferenceRefusal("team/X", [])).toBe("is not a valid image reference");
   });
 
   test("the name the engine lists for the image a reference names", () => {
@@ -189,14 +190,14 @@ describe("image references", () => {
 
   test("before a pull, the registry's name must resolve, to public addresses only", async () => {
     const resolvesTo = (...addresses: string[]): HostLookup => async () => addresses;
-    expect(await registryAddressRefusal("registry.example", resolvesTo("10.0.0.5"))).toBe(
+    expect(await registryAddressRefusal("registry.example", resolvesTo("10.0.0.5"), [])).toBe(
       "names the registry registry.example, which resolves to 10.0.0.5: not a public address, which the engine would reach from the platform's own network",
     );
-    expect(await registryAddressRefusal("registry.example:5000", resolvesTo("203.0.114.1", "fd00::1"))).toContain("resolves to fd00::1");
-    expect(await registryAddressRefusal("registry.example", resolvesTo("169.254.169.254"))).toContain("resolves to 169.254.169.254");
-    expect(await registryAddressRefusal("registry.example", async () => Promise.reject(new Error("ENOTFOUND")))).toBe("names the registry registry.example, whose name does not resolve (ENOTFOUND)");
-    expect(await registryAddressRefusal("registry.example", resolvesTo("203.0.114.1", "2a00:1450::1"))).toBeUndefined();
-    expect(await registryAddressRefusal("docker.io", resolvesTo("127.0.0.1"))).toBeUndefined();
+    expect(await registryAddressRefusal("registry.example:5000", resolvesTo("203.0.114.1", "fd00::1"), [])).toContain("resolves to fd00::1");
+    expect(await registryAddressRefusal("registry.example", resolvesTo("169.254.169.254"), [])).toContain("resolves to 169.254.169.254");
+    expect(await registryAddressRefusal("registry.example", async () => Promise.reject(new Error("ENOTFOUND")), [])).toBe("names the registry registry.example, whose name does not resolve (ENOTFOUND)");
+    expect(await registryAddressRefusal("registry.example", resolvesTo("203.0.114.1", "2a00:1450::1"), [])).toBeUndefined();
+    expect(await registryAddressRefusal("docker.io", resolvesTo("127.0.0.1"), [])).toBeUndefined();
   });
 });
 
@@ -229,7 +230,12 @@ describe("pinning an image", () => {
     };
     return { calls, driver: fake as unknown as DockerDriver };
   };
-  const options = (addresses: string[] = ["203.0.114.1"]) => ({ lookup: async () => addresses, log: () => {}, signal: new AbortController().signal });
+  const options = (addresses: string[] = ["203.0.114.1"], registries: string[] = []) => ({
+    lookup: async () => addresses,
+    registries,
+    log: () => {},
+    signal: new AbortController().signal,
+  });
   const REFERENCE = "registry.example/team/base:1";
 
   test("an image on the engine, by a name it holds: its full ID, nothing pulled", async () => {
@@ -251,6 +257,20 @@ describe("pinning an image", () => {
     const engine = driver(undefined, image());
     expect(await pinImage(engine.driver, REFERENCE, options(["192.168.1.20"]))).toEqual({ refused: expect.stringContaining("resolves to 192.168.1.20") });
     expect(engine.calls).toEqual([`inspect ${REFERENCE}`]);
+  });
+
+  test("a registry the administrator lists (PLATFORM_BUILD_REGISTRIES) is pulled from whatever its address", async () => {
+    const reference = "10.0.0.5:5000/team/base:1";
+    expect(imageReferenceRefusal(reference, ["10.0.0.5:5000"])).toBeUndefined();
+    expect(imageReferenceRefusal(reference, ["10.0.0.5"])).toContain("by its IP address");
+    expect(rewriteDockerfile(`FROM ${reference}\n`, ["10.0.0.5:5000"]).refusals).toEqual([]);
+    expect(loadConfig({ PLATFORM_BUILD_REGISTRIES: " Registry.Example:5000, 10.0.0.5 ,," }).buildRegistries).toEqual(["registry.example:5000", "10.0.0.5"]);
+    expect(() => loadConfig({ PLATFORM_BUILD_REGISTRIES: "https://registry.example" })).toThrow(
+      'PLATFORM_BUILD_REGISTRIES must be comma-separated registry hosts (host or host:port), got "https://registry.example"',
+    );
+    const engine = driver(undefined, image({ names: [reference] }));
+    expect(await pinImage(engine.driver, reference, options(["10.0.0.5"], ["10.0.0.5:5000"]))).toEqual({ id: `sha256:${"c".repeat(64)}` });
+    expect(engine.calls).toEqual([`inspect ${reference}`, `pull ${reference}`, `inspect ${reference}`]);
   });
 
   test("refused: ONBUILD instructions, the platform's label, and a name the engine took for an ID prefix", async () => {
