@@ -9,8 +9,8 @@
 // an image by the ID the platform pinned (./dockerfile-images.ts). Other instructions keep their
 // text: nothing in them makes the engine fetch anything, and their RUN steps run on the workspace
 // network. Refused: ONBUILD (it runs in later builds), ADD of a URL, a git source or a variable (the
-// engine fetches those from the host's network), unknown instructions and flags, a line ending in
-// two escape characters (engines differ on whether it continues).
+// engine fetches those from the host's network; COPY of a URL too), unknown instructions and
+// flags, a line ending in two escape characters (engines differ on whether it continues).
 import { imageReferenceRefusal } from "./dockerfile-images";
 
 /** Go regexp's `\s`: ASCII only, unlike JavaScript's (U+00A0 is no space to the engine). */
@@ -219,6 +219,7 @@ export function rewriteDockerfile(text: string, registries: readonly string[] = 
       if (!(words.length === 1 || (words.length === 3 && words[1]!.toLowerCase() === "as"))) return "is not FROM <image> [AS <name>]";
       const stageName = words[2]?.toLowerCase();
       if (stageName !== undefined && !STAGE_NAME.test(stageName)) return "names its stage with other characters than letters, digits, '.', '_' and '-' (starting with a letter)";
+      if (stageName === "scratch") return "names its stage scratch, the empty image's name";
       if (stageName !== undefined && stageIndexes.has(stageName)) return "names a stage that an earlier stage is already named";
       const base = target(words[0]!, stageCount, line, false);
       if (stageName !== undefined) stageIndexes.set(stageName, stageCount);
@@ -239,11 +240,10 @@ export function rewriteDockerfile(text: string, registries: readonly string[] = 
     }
     const words = sourcesAndDestination(parsed.rest, escape);
     if (typeof words === "string") return words;
-    if (keyword === "ADD") {
-      for (const source of words.slice(0, -1)) {
-        if (source.includes("$")) return `names its source through a variable, which could make it a URL: ${USE_RUN_INSTEAD}`;
-        if (/:\/\/|git@/i.test(source)) return `fetches a remote source: ${USE_RUN_INSTEAD}`;
-      }
+    for (const source of words.slice(0, -1)) {
+      if (keyword === "ADD" && source.includes("$")) return `names its source through a variable, which could make it a URL: ${USE_RUN_INSTEAD}`;
+      // COPY never fetches (the engine refuses a URL there): refused all the same, whatever an engine does.
+      if (/:\/\/|git@/i.test(source)) return `fetches a remote source: ${USE_RUN_INSTEAD}`;
     }
     return (pin) => [keyword, ...flags.map((flag) => flag(pin)), JSON.stringify(words)].join(" ");
   };

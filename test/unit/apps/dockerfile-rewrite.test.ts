@@ -84,6 +84,7 @@ describe("the Dockerfile the engine builds", () => {
     // A number names a stage in COPY --from only: FROM takes it for an image ID prefix.
     expect(refusal(`${BASE}${BASE}FROM 01\n`)).toBe(`the Dockerfile's line "FROM 01" ${BY_ID}`);
     expect(refusal(`${BASE.trim()} AS a\nFROM platform-test/node:latest AS A\n`)).toEndWith("names a stage that an earlier stage is already named");
+    expect(refusal(`${BASE.trim()} AS Scratch\n`)).toEndWith("names its stage scratch, the empty image's name");
   });
 });
 
@@ -127,6 +128,7 @@ describe("lines that are refused, quoted in the message", () => {
     expect(refusal(`${BASE}ADD ["\\u0024URL", "/x"]\n`)).toContain("through a variable");
     expect(refusal(`${BASE}ADD ["http:\\\\/\\\\/127.0.0.1/latest", "/x"]\n`)).toContain("fetches a remote source");
     expect(refusal(`${BASE}ADD h\\ttp://127.0.0.1/x /x\n`)).toContain("fetches a remote source");
+    expect(refusal(`${BASE}COPY https://example.test/x /x\n`)).toContain("fetches a remote source");
     expect(refusal(`${BASE}COPY "it's.txt" /x\n`)).toEndWith("has a path with a quote, a backslash or a control character in it: rename the file");
   });
 
