@@ -66,6 +66,7 @@ const hostOf = (registry: string) => registry.replace(/:\d+$/, "").toLowerCase()
 /** Why an image reference may not be used at all, or undefined: checked before anything asks the engine. `registries`: PLATFORM_BUILD_REGISTRIES. */
 export function imageReferenceRefusal(reference: string, registries: readonly string[]): string | undefined {
   if (reference.includes("$")) return "names an image through a variable: write the image's name itself";
+  if (reference.startsWith("[")) return "names a registry by its IPv6 address: registries are named by host name";
   if (!PLAIN_REFERENCE.test(reference)) return "names an image with quotes or escapes: write the image's name plainly";
   if (reference.length > MAX_REFERENCE_LENGTH) return "is not a valid image reference";
   if (IMAGE_ID.test(reference)) return "names an image by its ID: name a base image by repository and tag, or an earlier stage by its name";

@@ -174,7 +174,7 @@ describe("image references", () => {
   test("a registry is named by a public host name: no IP literal, no localhost", () => {
     expect(imageReferenceRefusal("169.254.169.254/x", [])).toBe("names the registry 169.254.169.254 by its IP address: registries are named by host name");
     for (const reference of ["127.0.0.1:5000/x", "127.1/x", "2130706433:80/x", "10.0.0.1/team/x:1", "0x7f.1/x"]) expect(imageReferenceRefusal(reference, [])).toContain("by its IP address");
-    expect(imageReferenceRefusal("[::1]:5000/x", [])).toContain("quotes or escapes");
+    expect(imageReferenceRefusal("[::1]:5000/x", [])).toBe("names a registry by its IPv6 address: registries are named by host name");
     expect(imageReferenceRefusal("localhost:5000/x", [])).toContain("on the platform's own machine");
     expect(imageReferenceRefusal("registry.localhost/x", [])).toContain("on the platform's own machine");
     expect(imageReferenceRefusal("registry.example:5000/team/x:1", [])).toBeUndefined();
