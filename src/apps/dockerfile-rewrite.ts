@@ -194,9 +194,11 @@ export function rewriteDockerfile(text: string, registries: readonly string[] = 
       if (Number(name) < earlierStages) return () => String(Number(name));
       return "names a stage that does not come before it";
     }
-    const refused = imageReferenceRefusal(reference, registries);
-    if (refused) return refused;
-    if (!images.has(reference)) images.set(reference, line);
+    if (!images.has(reference)) {
+      const refused = imageReferenceRefusal(reference, registries);
+      if (refused) return refused;
+      images.set(reference, line);
+    }
     return (pin) => pin(reference);
   };
 

@@ -3,15 +3,18 @@
 // loopback address, image-ID prefixes hidden the same ways) each fail the build with a clear
 // reason while a loopback-only listener on the host sees no connection; a normal multi-stage
 // Dockerfile still builds, from images pinned by ID, and serves; a registry the administrator
-// lists is pulled from by the platform, and a failed pull is a clear build error.
+// lists is pulled from by the platform, and a failed pull is a clear build error; a Dockerfile of
+// the largest size, shaped to be slow to read, does not stall the server.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { TestServer } from "../../helpers/server";
 import { appZip, deleteAllApps, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
 import { dockerCli, dockerJson, uniqueName } from "../../helpers/docker";
+import { startLagProbe } from "../../helpers/event-loop-lag";
 import { loopbackWitness, type LoopbackWitness } from "../../helpers/loopback-witness";
 
 setDefaultTimeout(120_000);
 
+const MAX_LAG_MS = 100;
 const REMOTE = "fetches a remote source: the engine would fetch it from the platform's own network";
 const BY_ID = "names an image by its ID";
 
@@ -170,4 +173,17 @@ test("a registry listed in PLATFORM_BUILD_REGISTRIES is pulled from by the platf
   } finally {
     await listing.stop();
   }
+});
+
+test("a Dockerfile of the largest size, thousands of stages, is read without stalling the server", async () => {
+  const stages = Array.from({ length: 2100 }, (_, index) => `FROM platform-test/node:latest AS s${index}\nCOPY --from=s0 /a /b`).join("\n");
+  const dockerfile = `${stages}\nADD http://127.0.0.1:${witness.port}/x /p\n`;
+  expect(dockerfile.length).toBeGreaterThan(120 * 1024);
+  expect(dockerfile.length).toBeLessThan(128 * 1024);
+  const probe = startLagProbe(server);
+  const { status, log } = await build("egress-large", { Dockerfile: dockerfile });
+  const maxLagMs = await probe.stop();
+  expect(status).toBe("failed");
+  expect(log).toContain(`==> Build failed: the Dockerfile's line "ADD http://127.0.0.1:${witness.port}/x /p" ${REMOTE}`);
+  expect(maxLagMs).toBeLessThan(MAX_LAG_MS);
 });
