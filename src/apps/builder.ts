@@ -255,6 +255,7 @@ export class Builder {
         tag,
         labels,
         settings: { caBundle, npmRegistry: config.buildNpmRegistry, buildTimeVars },
+        registries: config.buildRegistries,
         limits: { memoryMB: config.buildMemoryMB, cpus: config.buildCpus, timeoutSeconds: config.buildTimeoutSeconds, outputBytesPerSecond: OUTPUT_BYTES_PER_SECOND },
         network: () => ensureWorkspaceNetwork(driver, app.workspaceId),
         port,

@@ -2,18 +2,31 @@
 // source's own Dockerfile), and the Dockerfile build itself, by the engine's (classic) builder with
 // the limits of the platform's own builds.
 //
+// The engine builds only a Dockerfile the platform wrote: its re-emission of the user's from its
+// own parse (./dockerfile-rewrite.ts), sent as .platform/Dockerfile, where no user file can be.
+// The engine's builder fetches `ADD <url>`, ONBUILD triggers' sources and base images from the
+// host's network, past the workspace's egress rules; checking the user's text and then letting the
+// engine parse it again made every difference between the two parsers a way past the check. Now
+// what the engine reads is what the platform checked: one instruction a line, no directive or
+// continuation left, ADD without URLs, no ONBUILD, and every image named by its ID after the
+// platform made it present itself (./dockerfile-images.ts: registry host checked, pulled without
+// credentials, inspected: no ONBUILD, no platform labels), so the engine resolves no name and
+// contacts no registry during the build. The other design, a builder in a container on the
+// workspace network (Debian ships buildah 1.28: `apt-cache policy buildah`), would put every fetch
+// under the egress rules whatever the Dockerfile says, but each build would run buildah in a
+// container with CAP_SYS_ADMIN (or privileged) next to the tenant's RUN steps, need an image of
+// its own built and kept on every engine, and end with each image copied from buildah's store
+// into the engine's (save and load). Chosen: the engine's builder stays, and the platform alone
+// decides what it reads.
+//
 // What a Dockerfile receives:
 // - the context: the app's source tree without node_modules, .git, .venv, __pycache__ and
 //   .platform/ folders, and without what the root .dockerignore excludes;
 // - build arguments (a Dockerfile declares `ARG NAME` to use one): the app's VITE_* and
 //   NEXT_PUBLIC_* variables; NPM_CONFIG_REGISTRY and BUN_CONFIG_REGISTRY when the platform sets a
-//   package registry; PLATFORM_CA_FILE=.platform/ca.pem when the platform has an extra CA bundle:
-//   only then is that file in the context, for the Dockerfile to COPY.
-// What it may name, checked before the build (reviewDockerfile, then the engine): FROM and
-// COPY --from name earlier stages or images by name, never by image ID (the engine resolves any ID
-// prefix, which would reach another tenant's image or a failed build's leftovers) nor through a
-// variable, and never an image the platform made. ADD takes no remote source: the engine fetches
-// those itself, from the host's network (its loopback, cloud metadata), past the egress rules.
+//   package registry (any credentials in it included: every tenant's build can read them);
+//   PLATFORM_CA_FILE=.platform/ca.pem when the platform has an extra CA bundle: only then is that
+//   file in the context, for the Dockerfile to COPY.
 // RUN steps run with the build memory, CPUs and timeout, on the workspace's network (so the egress
 // rules apply to them), as the Dockerfile's USER with the engine's default capabilities and no
 // process limit: the engine's builder has no option for those. The image then runs like any app's
@@ -22,11 +35,11 @@
 import { lstat, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Runtime } from "../config";
-import { LABEL_MANAGED } from "../docker/container-spec";
-import { BuildFailed, DockerNotFound, type DockerDriver } from "../docker/driver";
+import { BuildFailed, type DockerDriver } from "../docker/driver";
 import type { ImageConfig } from "../docker/images";
 import { tarStream } from "../docker/tar";
-import { ApiError } from "../http/errors";
+import { lookupHost, pinImage } from "./dockerfile-images";
+import { refusal, rewriteDockerfile } from "./dockerfile-rewrite";
 import { DetectionFailed, planWithCommand, type AppFiles, type BuildPlan } from "./detect";
 import type { BuilderSetting } from "./model";
 import { contextEntries } from "./sources";
@@ -37,6 +50,12 @@ const STEP_IMAGE_LINE = /^ ---> ([0-9a-f]{12})$/gm;
 /** Where the extra CA bundle is put in a Dockerfile build's context (user files under .platform/ never are). */
 export const CONTEXT_CA_FILE = ".platform/ca.pem";
 const MAX_DOCKERIGNORE_BYTES = 256 * 1024;
+/** Ten times the largest Dockerfiles seen in the wild; the platform reads one this size in ~30 ms. */
+const MAX_DOCKERFILE_BYTES = 128 * 1024;
+/** Distinct images a Dockerfile may name: each is looked up, and maybe pulled, before the build. */
+const MAX_IMAGES = 32;
+/** Where the Dockerfile the engine builds is put in the context: user files under .platform/ never are. */
+const EMITTED_DOCKERFILE = ".platform/Dockerfile";
 /** Labels under this prefix are the platform's: they tell its reconciler what a container is. */
 const PLATFORM_LABEL_PREFIX = "platform.";
 
@@ -127,8 +146,8 @@ function cleanPattern(pattern: string): string {
 /**
  * The files a .dockerignore excludes, as a test on a context path (forward slashes, relative to the
  * root): a pattern excludes what it matches and everything under a folder it matches, `!` takes an
- * exclusion back, the last matching line wins. The Dockerfile itself is always sent (the engine
- * needs it), as docker's own client does.
+ * exclusion back, the last matching line wins. The user's Dockerfile is a file like any other: the
+ * engine reads the platform's (./dockerfile-rewrite.ts).
  */
 export function dockerignoreFilter(text: string): (path: string) => boolean {
   const rules: IgnoreRule[] = [];
@@ -142,7 +161,6 @@ export function dockerignoreFilter(text: string): (path: string) => boolean {
     rules.push({ matcher: patternExpression(pattern), keeps });
   }
   return (path) => {
-    if (path === DOCKERFILE) return false;
     const segments = path.split("/");
     const folders = segments.slice(0, -1).map((_, index) => segments.slice(0, index + 1).join("/"));
     let excluded = false;
@@ -195,6 +213,8 @@ export interface DockerfileBuild {
   sourceDir: string;
   tag: string;
   settings: DockerfileSettings;
+  /** Image registries a Dockerfile may name whatever their address (PLATFORM_BUILD_REGISTRIES). */
+  registries: readonly string[];
   /** Put on the image (so cleanup finds it) and on its containers. */
   labels: Record<string, string>;
   limits: { memoryMB: number; cpus: number; timeoutSeconds: number; outputBytesPerSecond: number };
@@ -209,12 +229,11 @@ export interface DockerfileBuild {
   signal: AbortSignal;
 }
 
-/** Builds the source's Dockerfile as the image `tag`; throws BuildFailed with the engine's message when a step fails. */
+/** Builds the source's Dockerfile, as re-emitted by the platform, as the image `tag`; throws BuildFailed with the reason when a line is refused or a step fails. */
 export async function buildDockerfile(build: DockerfileBuild): Promise<string> {
   const { driver, limits, log } = build;
-  const namedImages = reviewDockerfile(await readFile(join(build.sourceDir, DOCKERFILE), "utf8"));
-  await refusePlatformMadeImages(driver, namedImages);
-  const ignoreText = await readDockerignore(build.sourceDir);
+  const dockerfileText = await emittedDockerfile(build);
+  const ignoreText = await readContextFile(build.sourceDir, DOCKERIGNORE, MAX_DOCKERIGNORE_BYTES);
   const buildArgs = dockerfileBuildArgs(build.settings);
   log(
     `==> Building image ${build.tag} from the Dockerfile: ${limits.cpus} CPU, ${limits.memoryMB} MB, ` +
@@ -223,13 +242,15 @@ export async function buildDockerfile(build: DockerfileBuild): Promise<string> {
   if (Object.keys(buildArgs).length) log(`    build arguments: ${Object.keys(buildArgs).join(", ")}`);
   if (ignoreText !== undefined) log("    .dockerignore applied");
   const platformFiles = {
+    [EMITTED_DOCKERFILE]: dockerfileText,
     ...(build.settings.caBundle !== undefined && { [CONTEXT_CA_FILE]: build.settings.caBundle }),
     // Sent as docker's client does: the engine then leaves the Dockerfile out of COPY when it is listed.
     ...(ignoreText !== undefined && { [DOCKERIGNORE]: ignoreText }),
   };
   const excluded = ignoreText === undefined ? undefined : dockerignoreFilter(ignoreText);
   // The image of each step, as the engine prints it (" ---> 4c4bf366748e"): a failed build leaves
-  // those of the steps before the failure untagged and unlabelled, the source inside them.
+  // those of the steps before the failure untagged and unlabelled, the source inside them; a
+  // multi-stage build those of its earlier stages.
   const stepImages = new Set<string>();
   const output = (text: string) => {
     for (const match of text.matchAll(STEP_IMAGE_LINE)) stepImages.add(match[1]!);
@@ -240,7 +261,7 @@ export async function buildDockerfile(build: DockerfileBuild): Promise<string> {
     try {
       await driver.buildImage({
         context: tarStream(contextEntries(build.sourceDir, platformFiles, excluded)),
-        dockerfile: DOCKERFILE,
+        dockerfile: EMITTED_DOCKERFILE,
         tag: build.tag,
         labels: build.labels,
         buildArgs,
@@ -263,9 +284,8 @@ export async function buildDockerfile(build: DockerfileBuild): Promise<string> {
       log("==> The workspace network was removed during the build; building again");
       if (!(await run())) throw new BuildFailed("the workspace network was removed during the build, twice");
     }
-  } catch (error) {
+  } finally {
     await driver.removeDanglingImages([...stepImages]).catch(() => 0);
-    throw error;
   }
   const review = reviewImage(await driver.inspectImage(build.tag), { port: build.port, user: build.user, labels: build.labels });
   if (review.refused) {
@@ -276,157 +296,42 @@ export async function buildDockerfile(build: DockerfileBuild): Promise<string> {
   return build.tag;
 }
 
-/** The platform's own image names (src/apps/builder.ts), under any registry: another app's image, or a build's, is never a starting point. */
-const PLATFORM_IMAGE_NAME = /platform-(?:app|build)-[a-z0-9_]/i;
-/** What the engine takes for an image ID: a full or short hex ID (the shortest unique prefix will do), with or without `sha256:`. */
-const IMAGE_ID = /^(?:sha256:.*|[0-9a-f]{1,64}(?::[\w.-]*)?)$/i;
-/** The characters of an image reference; quotes and escapes would be resolved by the engine after this check. */
-const PLAIN_REFERENCE = /^[A-Za-z0-9._:/@-]+$/;
-/** What the engine's Dockerfile parser splits words on. */
-const WORD_SEPARATOR = /[\t\v\f\r ]+/;
-/** A parser directive (`# escape=...`): only in the comment lines that open the file. */
-const PARSER_DIRECTIVE = /^#\s*([a-zA-Z][a-zA-Z0-9]*)\s*=\s*(.+?)\s*$/;
-const USE_RUN_INSTEAD = "the engine would fetch it from the platform's own network; use RUN curl/wget, which runs on the workspace network";
-
-const refuse = (line: string, reason: string) => new BuildFailed(`the Dockerfile's line "${line.replace(/\s+/g, " ").trim().slice(0, 120)}" ${reason}`);
-
 /**
- * The Dockerfile's instructions as the engine's parser joins them: a line ending in the escape
- * character (`\`, or the one of a leading `# escape=` directive) goes on with the next, and comment
- * and blank lines within are skipped.
+ * The Dockerfile the engine builds (./dockerfile-rewrite.ts), every image it names present on the
+ * engine and pinned by ID (./dockerfile-images.ts). Refused lines are logged, quoted, and fail the build.
  */
-function instructionLines(text: string): string[] {
-  const lines = text.replace(/^\uFEFF/, "").split("\n").map((line) => line.replace(/\r+$/, ""));
-  let escape = "\\";
-  for (const line of lines) {
-    const directive = PARSER_DIRECTIVE.exec(line.trimStart());
-    if (!directive) break;
-    if (directive[1]!.toLowerCase() === "escape") escape = directive[2]!;
+async function emittedDockerfile(build: DockerfileBuild): Promise<string> {
+  const text = await readContextFile(build.sourceDir, DOCKERFILE, MAX_DOCKERFILE_BYTES);
+  if (text === undefined) throw new BuildFailed("the source has no Dockerfile at its root");
+  const rewrite = rewriteDockerfile(text, build.registries);
+  const refusals = [...rewrite.refusals];
+  const pinned = new Map<string, string>();
+  if (rewrite.images.size > MAX_IMAGES) refusals.push(`the Dockerfile names ${rewrite.images.size} images: at most ${MAX_IMAGES}`);
+  if (!refusals.length) {
+    for (const [reference, line] of rewrite.images) {
+      if (build.signal.aborted) throw build.signal.reason;
+      const pin = await pinImage(build.driver, reference, { lookup: lookupHost, registries: build.registries, log: build.log, signal: build.signal });
+      if ("refused" in pin) refusals.push(refusal(line, pin.refused));
+      else {
+        pinned.set(reference, pin.id);
+        build.log(`    ${reference}: image ${pin.id.replace(/^sha256:/, "").slice(0, 12)}, pinned by its ID`);
+      }
+    }
   }
-  const continued = new RegExp(`${escapeRegExp(escape)}[ \\t]*$`);
-  const instructions: string[] = [];
-  for (let index = 0; index < lines.length; index++) {
-    const first = lines[index]!.trimStart();
-    if (first.startsWith("#")) continue;
-    let open = continued.test(first);
-    let instruction = first.replace(continued, "");
-    while (open && ++index < lines.length) {
-      const next = lines[index]!;
-      if (next.trimStart() === "" || next.trimStart().startsWith("#")) continue;
-      open = continued.test(next);
-      instruction += next.replace(continued, "");
-    }
-    if (instruction.trim() !== "") instructions.push(instruction);
+  if (refusals.length > 1) {
+    for (const reason of refusals) build.log(`    refused: ${reason}`);
+    throw new BuildFailed(`${refusals.length} lines of the Dockerfile were refused (listed above)`);
   }
-  return instructions;
+  if (refusals.length) throw new BuildFailed(refusals[0]!);
+  for (const note of rewrite.notes) build.log(note);
+  return rewrite.render((reference) => pinned.get(reference)!);
 }
 
-/** The leading `--name=value` words of an instruction's arguments, quotes and backslashes resolved as the engine's parser does, and what follows them. */
-function leadingFlags(text: string): { flags: string[]; rest: string } {
-  const flags: string[] = [];
-  let position = 0;
-  for (;;) {
-    while (position < text.length && /\s/.test(text[position]!)) position++;
-    if (!text.startsWith("--", position)) return { flags, rest: text.slice(position) };
-    let word = "";
-    let quote: string | undefined;
-    for (; position < text.length && (quote || !/\s/.test(text[position]!)); position++) {
-      const char = text[position]!;
-      if (char === quote) quote = undefined;
-      else if (!quote && (char === '"' || char === "'")) quote = char;
-      else if (char === "\\") word += text[++position] ?? "";
-      else word += char;
-    }
-    if (word === "--") return { flags, rest: text.slice(position) };
-    flags.push(word);
-  }
-}
-
-function parseInstruction(line: string): { keyword: string; flags: string[]; args: string } {
-  const trimmed = line.trim();
-  const separator = WORD_SEPARATOR.exec(trimmed);
-  if (!separator) return { keyword: trimmed.toUpperCase(), flags: [], args: "" };
-  const { flags, rest } = leadingFlags(trimmed.slice(separator.index + separator[0].length));
-  return { keyword: trimmed.slice(0, separator.index).toUpperCase(), flags, args: rest.trim() };
-}
-
-/** ADD's sources, read both as a JSON array and as words: whichever way the engine reads them. */
-function addSources(args: string): string[] {
-  const words = args.split(WORD_SEPARATOR).filter(Boolean);
-  const sources = words.slice(0, Math.max(1, words.length - 1));
-  try {
-    const list: unknown = JSON.parse(args);
-    if (Array.isArray(list)) sources.push(...list.slice(0, Math.max(1, list.length - 1)).map(String));
-  } catch {
-    // not the JSON form
-  }
-  return sources;
-}
-
-/**
- * Refuses (BuildFailed, quoting the line) a Dockerfile that names an image by ID, through a
- * variable or quoting, or by a platform image's name in FROM or COPY/ADD --from (earlier stages,
- * by name or index, and `scratch` are fine), or that ADDs a remote source. Answers the images it
- * names, each with its line, for the engine to look up.
- */
-export function reviewDockerfile(text: string): Map<string, string> {
-  const images = new Map<string, string>();
-  const stages: string[] = [];
-  /** `byIndex`: COPY --from also takes a stage's number; FROM takes a number for an image ID. */
-  const reviewReference = (reference: string, earlierStages: string[], line: string, byIndex = false) => {
-    const name = reference.toLowerCase();
-    if (name === "scratch" || earlierStages.includes(name)) return;
-    if (byIndex && /^\d+$/.test(name) && Number(name) < earlierStages.length) return;
-    if (reference.includes("$")) throw refuse(line, "names an image through a variable: write the image's name itself");
-    if (!PLAIN_REFERENCE.test(reference)) throw refuse(line, "names an image with quotes or escapes: write the image's name plainly");
-    if (IMAGE_ID.test(reference)) throw refuse(line, "names an image by its ID: name a base image by repository and tag, or an earlier stage by its name");
-    if (PLATFORM_IMAGE_NAME.test(reference)) throw refuse(line, "names an image of the platform's apps: start from a base image instead");
-    images.set(reference, line);
-  };
-  const review = (instruction: ReturnType<typeof parseInstruction>, line: string) => {
-    if (instruction.keyword === "ONBUILD") return review(parseInstruction(instruction.args), line);
-    if (instruction.keyword === "FROM") {
-      const [reference, as, stageName] = instruction.args.split(WORD_SEPARATOR);
-      if (reference) reviewReference(reference, stages, line);
-      stages.push(as?.toLowerCase() === "as" && stageName ? stageName.toLowerCase() : "");
-    }
-    if (instruction.keyword !== "COPY" && instruction.keyword !== "ADD") return;
-    for (const flag of instruction.flags) {
-      const equals = flag.indexOf("=");
-      if (equals > 0 && flag.slice(2, equals).toLowerCase() === "from" && equals + 1 < flag.length) reviewReference(flag.slice(equals + 1), stages.slice(0, -1), line, true);
-    }
-    if (instruction.keyword !== "ADD") return;
-    for (const source of addSources(instruction.args)) {
-      if (source.includes("$")) throw refuse(line, `names its source through a variable, which could make it a URL: ${USE_RUN_INSTEAD}`);
-      if (/:\/\/|git@/i.test(source.replace(/["'\\`]/g, ""))) throw refuse(line, `fetches a remote source: ${USE_RUN_INSTEAD}`);
-    }
-  };
-  for (const line of instructionLines(text)) review(parseInstruction(line), line);
-  return images;
-}
-
-/** Refuses an image named by the Dockerfile that the platform made (an app's, a build's), whatever its name; one the engine lacks is left to the build. */
-async function refusePlatformMadeImages(driver: DockerDriver, images: Map<string, string>): Promise<void> {
-  for (const [reference, line] of images) {
-    let labels: Record<string, string>;
-    try {
-      ({ labels } = await driver.inspectImage(reference));
-    } catch (error) {
-      if (error instanceof DockerNotFound) continue;
-      if (error instanceof ApiError) throw error;
-      throw new BuildFailed(`the image ${reference} named in the Dockerfile could not be looked up: ${(error as Error).message}`);
-    }
-    if (labels[LABEL_MANAGED]) throw refuse(line, "names an image the platform made: start from a base image instead");
-  }
-}
-
-/** The root .dockerignore, if any; one that is not a regular file of a sane size fails the build (a symlink is never followed). */
-async function readDockerignore(sourceDir: string): Promise<string | undefined> {
-  const path = join(sourceDir, DOCKERIGNORE);
+/** A file at the context's root, if any; one that is not a regular file of a sane size fails the build (a symlink is never followed). */
+async function readContextFile(sourceDir: string, name: string, maxBytes: number): Promise<string | undefined> {
+  const path = join(sourceDir, name);
   const stats = await lstat(path).catch(() => null);
   if (!stats) return undefined;
-  if (!stats.isFile() || stats.size > MAX_DOCKERIGNORE_BYTES) {
-    throw new BuildFailed(`.dockerignore must be a regular file of at most ${MAX_DOCKERIGNORE_BYTES / 1024} KB`);
-  }
+  if (!stats.isFile() || stats.size > maxBytes) throw new BuildFailed(`${name} must be a regular file of at most ${maxBytes / 1024} KB`);
   return readFile(path, "utf8");
 }

@@ -50,7 +50,7 @@ const nonPublicIpv4Blocks = [
   ["240.0.0.0", 4],
 ].map(([base, bits]) => ({ base: ipv4Number(base as string), size: 2 ** (32 - (bits as number)) }));
 
-function isPublicIpv4(address: string): boolean {
+export function isPublicIpv4(address: string): boolean {
   const value = ipv4Number(address);
   return !nonPublicIpv4Blocks.some(({ base, size }) => value >= base && value < base + size);
 }
@@ -62,7 +62,7 @@ function leadingIpv6Groups(address: string): [number, number] {
   return [groups[0] ?? 0, groups[1] ?? 0];
 }
 
-function isPublicIpv6(address: string): boolean {
+export function isPublicIpv6(address: string): boolean {
   const [first, second] = leadingIpv6Groups(address.split("%")[0]);
   // Global unicast is 2000::/3; everything else (loopback, link-local, ULA fc00::/7, multicast,
   // IPv4-mapped) lies outside it.

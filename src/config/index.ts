@@ -86,6 +86,8 @@ export interface Config {
   images: Record<Runtime | Engine, string>;
   buildCaFile: string | undefined;
   buildNpmRegistry: string | undefined;
+  /** Image registries (`host` or `host:port`) a Dockerfile may name whatever their address (PLATFORM_BUILD_REGISTRIES). */
+  buildRegistries: string[];
   buildMemoryMB: number;
   buildCpus: number;
   buildPidsLimit: number;
@@ -212,6 +214,14 @@ function trustedProxiesSetting(env: Record<string, string | undefined>, name: st
   } catch (error) {
     throw new Error(`${name} must be comma-separated IPv4 or IPv6 addresses or CIDRs: ${(error as Error).message}`);
   }
+}
+
+/** Comma-separated registry hosts as image references name them (`host` or `host:port`), lowercased. */
+function registryListSetting(env: Record<string, string | undefined>, name: string): string[] {
+  const items = (env[name] ?? "").split(",").map((item) => item.trim().toLowerCase()).filter(Boolean);
+  const bad = items.find((item) => !/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:\d{1,5})?$/.test(item));
+  if (bad !== undefined) throw new Error(`${name} must be comma-separated registry hosts (host or host:port), got "${bad}"`);
+  return items;
 }
 
 const HOST_NAME = /^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*$/;
@@ -349,6 +359,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     buildCaFile: env.PLATFORM_BUILD_CA_FILE || undefined,
     buildNpmRegistry: env.PLATFORM_BUILD_NPM_REGISTRY || undefined,
+    buildRegistries: registryListSetting(env, "PLATFORM_BUILD_REGISTRIES"),
     buildMemoryMB: integerSetting(env, "PLATFORM_BUILD_MEMORY_MB", 2048, 64),
     buildCpus: cpusSetting(env, "PLATFORM_BUILD_CPUS", 1),
     buildPidsLimit: integerSetting(env, "PLATFORM_BUILD_PIDS_LIMIT", 512, 16),

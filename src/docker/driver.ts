@@ -119,12 +119,17 @@ export class DockerDriver {
     return images.ensure(this.engine, image, onProgress);
   }
 
+  /** Pulls the image without registry credentials; rejects with the engine's reason (or the signal's, when aborted). */
+  pullImage(image: string, options?: { onProgress?: (line: string) => void; signal?: AbortSignal }): Promise<void> {
+    return images.pull(this.engine, image, options);
+  }
+
   /** Builds an image from a tar context, streaming the build log; rejects with the build's own error. */
   buildImage(options: images.BuildOptions): Promise<string> {
     return images.build(this.engine, options);
   }
 
-  /** What a built image asks of its containers: labels, USER, EXPOSE, VOLUME. */
+  /** An image's ID, names and ONBUILD, and what it asks of its containers: labels, USER, EXPOSE, VOLUME. */
   inspectImage(image: string): Promise<images.ImageConfig> {
     return images.inspect(this.engine, image);
   }

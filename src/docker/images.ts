@@ -32,8 +32,14 @@ export interface BuildOptions {
   signal?: AbortSignal;
 }
 
-/** What a built image asks of the containers made from it. */
+/** What an image is and what it asks of the containers (and builds) made from it. */
 export interface ImageConfig {
+  /** Its full ID, `sha256:…`. */
+  id: string;
+  /** The names the engine holds for it: `repository:tag` and `repository@digest`, as the engine spells them (`busybox:latest`). */
+  names: string[];
+  /** ONBUILD instructions: they run in any build that starts from it. */
+  onBuild: string[];
   labels: Record<string, string>;
   /** USER of the image; "" when none (root). */
   user: string;
@@ -64,8 +70,25 @@ export async function ensure(engine: Engine, image: string, onProgress: (line: s
   if (await exists(engine, image)) return;
   onProgress(`Pulling ${image}`);
   try {
-    await engine.call(`pull ${image}`, async () => {
-      const stream = await engine.docker.pull(image);
+    await pull(engine, image, { onProgress });
+  } catch (error) {
+    if (error instanceof ApiError) throw error;
+    throw new ApiError("IMAGE_UNAVAILABLE", `Image ${image} is not present and could not be pulled: ${(error as Error).message}`);
+  }
+}
+
+/**
+ * Pulls the image (no registry credentials are sent); rejects with the engine's reason. Aborting
+ * drops the connection, which stops the pull; it then rejects with the signal's reason.
+ */
+export async function pull(engine: Engine, image: string, options: { onProgress?: (line: string) => void; signal?: AbortSignal } = {}): Promise<void> {
+  const { onProgress = () => {}, signal } = options;
+  await engine.call(`pull ${image}`, async () => {
+    const stream = (await engine.docker.pull(image)) as unknown as Readable;
+    const abort = () => stream.destroy();
+    if (signal?.aborted) abort();
+    signal?.addEventListener("abort", abort, { once: true });
+    try {
       await new Promise<void>((resolve, reject) =>
         engine.docker.modem.followProgress(
           stream,
@@ -79,11 +102,12 @@ export async function ensure(engine: Engine, image: string, onProgress: (line: s
           },
         ),
       );
-    }, null);
-  } catch (error) {
-    if (error instanceof ApiError) throw error;
-    throw new ApiError("IMAGE_UNAVAILABLE", `Image ${image} is not present and could not be pulled: ${(error as Error).message}`);
-  }
+    } catch (error) {
+      throw signal?.aborted ? signal.reason : error;
+    } finally {
+      signal?.removeEventListener("abort", abort);
+    }
+  }, null);
 }
 
 /** A line of output this long without a line end is passed on as it is. */
@@ -201,10 +225,13 @@ class OutputLines {
   }
 }
 
-/** The parts of an image's config that bear on how its containers run. */
+/** The image's ID and names, and the parts of its config that bear on how its containers (and builds from it) run. */
 export async function inspect(engine: Engine, image: string): Promise<ImageConfig> {
   const info = await engine.call(`inspect image ${image}`, () => engine.docker.getImage(image).inspect());
   return {
+    id: info.Id,
+    names: [...(info.RepoTags ?? []), ...(info.RepoDigests ?? [])],
+    onBuild: info.Config?.OnBuild ?? [],
     labels: info.Config?.Labels ?? {},
     user: info.Config?.User ?? "",
     exposedPorts: Object.keys(info.Config?.ExposedPorts ?? {}),
