@@ -115,7 +115,7 @@ export function DomainsTab({ app }: TabProps) {
               ...cells,
               <span class="domain-actions">
                 {canVerify && domain.verification.status !== "verified" && (
-                  <ActionButton label={`Check the TXT record of ${domain.unicodeDomain} now`} run={() => checkNow(domain)} onError={setError}>
+                  <ActionButton label={`Check now the TXT record of ${domain.unicodeDomain}`} run={() => checkNow(domain)} onError={setError}>
                     Check now
                   </ActionButton>
                 )}
