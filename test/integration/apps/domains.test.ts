@@ -216,4 +216,17 @@ describe("an app's own domains", () => {
       await deleteAllApps(server, cappedKey);
     }
   });
+
+  test("deleting an app reserves its verified domains to the workspace, as removing them does", async () => {
+    const leavingKey = (await server.createKey("leaving", "leaving-team")).key;
+    const leaving = (await deployZip(server, leavingKey, { name: "leaving", runtime: "node", memoryMB: "64" }, appZip({ "index.html": "bye" }))).body.app.id;
+    await addVerifiedDomain(server, leavingKey, dns, leaving, "leaving.example.test");
+    const pending = await addDomain("pending-leaving.example.test", leavingKey, leaving);
+    expect(pending.body.domain.verification.status).toBe("pending");
+    await deleteAllApps(server, leavingKey);
+    const taken = await addDomain("leaving.example.test", rivalKey, rivalAppId);
+    expect([taken.status, taken.body.code, taken.body.error]).toEqual([409, "DOMAIN_TAKEN", expect.stringContaining("reserved")]);
+    // A claim never proved reserves nothing.
+    expect((await addDomain("pending-leaving.example.test", rivalKey, rivalAppId)).status).toBe(201);
+  });
 });
