@@ -24,6 +24,8 @@ import { challengeProblem, challengeRecordName, verificationToken } from "./veri
 import type { AppDomainSchema } from "./model";
 
 export const MAX_DOMAINS_PER_APP = 50;
+/** The longest name DNS allows (RFC 1035), the verification record's included. */
+const MAX_DNS_NAME_LENGTH = 253;
 
 type DomainRow = typeof appDomains.$inferSelect;
 type DomainView = Static<typeof AppDomainSchema>;
@@ -187,6 +189,9 @@ export class AppDomains {
   async add(workspaceId: string, appId: string, input: string) {
     const app = this.getApp(workspaceId, appId);
     const domain = normalizedDomain(input, { platformDomain: this.ctx.config.domain, apiHosts: this.ctx.config.apiHosts });
+    if (challengeRecordName(domain).length > MAX_DNS_NAME_LENGTH) {
+      throw new ApiError("VALIDATION_FAILED", `Invalid body field 'domain': at most ${MAX_DNS_NAME_LENGTH - challengeRecordName("").length} characters, so that its TXT record ${challengeRecordName("…")} is a valid DNS name`);
+    }
     const own = this.ctx.db.select({ appId: appDomains.appId }).from(appDomains).where(and(eq(appDomains.domain, domain), eq(appDomains.workspaceId, app.workspaceId))).get();
     if (own) throw new ApiError("DOMAIN_TAKEN", own.appId === app.id ? `${domain} is already one of this app's domains` : `${domain} is already a domain of another app of this workspace: remove it there first`);
     const holder = this.heldElsewhere(app.workspaceId, domain);
