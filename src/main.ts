@@ -84,6 +84,7 @@ function serve() {
     }
   };
   certificates.start();
+  ctx.apps.domains.start();
   void ctx.apps.recovery
     .recoverAfterRestart()
     .catch((error) => console.error("[apps] recovery after restart:", error))
@@ -106,6 +107,7 @@ function serve() {
     const proxyDrained = Promise.race([proxy.stop(), Bun.sleep(PROXY_DRAIN_MS)]);
     ctx.reconciler.stop();
     certificates.stop();
+    ctx.apps.domains.stop();
     housekeeping.stop();
     stopWatchingLoop();
     // A DELETE answers before its containers are gone: let those removals finish, within reason.

@@ -182,7 +182,31 @@ export class DnsChecker {
   }
 
   /** The A and AAAA addresses of `name`; a record type that fails or times out adds none. */
-  private async lookup(name: string): Promise<string[]> {
+  private lookup(name: string): Promise<string[]> {
+    return this.resolving(async (resolver) => {
+      const answers = await Promise.allSettled([resolver.resolve4(name), resolver.resolve6(name)]);
+      return sortedUnique(answers.flatMap((answer) => (answer.status === "fulfilled" ? answer.value : [])));
+    }, []);
+  }
+
+  /**
+   * The TXT records of `name` (each record's strings joined, as RFC 7208 reads them), looked up
+   * now, never cached: null when the lookup failed or timed out, empty when the name has none.
+   * The answer is a DNS message, bounded by the protocol (64 KiB at most).
+   */
+  txtRecords(host: string): Promise<string[] | null> {
+    return this.resolving(async (resolver) => {
+      try {
+        return (await resolver.resolveTxt(normalizedHost(host))).map((strings) => strings.join(""));
+      } catch (error) {
+        const code = (error as { code?: string }).code;
+        return code === "ENOTFOUND" || code === "ENODATA" ? [] : null;
+      }
+    }, null);
+  }
+
+  /** `query` with a resolver of the configured servers, held to timeoutMs; `fallback` when the resolver refuses the query outright. */
+  private async resolving<Answer>(query: (resolver: dnsPromises.Resolver) => Promise<Answer>, fallback: Answer): Promise<Answer> {
     let timer: Timer | undefined;
     try {
       const resolver = new dnsPromises.Resolver({ timeout: this.timeoutMs, tries: 1 });
@@ -190,11 +214,9 @@ export class DnsChecker {
       // Bun's resolver counts its timeout in whole seconds (300 ms waits a second), so a timer of
       // our own holds the lookup to timeoutMs.
       timer = setTimeout(() => resolver.cancel(), this.timeoutMs);
-      const answers = await Promise.allSettled([resolver.resolve4(name), resolver.resolve6(name)]);
-      return sortedUnique(answers.flatMap((answer) => (answer.status === "fulfilled" ? answer.value : [])));
+      return await query(resolver);
     } catch {
-      // A name or server list the resolver refuses outright: no address either.
-      return [];
+      return fallback;
     } finally {
       clearTimeout(timer);
     }

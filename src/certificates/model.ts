@@ -8,9 +8,10 @@ const isoTime = (description: string) => t.Nullable(t.String({ format: "date-tim
 export const CertificateStatusSchema = resource(
   "CertificateStatus",
   {
-    status: t.Union([t.Literal("none"), t.Literal("pending"), t.Literal("issued"), t.Literal("expired"), t.Literal("failed")], {
+    status: t.Union([t.Literal("none"), t.Literal("waiting"), t.Literal("pending"), t.Literal("issued"), t.Literal("expired"), t.Literal("failed")], {
       description:
         "`issued`: a valid certificate serves the host over HTTPS. `pending`: one is being ordered (or waits its turn). " +
+        "`waiting`: nothing is ordered yet: the domain is not verified, or its DNS does not point at this server (see `verification` and `dns`). " +
         "`failed`: the last order failed (see `lastError`; the next try is at `nextAttemptAt`). `expired`: the certificate in place has expired. " +
         "`none`: no certificate, and none is ordered (ACME is off: PLATFORM_ACME_EMAIL unset).",
     }),

@@ -8,7 +8,9 @@
 //
 // A check on a croner schedule, and every change of the hosts, orders what is missing and renews
 // what has lived two thirds of its lifetime: one order at a time platform-wide (never two for one
-// host), and after a failure no new order for that host before a backoff that doubles each time.
+// host), taken in turn from each workspace's line (./fair-queue.ts); a custom domain only while its
+// DNS points here. After a failure no new order for that host name before a backoff that doubles
+// each time, remembered by name: removing the domain and adding it again does not clear it.
 import { Cron } from "croner";
 import { eq } from "drizzle-orm";
 import { readFileSync, statSync } from "node:fs";
@@ -19,6 +21,7 @@ import { certificates } from "../db/schema";
 import type { AcmeIssuer } from "./acme";
 import type { CertificateFiles, StoredPair } from "./files";
 import type { CertificateStatusSchema } from "./model";
+import { FairQueue } from "./fair-queue";
 import { CertificateProblem, certificateInfo, checkedPair, type CertificateInfo } from "./pem";
 import { ServedCertificates, type StoredSource } from "./served";
 
@@ -35,6 +38,17 @@ const MAX_BACKOFF_MS = 6 * 3600_000;
 const RATE_LIMITED_BACKOFF_MS = 3600_000;
 const RATE_LIMITED = /rate.?limit|too many/i;
 const MAX_ERROR_LENGTH = 1000;
+/** A failed host name no longer served keeps its backoff this long past the end of its wait. */
+const BACKOFF_MEMORY_MS = 24 * 3600_000;
+
+/** A host the proxy serves, and so wants a certificate for. */
+export interface WantedHost {
+  host: string;
+  /** Whose line its orders wait in: the app's workspace, or "platform" for the platform's own names. */
+  owner: string;
+  /** A custom domain: ordered only while its DNS points at this server. */
+  checkDns: boolean;
+}
 
 export interface CertificatesDeps {
   db: PlatformDb;
@@ -42,8 +56,10 @@ export interface CertificatesDeps {
   files: CertificateFiles;
   /** Null when ACME is off (PLATFORM_ACME_EMAIL unset). */
   issuer: AcmeIssuer | null;
-  /** Every host the proxy serves: app subdomains, custom domains, the API domain. */
-  wantedHosts: () => string[];
+  /** Every host the proxy serves: app subdomains, verified custom domains, the API domain. */
+  wantedHosts: () => WantedHost[];
+  /** Whether `host` resolves to this server, or that cannot be told (its address is unknown). */
+  pointsHere: (host: string) => Promise<boolean>;
 }
 
 /** Names no public CA signs (RFC 6761): never ordered. */
@@ -54,8 +70,12 @@ export class Certificates {
   readonly served = new ServedCertificates();
   /** The own certificate files' modification times when last read: a change is read again at the next check. */
   private ownModified: string | null = null;
-  private readonly queue = new Set<string>();
+  private readonly queue = new FairQueue<string>();
   private ordering: string | null = null;
+  /** Custom domains whose DNS is being looked up before they may be queued. */
+  private readonly lookingUp = new Set<string>();
+  /** Custom domains whose DNS did not point here at the last check: not ordered. */
+  private readonly waitingForDns = new Set<string>();
   private job: Cron | null = null;
   /**
    * Called when a certificate exists: at start, when the first one comes, and at every check after
@@ -121,7 +141,8 @@ export class Certificates {
     return this.served.servesHttps(host, now);
   }
 
-  statusOf(host: string, now = Date.now()): CertificateStatus {
+  /** `eligible` false: `host` may get no certificate yet (a domain not verified): nothing is ordered for it. */
+  statusOf(host: string, now = Date.now(), eligible = true): CertificateStatus {
     const row = this.row(host);
     const found = this.served.servedFor(host);
     const info = found?.info;
@@ -133,11 +154,13 @@ export class Certificates {
         ? "expired"
         : this.ordering === host || this.queue.has(host)
           ? "pending"
-          : row?.lastError
-            ? "failed"
-            : willOrder
-              ? "pending"
-              : "none";
+          : willOrder && (!eligible || this.waitingForDns.has(host))
+            ? "waiting"
+            : row?.lastError
+              ? "failed"
+              : willOrder
+                ? "pending"
+                : "none";
     return {
       status,
       source: found?.source ?? (willOrder ? "acme" : null),
@@ -163,27 +186,48 @@ export class Certificates {
   check(now = Date.now()) {
     this.readOwn(false);
     if (this.served.available()) this.onAvailable?.();
-    const wanted = new Set(this.deps.wantedHosts());
+    const wanted = new Map(this.deps.wantedHosts().map((entry) => [entry.host, entry]));
     for (const row of this.deps.db.select().from(certificates).all()) {
-      if (!wanted.has(row.host)) this.forget(row.host);
+      if (!wanted.has(row.host) && (row.notAfter !== null || !backoffRemembered(row, now))) this.forget(row.host, now);
     }
+    for (const host of this.waitingForDns) if (!wanted.has(host)) this.waitingForDns.delete(host);
     if (!this.deps.issuer) return;
-    for (const host of wanted) {
-      if (this.queue.has(host) || this.ordering === host || !orderable(host)) continue;
+    for (const { host, owner, checkDns } of wanted.values()) {
+      if (this.queue.has(host) || this.ordering === host || this.lookingUp.has(host) || !orderable(host)) continue;
       const found = this.served.servedFor(host);
       if (found && found.source !== "acme") continue;
       if (found && now < renewalTime(found.info)) continue;
       const row = this.row(host);
       if (row?.nextAttemptAt && row.lastError && now < row.nextAttemptAt) continue;
-      this.queue.add(host);
+      if (checkDns) this.queueOncePointingHere(host, owner);
+      else this.queue.add(owner, host);
     }
     void this.work();
   }
 
+  /** An order for a custom domain goes out only if the CA can reach this server by its name. */
+  private queueOncePointingHere(host: string, owner: string) {
+    this.lookingUp.add(host);
+    void this.deps.pointsHere(host).then((pointsHere) => {
+      this.lookingUp.delete(host);
+      if (!this.isWanted(host)) return;
+      if (!pointsHere) {
+        this.waitingForDns.add(host);
+        return;
+      }
+      this.waitingForDns.delete(host);
+      this.queue.add(owner, host);
+      void this.work();
+    });
+  }
+
+  private isWanted(host: string): boolean {
+    return this.deps.wantedHosts().some((entry) => entry.host === host);
+  }
+
   private async work() {
     if (this.ordering !== null) return;
-    for (const host of this.queue) {
-      this.queue.delete(host);
+    for (let host = this.queue.next(); host !== undefined; host = this.queue.next()) {
       this.ordering = host;
       try {
         await this.orderFor(host);
@@ -200,7 +244,7 @@ export class Certificates {
       const pair = await this.deps.issuer!.order(host);
       const info = checkedPair(pair.chainPem, pair.keyPem, host);
       // The host may have gone, or got an uploaded certificate, while the CA worked.
-      if (!this.deps.wantedHosts().includes(host) || this.served.storedSourceOf(host) === "uploaded") return;
+      if (!this.isWanted(host) || this.served.storedSourceOf(host) === "uploaded") return;
       this.deps.files.write(host, pair);
       this.saveRow(host, { source: "acme", notBefore: info.notBefore, notAfter: info.notAfter, lastError: null, lastAttemptAt: startedAt, failures: 0, nextAttemptAt: null });
       this.put(host, pair, "acme", info);
@@ -210,7 +254,7 @@ export class Certificates {
       const failures = (before?.failures ?? 0) + 1;
       let backoff = Math.min(FIRST_BACKOFF_MS * 2 ** (failures - 1), MAX_BACKOFF_MS);
       if (RATE_LIMITED.test(message)) backoff = Math.max(backoff, RATE_LIMITED_BACKOFF_MS);
-      if (!this.deps.wantedHosts().includes(host) || this.served.storedSourceOf(host) === "uploaded") return;
+      if (!this.isWanted(host) || this.served.storedSourceOf(host) === "uploaded") return;
       this.saveRow(host, {
         source: before?.source ?? "acme",
         notBefore: before?.notBefore ?? null,
@@ -256,13 +300,27 @@ export class Certificates {
     return true;
   }
 
-  /** Everything stored for `host` goes (its domain or app was removed). */
-  forget(host: string) {
+  /**
+   * The certificate of `host` goes (its domain or app was removed). A backoff after failed orders
+   * stays with the name for a while: adding the domain again does not send a new order sooner.
+   */
+  forget(host: string, now = Date.now()) {
     this.queue.delete(host);
+    this.waitingForDns.delete(host);
     this.served.setStored(host, null);
-    this.deps.db.delete(certificates).where(eq(certificates.host, host)).run();
     this.deps.files.remove(host);
+    const row = this.row(host);
+    if (row && row.source !== "uploaded" && backoffRemembered(row, now)) {
+      this.deps.db.update(certificates).set({ source: "acme", notBefore: null, notAfter: null, updatedAt: now }).where(eq(certificates.host, host)).run();
+    } else {
+      this.deps.db.delete(certificates).where(eq(certificates.host, host)).run();
+    }
   }
+}
+
+/** The row holds a backoff after failures still worth keeping for its host name. */
+function backoffRemembered(row: CertificateRow, now: number): boolean {
+  return row.lastError !== null && row.nextAttemptAt !== null && now < row.nextAttemptAt + BACKOFF_MEMORY_MS;
 }
 
 /** Two thirds into the certificate's lifetime. */

@@ -70,6 +70,16 @@ export interface TlsSettings {
   dnsServers: string[];
 }
 
+/** Apps' own domains (src/apps/domains): proof of ownership and limits. */
+export interface CustomDomainSettings {
+  /** A verified domain removed stays reserved to its workspace this long. */
+  reservationMs: number;
+  /** Domains (any state) the apps of one workspace may have together. */
+  maxPerWorkspace: number;
+  /** Croner schedule of the background TXT check of pending domains. */
+  checkSchedule: string;
+}
+
 export const LETS_ENCRYPT_DIRECTORY = "https://acme-v02.api.letsencrypt.org/directory";
 
 export interface Config {
@@ -142,6 +152,7 @@ export interface Config {
   appUser: string | undefined;
   egress: { firewall: boolean; blockedCidrs: string[] };
   tls: TlsSettings;
+  customDomains: CustomDomainSettings;
 }
 
 /** Per-workspace limits; see "Isolation" in README.md. */
@@ -437,5 +448,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       blockedCidrs: ipv4CidrListSetting(env, "PLATFORM_EGRESS_BLOCKED", "169.254.0.0/16"),
     },
     tls,
+    customDomains: {
+      reservationMs: integerSetting(env, "PLATFORM_DOMAIN_RESERVATION_HOURS", 7 * 24) * 3600_000,
+      maxPerWorkspace: integerSetting(env, "PLATFORM_MAX_DOMAINS_PER_WORKSPACE", 100, 1),
+      checkSchedule: textSetting(env, "PLATFORM_DOMAIN_CHECK_SCHEDULE", "0 */5 * * * *"),
+    },
   };
 }

@@ -1,6 +1,7 @@
 // Tables of the platform's single SQLite file. Timestamps are Unix milliseconds; the API turns
 // them into ISO 8601 strings. After changing this file run `bun run db:generate` and add the new
 // migration to src/db/migrations.ts so it is embedded in the binary.
+import { sql } from "drizzle-orm";
 import { sqliteTable, text, integer, real, index, uniqueIndex, primaryKey } from "drizzle-orm/sqlite-core";
 
 export const users = sqliteTable("users", {
@@ -228,12 +229,45 @@ export const builds = sqliteTable(
 );
 
 /** Host names an app answers at besides its subdomain (src/apps/domains): one app each, platform-wide. */
-export const appDomains = sqliteTable("app_domains", {
-  id: text("id").primaryKey(),
-  appId: text("app_id").notNull().references(() => apps.id, { onDelete: "cascade" }),
-  /** Lowercase ASCII (an IDN as punycode), without a trailing dot. */
-  domain: text("domain").notNull().unique(),
+/**
+ * A workspace's claim on a host name for one of its apps (src/apps/domains). Several workspaces may
+ * claim a name; only one claim per name is verified (its TXT record found), and only verified ones
+ * route and get certificates.
+ */
+export const appDomains = sqliteTable(
+  "app_domains",
+  {
+    id: text("id").primaryKey(),
+    appId: text("app_id").notNull().references(() => apps.id, { onDelete: "cascade" }),
+    /** The app's workspace, kept here so that the one-claim-per-workspace rule is an index. */
+    workspaceId: text("workspace_id").notNull().references(() => workspaces.id, { onDelete: "cascade" }),
+    /** Lowercase ASCII (an IDN as punycode), without a trailing dot. */
+    domain: text("domain").notNull(),
+    /** When the workspace's TXT record was found; null while pending. */
+    verifiedAt: integer("verified_at"),
+    /** The last TXT lookup, and what it found wrong (null: nothing, or not looked up yet). */
+    checkedAt: integer("checked_at"),
+    checkProblem: text("check_problem"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (table) => [
+    uniqueIndex("app_domains_workspace_domain").on(table.workspaceId, table.domain),
+    uniqueIndex("app_domains_verified_domain").on(table.domain).where(sql`${table.verifiedAt} IS NOT NULL`),
+  ],
+);
+
+/** Each workspace's secret value of the TXT record that proves its domains; made on first need. */
+export const domainVerificationTokens = sqliteTable("domain_verification_tokens", {
+  workspaceId: text("workspace_id").primaryKey().references(() => workspaces.id, { onDelete: "cascade" }),
+  token: text("token").notNull(),
   createdAt: integer("created_at").notNull(),
+});
+
+/** A verified domain removed lately: no other workspace may claim it before `reservedUntil`. */
+export const domainReservations = sqliteTable("domain_reservations", {
+  domain: text("domain").primaryKey(),
+  workspaceId: text("workspace_id").notNull().references(() => workspaces.id, { onDelete: "cascade" }),
+  reservedUntil: integer("reserved_until").notNull(),
 });
 
 /**

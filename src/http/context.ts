@@ -12,7 +12,7 @@ import { TrafficRecorder, type TrafficSource } from "../proxy/traffic";
 import { AppsService } from "../apps/service";
 import { AppStorage } from "../apps/sources";
 import { BuildLogs } from "../apps/build-logs";
-import { Certificates } from "../certificates/service";
+import { Certificates, type WantedHost } from "../certificates/service";
 import { CertificateFiles } from "../certificates/files";
 import { AcmeIssuer } from "../certificates/acme";
 import { DnsChecker, detectPublicAddresses } from "../certificates/dns-check";
@@ -65,16 +65,17 @@ export function createServerContext(config: Config, db: PlatformDb): ServerConte
   const storage = new AppStorage(config.dataDir);
   const buildLogs = new BuildLogs((appId, buildId) => storage.buildLogFile(appId, buildId), config.buildLogMaxBytes);
   const reconciler = new Reconciler(machines);
+  const publicIps = config.tls.publicIps.length ? config.tls.publicIps : detectPublicAddresses();
+  const dns = new DnsChecker({ expected: publicIps, servers: config.tls.dnsServers });
   const certificateFiles = new CertificateFiles(config.dataDir);
   const certificates: Certificates = new Certificates({
     db,
     config,
     files: certificateFiles,
     issuer: config.tls.acme ? new AcmeIssuer(config.tls.acme, certificateFiles) : null,
-    wantedHosts: (): string[] => [...apps.domains.servedHosts(), ...(config.tls.apiDomain ? [config.tls.apiDomain] : [])],
+    wantedHosts: (): WantedHost[] => [...apps.domains.wantedHosts(), ...(config.tls.apiDomain ? [{ host: config.tls.apiDomain, owner: "platform", checkDns: false }] : [])],
+    pointsHere: async (host) => ["ok", "unknown"].includes((await dns.check(host)).status),
   });
-  const publicIps = config.tls.publicIps.length ? config.tls.publicIps : detectPublicAddresses();
-  const dns = new DnsChecker({ expected: publicIps, servers: config.tls.dnsServers });
   const apps: AppsService = new AppsService({ db, config, machines, secrets, storage, buildLogs, proxyRoutes, certificates, dns });
   reconciler.register(apps.recovery);
   return {

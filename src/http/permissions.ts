@@ -89,6 +89,7 @@ export const PERMISSIONS: Record<string, RoutePermission> = {
   "POST /api/apps/:appId/domains": { roles: OPERATORS, audit: "app.domain_added" },
   "DELETE /api/apps/:appId/domains/:domainId": { roles: OPERATORS, audit: "app.domain_removed" },
   "GET /api/apps/:appId/domains/:domainId": { roles: EVERYONE },
+  "POST /api/apps/:appId/domains/:domainId/verify": { roles: OPERATORS },
   "PUT /api/apps/:appId/domains/:domainId/certificate": { roles: OPERATORS, audit: "app.certificate_uploaded" },
   "DELETE /api/apps/:appId/domains/:domainId/certificate": { roles: OPERATORS, audit: "app.certificate_removed" },
   "GET /api/apps/:appId/deploy-hook": { roles: OPERATORS },

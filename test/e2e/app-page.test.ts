@@ -5,11 +5,13 @@
 // other (one app), so they run in order.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Page } from "playwright-core";
-import { TestServer, type CreatedKey } from "../helpers/server";
+import type { TestServer, CreatedKey } from "../helpers/server";
 import { launchBrowser, type TestBrowser } from "../helpers/browser";
 import { appZip, deleteAllApps, deployZip, viaProxy, waitForStatus } from "../helpers/apps";
 import { seriousViolations } from "../helpers/axe";
 import { makeCertificate } from "../helpers/certificates";
+import { startServerWithDns } from "../helpers/domains";
+import type { DnsServer } from "../helpers/dns-server";
 import { ownerHoldingKey, collectPageErrors, logInThroughPage, tablesScrollingSideways } from "../helpers/dashboard-page";
 
 setDefaultTimeout(120_000);
@@ -20,6 +22,9 @@ const PRINTED = "hello from the app page test";
 const SCREENSHOTS = "test/e2e/screenshots/app-page";
 
 let server: TestServer;
+/** Where the domain's TXT record is published; stops with the server. */
+let dns: DnsServer;
+let stopServer: () => Promise<void>;
 let chromium: TestBrowser;
 let page: Page;
 let key: CreatedKey;
@@ -38,7 +43,7 @@ async function shoot(step: string) {
 }
 
 beforeAll(async () => {
-  [server, chromium] = await Promise.all([TestServer.start(), launchBrowser()]);
+  [{ server, dns, stop: stopServer }, chromium] = await Promise.all([startServerWithDns({ PLATFORM_PUBLIC_IP: "127.0.0.1" }), launchBrowser()]);
   // The command line's key belongs to the workspace the owner's setup claims: the owner's own key.
   key = await ownerHoldingKey(server, OWNER, "app page test");
   const zip = appZip({
@@ -60,7 +65,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (server && key) await deleteAllApps(server, key.key);
   await chromium?.close();
-  await server?.stop();
+  await stopServer?.();
 });
 
 describe("an app's page", () => {
@@ -255,13 +260,27 @@ describe("an app's page", () => {
     await page.setViewportSize({ width: 1280, height: 800 });
   });
 
-  test("a domain is added with its certificate and DNS status, and removed", async () => {
+  test("a domain is added, proved by the TXT record it shows, given a certificate, and removed", async () => {
     await openTab("Domains");
     await page.getByRole("textbox", { name: "Domain" }).fill("www.app-page.example.test");
     await page.getByRole("button", { name: "Add domain" }).click();
     const row = page.getByRole("row", { name: /www\.app-page\.example\.test/ });
     await row.waitFor();
-    expect(await row.locator(".badge").count()).toBe(2);
+    // Ownership, certificate and DNS: pending until the record shown is found.
+    expect(await row.locator(".badge").allTextContents()).toEqual(["pending", "none", "ok"]);
+    expect(await row.getByRole("button", { name: "Own certificate for www.app-page.example.test" }).count()).toBe(0);
+    const record = row.getByRole("definition");
+    const [recordName, recordValue] = await record.locator("code").allTextContents();
+    expect(recordName).toBe("_platform-challenge.www.app-page.example.test");
+    await shoot("domain-pending");
+    await page.setViewportSize({ width: 375, height: 800 });
+    expect(await tablesScrollingSideways(page)).toEqual([]);
+    await page.setViewportSize({ width: 1280, height: 800 });
+
+    await dns.addTxt(recordName!, recordValue!);
+    await row.getByRole("button", { name: "Check now the TXT record of www.app-page.example.test" }).click();
+    await row.getByText("verified", { exact: true }).waitFor();
+    expect(await row.getByRole("definition").count()).toBe(0);
 
     // A certificate of the person's own: one for another name is refused with the reason, in the form.
     await page.getByRole("button", { name: "Own certificate for www.app-page.example.test" }).click();

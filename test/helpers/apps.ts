@@ -5,6 +5,7 @@ import { zipSync, strToU8 } from "fflate";
 import type { TestServer } from "./server";
 import type { AuthenticatedRoute, Tenant } from "./auth-matrix";
 import { removeWorkspaceNetworks } from "./databases";
+import { addVerifiedDomain, claimDomain, dnsServerOf } from "./domains";
 
 export function appZip(files: Record<string, string>): Uint8Array<ArrayBuffer> {
   return zipSync(Object.fromEntries(Object.entries(files).map(([path, text]) => [path, strToU8(text)]))) as Uint8Array<ArrayBuffer>;
@@ -117,17 +118,19 @@ const envVarOf = async (server: TestServer, owner: Tenant) => {
   return { appId, name };
 };
 
-/** A domain of the owner's matrix app, for the route that removes it. */
+/** A domain of the owner's matrix app (pending), for the routes that read, check or remove it. */
 const appDomainOf = async (server: TestServer, owner: Tenant) => {
   const { appId } = await appOf(server, owner);
-  const made = await server.request("POST", `/api/apps/${appId}/domains`, { key: owner.key, body: { domain: `${uniqueName("matrix")}.example.test` } });
+  const made = await claimDomain(server, owner.key, appId, `${uniqueName("matrix")}.example.test`);
   if (made.status !== 201) throw new Error(`could not add a matrix domain: ${JSON.stringify(made.body)}`);
   return { appId, domainId: made.body.domain.id as string, domain: made.body.domain.domain as string };
 };
 
-/** A domain of the owner's matrix app with a certificate made for it (params `certificate`, `privateKey`), not uploaded yet. */
+/** A verified domain of the owner's matrix app with a certificate made for it (params `certificate`, `privateKey`), not uploaded yet. */
 const appDomainAndCertificateOf = async (server: TestServer, owner: Tenant) => {
-  const params = await appDomainOf(server, owner);
+  const { appId } = await appOf(server, owner);
+  const verified = await addVerifiedDomain(server, owner.key, dnsServerOf(server), appId, `${uniqueName("matrix")}.example.test`);
+  const params = { appId, domainId: verified.id as string, domain: verified.domain as string };
   const made = await makeCertificate({ names: [params.domain] });
   return { ...params, certificate: made.chainPem, privateKey: made.keyPem };
 };
@@ -170,6 +173,7 @@ export const APP_ROUTES: AuthenticatedRoute[] = [
   { method: "GET", path: "/api/apps/:appId/domains", resource: appOf },
   { method: "POST", path: "/api/apps/:appId/domains", body: () => ({ domain: `${uniqueName("matrix")}.example.test` }), resource: appOf },
   { method: "GET", path: "/api/apps/:appId/domains/:domainId", resource: appDomainOf },
+  { method: "POST", path: "/api/apps/:appId/domains/:domainId/verify", resource: appDomainOf },
   {
     method: "PUT",
     path: "/api/apps/:appId/domains/:domainId/certificate",

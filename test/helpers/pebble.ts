@@ -6,6 +6,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { freePort } from "./ports";
 import { tempDir } from "./temp";
+import { startDnsServer, type DnsServer } from "./dns-server";
 
 export interface Pebble {
   /** The ACME directory URL to give the platform. */
@@ -14,6 +15,8 @@ export interface Pebble {
   listenerCaFile: string;
   /** The DNS server Pebble and the platform resolve test names with, as host:port. */
   dnsServer: string;
+  /** That server, to set records (TXT records of domain verification among them). */
+  dns: DnsServer;
   /** The root of the certificates Pebble issues (it makes a new one at every start). */
   issuingRootPem(): Promise<string>;
   /** Makes `host` resolve to `address` instead of 127.0.0.1. */
@@ -45,8 +48,6 @@ export async function startPebble(options: PebbleOptions): Promise<Pebble> {
   ]);
   const acmePort = freePort();
   const managementPort = freePort();
-  const dnsPort = freePort();
-  const challengeManagementPort = freePort();
   const configFile = join(dir, "pebble.json");
   writeFileSync(
     configFile,
@@ -68,13 +69,8 @@ export async function startPebble(options: PebbleOptions): Promise<Pebble> {
   const collect = async (stream: ReadableStream<Uint8Array>) => {
     for await (const chunk of stream) output += new TextDecoder().decode(chunk);
   };
-  const dns: Subprocess = spawn(
-    ["pebble-challtestsrv", "-http01", "", "-https01", "", "-tlsalpn01", "", "-dns01", `127.0.0.1:${dnsPort}`, "-management", `127.0.0.1:${challengeManagementPort}`, "-defaultIPv6", ""],
-    { stdout: "pipe", stderr: "pipe" },
-  );
-  void collect(dns.stdout as ReadableStream<Uint8Array>);
-  void collect(dns.stderr as ReadableStream<Uint8Array>);
-  const pebble: Subprocess = spawn(["pebble", "-config", configFile, "-dnsserver", `127.0.0.1:${dnsPort}`], {
+  const dns = await startDnsServer();
+  const pebble: Subprocess = spawn(["pebble", "-config", configFile, "-dnsserver", dns.address], {
     // No artificial validation delays; no nonces refused at random (tests must not depend on luck).
     env: { ...process.env, PEBBLE_VA_NOSLEEP: "1", PEBBLE_WFE_NONCEREJECT: "0" },
     stdout: "pipe",
@@ -90,32 +86,29 @@ export async function startPebble(options: PebbleOptions): Promise<Pebble> {
   for (;;) {
     const up = await fetch(directoryUrl, { tls: { ca } }).then((response) => response.ok, () => false);
     if (up) break;
-    if (Date.now() > deadline) throw new Error(`pebble did not start:\n${output}`);
+    if (Date.now() > deadline) {
+      pebble.kill();
+      await dns.stop();
+      throw new Error(`pebble did not start:\n${output}`);
+    }
     await Bun.sleep(100);
   }
 
   return {
     directoryUrl,
     listenerCaFile,
-    dnsServer: `127.0.0.1:${dnsPort}`,
+    dnsServer: dns.address,
+    dns,
     async issuingRootPem() {
       const response = await fetch(`${management}/roots/0`, { tls: { ca } });
       if (!response.ok) throw new Error(`pebble root: ${response.status}`);
       return response.text();
     },
-    async resolve(host, address) {
-      const name = host.endsWith(".") ? host : `${host}.`;
-      // add-a adds to the name's addresses: clear them first.
-      for (const [path, body] of [["clear-a", { host: name }], ["add-a", { host: name, addresses: [address] }]] as const) {
-        const response = await fetch(`http://127.0.0.1:${challengeManagementPort}/${path}`, { method: "POST", body: JSON.stringify(body) });
-        if (!response.ok) throw new Error(`challtestsrv ${path}: ${response.status} ${await response.text()}`);
-      }
-    },
-    output: () => output,
+    resolve: (host, address) => dns.setAddresses(host, [address]),
+    output: () => `${output}${dns.output()}`,
     async stop() {
       pebble.kill();
-      dns.kill();
-      await Promise.all([pebble.exited, dns.exited]);
+      await Promise.all([pebble.exited, dns.stop()]);
     },
   };
 }

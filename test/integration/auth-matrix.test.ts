@@ -5,11 +5,14 @@ import { AUTH_MATRIX_ENV, AUTHENTICATED_ROUTES, describeAuthMatrix, openApiPath 
 import { removeMatrixDatabases } from "../helpers/databases";
 import { removeMatrixBuildNetworks } from "../helpers/apps";
 import { PERMISSIONS } from "../../src/http/permissions";
+import { startServerWithDns } from "../helpers/domains";
 
 let server: TestServer;
-beforeAll(async () => (server = await TestServer.start(AUTH_MATRIX_ENV)));
+let stopServer: () => Promise<void>;
+// With a DNS server of its own, where the matrix's custom domains are proved.
+beforeAll(async () => ({ server, stop: stopServer } = await startServerWithDns(AUTH_MATRIX_ENV)));
 // Stopping waits for the apps' and databases' background work; under load that takes more than the default 5 s.
-afterAll(() => server.stop(), 60_000);
+afterAll(() => stopServer?.(), 60_000);
 afterAll(removeMatrixDatabases, 60_000);
 afterAll(removeMatrixBuildNetworks);
 

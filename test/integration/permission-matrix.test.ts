@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { TestServer } from "../helpers/server";
 import { deleteAllApps } from "../helpers/apps";
+import { startServerWithDns } from "../helpers/domains";
 import {
   bodyOf,
   AUTH_MATRIX_ENV,
@@ -79,6 +80,7 @@ const EXPECTED: Record<string, Role[]> = {
   "POST /api/apps/:appId/domains": OPERATORS,
   "DELETE /api/apps/:appId/domains/:domainId": OPERATORS,
   "GET /api/apps/:appId/domains/:domainId": EVERYONE,
+  "POST /api/apps/:appId/domains/:domainId/verify": OPERATORS,
   "PUT /api/apps/:appId/domains/:domainId/certificate": OPERATORS,
   "DELETE /api/apps/:appId/domains/:domainId/certificate": OPERATORS,
   "GET /api/apps/:appId/deploy-hook": OPERATORS,
@@ -123,10 +125,12 @@ const EXPECTED: Record<string, Role[]> = {
 const expectedRoles = (key: string): Role[] | undefined => EXPECTED[key];
 
 let server: TestServer;
+let stopServer: () => Promise<void>;
 const tenants = {} as Record<Role, Tenant>;
 
 beforeAll(async () => {
-  server = await TestServer.start(AUTH_MATRIX_ENV);
+  // With a DNS server of its own, where the matrix's custom domains are proved.
+  ({ server, stop: stopServer } = await startServerWithDns(AUTH_MATRIX_ENV));
   const owner = await server.createKey("permission owner", "default");
   tenants.owner = owner;
   for (const role of ["admin", "member", "viewer"] as const) {
@@ -148,7 +152,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await deleteAllApps(server, tenants.owner.key);
-  await server.stop();
+  await stopServer?.();
   removeMatrixDatabases();
 }, 120_000);
 

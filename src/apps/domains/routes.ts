@@ -21,8 +21,9 @@ export function appDomainsRoutes(ctx: ServerContext) {
         responses: responses({ 200: json("The app's own domains", { domains: t.Array(ref(AppDomainSchema)) }) }, "NOT_FOUND"),
         summary: "List an app's domains",
         description:
-          "The host names the app answers at through the public proxy besides its subdomain, oldest first, each with its " +
-          "certificate (status, expiry, the last order's error) and whether its DNS points at this server.",
+          "The host names the app claims besides its subdomain, oldest first, each with its `verification` (the TXT record " +
+          "that proves the workspace controls it, and whether it was found), its certificate (status, expiry, the last " +
+          "order's error) and whether its DNS points at this server. Only verified domains are answered at through the public proxy.",
       },
     })
     .get("/:appId/domains/:domainId", async ({ principal, params }) => ok({ domain: await domains.get(principal.workspaceId, params.appId, params.domainId) }), {
@@ -32,7 +33,21 @@ export function appDomainsRoutes(ctx: ServerContext) {
         operationId: "getAppDomain",
         responses: responses({ 200: json("The domain", { domain: ref(AppDomainSchema) }) }, "NOT_FOUND"),
         summary: "Get one of an app's domains",
-        description: "With its certificate status and DNS check (the DNS is looked up again when the last check is over a minute old).",
+        description: "With its verification, certificate status and DNS check (the DNS is looked up again when the last check is over a minute old).",
+      },
+    })
+    .post("/:appId/domains/:domainId/verify", async ({ principal, params }) => ok({ domain: await domains.verify(principal.workspaceId, params.appId, params.domainId) }), {
+      auth: true,
+      params: domainParams,
+      detail: {
+        operationId: "verifyAppDomain",
+        responses: responses({ 200: json("The domain after the lookup: `verification.status` says whether it is verified now", { domain: ref(AppDomainSchema) }) }, "NOT_FOUND"),
+        summary: "Look up a domain's TXT record now",
+        description:
+          "Looks up `verification.record` (`_platform-challenge.<domain>`, TXT, the workspace's token) at once instead of " +
+          "waiting for the background check (PLATFORM_DOMAIN_CHECK_SCHEDULE, every 5 minutes). When found, and no other " +
+          "workspace holds the name, the domain is verified: it routes to the app from now on and its certificate is ordered. " +
+          "Otherwise `verification.message` says what was found. A verified domain is answered as it is.",
       },
     })
     .post(
@@ -48,15 +63,20 @@ export function appDomainsRoutes(ctx: ServerContext) {
         body: domainBody,
         detail: {
           operationId: "addAppDomain",
-          responses: responses({ 201: json("The domain, routed at once", { domain: ref(AppDomainSchema) }) }, "NOT_FOUND", "VALIDATION_FAILED", "DOMAIN_RESERVED", "DOMAIN_TAKEN", "QUOTA_EXCEEDED"),
+          responses: responses({ 201: json("The domain, verified or pending", { domain: ref(AppDomainSchema) }) }, "NOT_FOUND", "VALIDATION_FAILED", "DOMAIN_RESERVED", "DOMAIN_TAKEN", "QUOTA_EXCEEDED"),
           summary: "Add a domain to an app",
           description:
-            "From now on a request whose Host is `domain` (any case, with or without port or trailing dot) reaches the app " +
-            "through the public proxy, with its rate limits and traffic counted as the app's; point the domain's DNS at the " +
-            "platform. An internationalised name is stored as punycode (`unicodeDomain` shows it as written). 400 " +
-            "`VALIDATION_FAILED` for what is not a host name of two or more parts, an IP address or a wildcard; 400 " +
-            "`DOMAIN_RESERVED` for PLATFORM_DOMAIN and the names under it (use the app's `subdomain`) or a host of the " +
-            `dashboard (PLATFORM_API_HOSTS); 409 \`DOMAIN_TAKEN\` when any app of the platform has it; 409 \`QUOTA_EXCEEDED\` past ${MAX_DOMAINS_PER_APP} per app.`,
+            "Claims `domain` for the app. It is `pending` (`verification.status`) until the TXT record in " +
+            "`verification.record` is found: `_platform-challenge.<domain>` with the workspace's token, looked up at once, in " +
+            "the background and on POST …/verify. Once verified, a request whose Host is `domain` (any case, with or without " +
+            "port or trailing dot) reaches the app through the public proxy, with its rate limits and traffic counted as the " +
+            "app's, and a certificate is ordered once the name's DNS points at the platform. An internationalised name is stored " +
+            "as punycode (`unicodeDomain` shows it as written). 400 `VALIDATION_FAILED` for what is not a host name of two or " +
+            "more parts, an IP address or a wildcard; 400 `DOMAIN_RESERVED` for PLATFORM_DOMAIN and the names under it (use " +
+            "the app's `subdomain`) or a host of the dashboard (PLATFORM_API_HOSTS); 409 `DOMAIN_TAKEN` when an app of this " +
+            "workspace has it, another workspace has verified it, or removed it less than PLATFORM_DOMAIN_RESERVATION_HOURS " +
+            "ago (pending claims of other workspaces do not stop a claim: the first to verify wins); 409 `QUOTA_EXCEEDED` past " +
+            `${MAX_DOMAINS_PER_APP} per app or PLATFORM_MAX_DOMAINS_PER_WORKSPACE (default 100) per workspace.`,
         },
       },
     )
@@ -69,14 +89,15 @@ export function appDomainsRoutes(ctx: ServerContext) {
         body: certificateUploadBody,
         detail: {
           operationId: "uploadAppDomainCertificate",
-          responses: responses({ 200: json("The domain, served with this certificate", { domain: ref(AppDomainSchema) }) }, "NOT_FOUND", "VALIDATION_FAILED", "INVALID_CERTIFICATE"),
+          responses: responses({ 200: json("The domain, served with this certificate", { domain: ref(AppDomainSchema) }) }, "NOT_FOUND", "VALIDATION_FAILED", "INVALID_CERTIFICATE", "DOMAIN_NOT_VERIFIED"),
           summary: "Upload a domain's own certificate",
           description:
             "The domain is served over HTTPS with this certificate from the next TLS handshake on, in place of an ACME one or " +
             "the platform's PLATFORM_TLS_CERT, and ACME orders nothing for it; its expiry shows in `certificate`. PEM text: " +
             "`certificate` is the certificate then its intermediates, `privateKey` its unencrypted key. 400 " +
             "`INVALID_CERTIFICATE` when either cannot be read, the key is not the certificate's, the certificate does not name " +
-            "the domain or has expired. Stored under the data dir, readable by the platform only.",
+            "the domain or has expired; 409 `DOMAIN_NOT_VERIFIED` while the domain is not verified. Stored under the data dir, " +
+            "readable by the platform only.",
         },
       },
     )
@@ -101,7 +122,10 @@ export function appDomainsRoutes(ctx: ServerContext) {
         operationId: "removeAppDomain",
         responses: responses({ 200: json("The domain removed", { domain: ref(AppDomainSchema) }) }, "NOT_FOUND"),
         summary: "Remove a domain from an app",
-        description: "The proxy stops routing it at once (404 for a request with that Host) and its certificate is deleted; any app may add it again.",
+        description:
+          "The proxy stops routing it at once (404 for a request with that Host) and its certificate is deleted. A verified " +
+          "domain stays reserved to the workspace for PLATFORM_DOMAIN_RESERVATION_HOURS (default 7 days): until then only " +
+          "the workspace's apps may claim it again (and must verify it again); a pending one is free at once.",
       },
     });
 }

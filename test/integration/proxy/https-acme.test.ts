@@ -1,6 +1,7 @@
 // HTTPS with certificates from a real ACME server: Pebble on loopback, its DNS answering every name
 // with 127.0.0.1 and its HTTP-01 checks sent to the platform's proxy port. Certificates live 60 s
-// here, so renewal (at two thirds, 40 s) happens within the test.
+// here, so renewal (at two thirds, 40 s) happens within the test. Custom domains are proved by TXT
+// records on the same DNS server; only verified ones whose DNS points here are ordered for.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
@@ -10,11 +11,14 @@ import { startPebble, type Pebble } from "../../helpers/pebble";
 import { freePort } from "../../helpers/ports";
 import { RawConnection, requestHead } from "../../helpers/raw-http";
 import { makeCertificate, type TestPair } from "../../helpers/certificates";
+import { addVerifiedDomain, claimDomain, proveDomain } from "../../helpers/domains";
 
 const DOMAIN = "apps.test";
 const SHOP = `shop.${DOMAIN}`;
 const WWW = "www.shop.example.test";
 const BROKEN = "broken.shop.example.test";
+/** Verified, but its DNS points at another server: never ordered. */
+const ELSEWHERE = "elsewhere.shop.example.test";
 /** Covered by the platform's own certificate (PLATFORM_TLS_CERT): never ordered. */
 const OWN = "own.shop.example.test";
 const VALIDITY_SECONDS = 60;
@@ -43,7 +47,8 @@ beforeAll(async () => {
     PLATFORM_ACME_CA_FILE: pebble.listenerCaFile,
     PLATFORM_CERTIFICATE_SCHEDULE: "* * * * * *",
     PLATFORM_DNS_SERVERS: pebble.dnsServer,
-    PLATFORM_PUBLIC_IP: "127.0.0.1",
+    // 127.0.0.9 counts as this server's, so that BROKEN's DNS check passes while Pebble finds nothing there.
+    PLATFORM_PUBLIC_IP: "127.0.0.1,127.0.0.9",
   });
   key = (await server.createKey("https")).key;
   appId = await deployRunningSite(server, key, "shop", "<p>the shop</p>");
@@ -102,10 +107,20 @@ describe("HTTPS with ACME certificates", () => {
     shopSerial = served.serialNumber;
   });
 
-  test("a custom domain gets its own certificate, and SNI picks the right one for each name", async () => {
-    const added = await server.request("POST", `/api/apps/${appId}/domains`, { key, body: { domain: WWW } });
+  test("a custom domain not verified gets no certificate order, however often the check runs", async () => {
+    const added = await claimDomain(server, key, appId, WWW);
     expect(added.status).toBe(201);
-    expect(added.body.domain.dns).toMatchObject({ status: "ok", addresses: ["127.0.0.1"], expected: ["127.0.0.1"] });
+    expect(added.body.domain.dns).toMatchObject({ status: "ok", addresses: ["127.0.0.1"], expected: ["127.0.0.1", "127.0.0.9"] });
+    expect(added.body.domain).toMatchObject({ verification: { status: "pending" }, certificate: { status: "waiting", lastAttemptAt: null } });
+    await Bun.sleep(3000); // three scheduled checks
+    expect((await domainsByName())[WWW].certificate).toMatchObject({ status: "waiting", lastAttemptAt: null });
+    expect(readdirSync(join(server.dataDir, "certificates")).filter((name) => name.startsWith(WWW))).toEqual([]);
+    expect(server.output).not.toContain(`${WWW}:`);
+    await expect(RawConnection.openTls(tlsPort, WWW, root)).rejects.toThrow();
+  });
+
+  test("once verified a custom domain gets its own certificate, and SNI picks the right one for each name", async () => {
+    await proveDomain(server, key, pebble.dns, appId, (await domainsByName())[WWW]);
     const www = await eventually(domainsByName, (domains) => domains[WWW]?.certificate.status === "issued");
     expect(www[WWW]).toMatchObject({ url: `https://${WWW}:${tlsPort}`, certificate: { source: "acme" } });
     const viaWww = await httpsGet(WWW);
@@ -135,17 +150,30 @@ describe("HTTPS with ACME certificates", () => {
   test("an order the CA cannot validate shows its error on the domain and leaves the others serving", async () => {
     // Nothing listens on 127.0.0.9: Pebble's HTTP-01 check of this name is refused.
     await pebble.resolve(BROKEN, "127.0.0.9");
-    expect((await server.request("POST", `/api/apps/${appId}/domains`, { key, body: { domain: BROKEN } })).status).toBe(201);
+    await addVerifiedDomain(server, key, pebble.dns, appId, BROKEN);
     const domains = await eventually(domainsByName, (all) => all[BROKEN]?.certificate.status === "failed");
     const broken = domains[BROKEN];
     expect(broken.certificate.lastError).toContain("127.0.0.9");
     expect(Date.parse(broken.certificate.nextAttemptAt)).toBeGreaterThan(Date.now() + 60_000);
-    expect(broken.dns).toMatchObject({ status: "mismatch", addresses: ["127.0.0.9"] });
+    expect(broken.dns).toMatchObject({ status: "ok", addresses: ["127.0.0.9"] });
     expect(broken.url).toBe(`http://${BROKEN}:${proxyPort}`);
     // Without a certificate it is not redirected: plain HTTP still serves it.
     expect((await httpGet(BROKEN)).status).toBe(200);
     expect((await httpsGet(SHOP)).response.status).toBe(200);
     expect((await httpsGet(WWW)).response.status).toBe(200);
+  });
+
+  test("a verified domain whose DNS points at another server gets no certificate order", async () => {
+    await pebble.resolve(ELSEWHERE, "127.0.0.77");
+    const verified = await addVerifiedDomain(server, key, pebble.dns, appId, ELSEWHERE);
+    expect(verified.dns).toMatchObject({ status: "mismatch", addresses: ["127.0.0.77"] });
+    await Bun.sleep(3000); // three scheduled checks
+    expect((await domainsByName())[ELSEWHERE].certificate).toMatchObject({ status: "waiting", lastAttemptAt: null });
+    expect(server.output).not.toContain(`${ELSEWHERE}:`);
+    // Routed all the same: only the certificate waits.
+    expect((await httpGet(ELSEWHERE)).status).toBe(200);
+    const removed = await server.request("DELETE", `/api/apps/${appId}/domains/${verified.id}`, { key });
+    expect(removed.status).toBe(200);
   });
 
   test("certificates and the account key are stored readable by the platform only, and a restart serves them at once without a new order", async () => {
@@ -167,8 +195,8 @@ describe("HTTPS with ACME certificates", () => {
   });
 
   test("a domain the platform's own certificate covers is served with it, and nothing is ordered for it", async () => {
-    const added = await server.request("POST", `/api/apps/${appId}/domains`, { key, body: { domain: OWN } });
-    expect(added.body.domain.certificate).toMatchObject({ status: "issued", source: "platform", renewsAt: null });
+    const added = await addVerifiedDomain(server, key, pebble.dns, appId, OWN);
+    expect(added.certificate).toMatchObject({ status: "issued", source: "platform", renewsAt: null });
     const { response, certificate } = await httpsGet(OWN, "/", ownCertificate.chainPem);
     expect([response.status, certificate.subjectaltname]).toEqual([200, `DNS:${OWN}`]);
     await Bun.sleep(1500); // a few scheduled checks

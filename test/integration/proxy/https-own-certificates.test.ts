@@ -1,17 +1,20 @@
 // HTTPS without ACME: the platform's own wildcard certificate (PLATFORM_TLS_CERT/KEY) for app
 // subdomains and for the dashboard's own host (PLATFORM_API_DOMAIN), and certificates uploaded for
-// custom domains.
+// custom domains once verified (their TXT records on a DNS server of the test's own).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { TestServer } from "../../helpers/server";
 import { deleteAllApps, deployRunningSite } from "../../helpers/apps";
 import { RawConnection, requestHead } from "../../helpers/raw-http";
 import { makeCertificate, type TestPair } from "../../helpers/certificates";
+import { startDnsServer, type DnsServer } from "../../helpers/dns-server";
+import { claimDomain, proveDomain } from "../../helpers/domains";
 
 const DOMAIN = "apps.test";
 const SHOP = `shop.${DOMAIN}`;
 const CONSOLE = `console.${DOMAIN}`;
 const WWW = "www.shop.example.test";
 
+let dns: DnsServer;
 let server: TestServer;
 let key: string;
 let appId: string;
@@ -23,7 +26,9 @@ beforeAll(async () => {
   const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
   tlsPort = probe.port;
   probe.stop(true);
+  dns = await startDnsServer();
   server = await TestServer.start({
+    PLATFORM_DNS_SERVERS: dns.address,
     PLATFORM_DOMAIN: DOMAIN,
     PLATFORM_PROXY_TLS_PORT: String(tlsPort),
     PLATFORM_TLS_CERT: wildcard.certFile,
@@ -35,8 +40,9 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
-  await deleteAllApps(server, key);
-  await server.stop();
+  if (server && key) await deleteAllApps(server, key);
+  await server?.stop();
+  await dns?.stop();
 }, 60_000);
 
 async function httpsGet(host: string, ca: string, path = "/", headers: Record<string, string> = {}) {
@@ -80,10 +86,21 @@ describe("the platform's own certificate", () => {
 describe("a custom domain's uploaded certificate", () => {
   let domainId: string;
 
-  test("without ACME a custom domain has no certificate and is served over plain HTTP", async () => {
-    const added = await server.request("POST", `/api/apps/${appId}/domains`, { key, body: { domain: WWW } });
+  test("no certificate may be uploaded for a domain before it is verified", async () => {
+    const added = await claimDomain(server, key, appId, WWW);
     domainId = added.body.domain.id;
-    expect(added.body.domain).toMatchObject({ url: `http://${WWW}:${server.proxyPort}`, certificate: { status: "none", source: null } });
+    expect(added.body.domain.verification.status).toBe("pending");
+    const own = await makeCertificate({ names: [WWW] });
+    const refused = await server.request("PUT", `/api/apps/${appId}/domains/${domainId}/certificate`, { key, body: { certificate: own.chainPem, privateKey: own.keyPem } });
+    expect([refused.status, refused.body.code, refused.body.error]).toEqual([409, "DOMAIN_NOT_VERIFIED", expect.stringContaining(`_platform-challenge.${WWW}`)]);
+    await expect(RawConnection.openTls(tlsPort, WWW, own.chainPem)).rejects.toThrow();
+    expect((await httpGet(WWW)).status).toBe(404);
+    await proveDomain(server, key, dns, appId, added.body.domain);
+  });
+
+  test("without ACME a verified custom domain has no certificate and is served over plain HTTP", async () => {
+    const domain = (await server.request("GET", `/api/apps/${appId}/domains/${domainId}`, { key })).body.domain;
+    expect(domain).toMatchObject({ url: `http://${WWW}:${server.proxyPort}`, certificate: { status: "none", source: null } });
     expect((await httpGet(WWW)).status).toBe(200);
     await expect(RawConnection.openTls(tlsPort, WWW, wildcard.chainPem)).rejects.toThrow();
   });

@@ -1,77 +1,24 @@
 // The DNS check of custom domains (src/certificates/dns-check.ts) against a real DNS server on
 // loopback, pebble-challtestsrv, whose records each test sets. No other resolver is ever asked.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { spawn, type Subprocess } from "bun";
 import type { NetworkInterfaceInfo } from "node:os";
 import { DnsChecker, detectPublicAddresses } from "../../../src/certificates/dns-check";
+import { startDnsServer, type DnsServer } from "../../helpers/dns-server";
 
-/** A port free for both TCP and UDP on loopback (the DNS server listens on both). */
-async function freePort(): Promise<number> {
-  for (;;) {
-    const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-    const port = probe.port;
-    try {
-      const udp = await Bun.udpSocket({ hostname: "127.0.0.1", port });
-      udp.close();
-      return port;
-    } catch {
-      continue;
-    } finally {
-      probe.stop(true);
-    }
-  }
-}
-
-let dnsServer: Subprocess;
-let dnsAddress: string;
-let management: string;
-let serverOutput = "";
-
-async function manage(path: string, body: object) {
-  const response = await fetch(`${management}${path}`, { method: "POST", body: JSON.stringify(body) });
-  if (!response.ok) throw new Error(`challtestsrv ${path}: ${response.status} ${await response.text()}`);
-}
+let dns: DnsServer;
 
 /** Makes `host` answer A and AAAA queries with exactly these addresses (none: no record). */
-async function setRecords(host: string, addresses: string[]) {
-  const fqdn = `${host}.`;
-  // add-a and add-aaaa append to what a name has, so it is cleared first.
-  await manage("/clear-a", { host: fqdn });
-  await manage("/clear-aaaa", { host: fqdn });
-  const ipv4 = addresses.filter((address) => !address.includes(":"));
-  const ipv6 = addresses.filter((address) => address.includes(":"));
-  if (ipv4.length > 0) await manage("/add-a", { host: fqdn, addresses: ipv4 });
-  if (ipv6.length > 0) await manage("/add-aaaa", { host: fqdn, addresses: ipv6 });
-}
+const setRecords = (host: string, addresses: string[]) => dns.setAddresses(host, addresses);
 
 beforeAll(async () => {
-  const dnsPort = await freePort();
-  const managementPort = await freePort();
-  dnsAddress = `127.0.0.1:${dnsPort}`;
-  management = `http://127.0.0.1:${managementPort}`;
-  dnsServer = spawn(
-    ["pebble-challtestsrv", "-http01", "", "-https01", "", "-tlsalpn01", "", "-dns01", dnsAddress, "-management", `127.0.0.1:${managementPort}`, "-defaultIPv6", ""],
-    { stdout: "ignore", stderr: "pipe" },
-  );
-  void (async () => {
-    for await (const chunk of dnsServer.stderr as ReadableStream<Uint8Array>) serverOutput += new TextDecoder().decode(chunk);
-  })();
+  dns = await startDnsServer();
   // By default every name has an A record 127.0.0.1; here a name has only the records a test gives it.
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const done = await manage("/set-default-ipv4", { ip: "" }).then(() => true, () => false);
-    if (done) break;
-    if (Date.now() > deadline) throw new Error(`pebble-challtestsrv did not start:\n${serverOutput}`);
-    await Bun.sleep(50);
-  }
+  await dns.setDefaultA("");
 });
 
-afterAll(async () => {
-  dnsServer?.kill();
-  await dnsServer?.exited;
-});
+afterAll(() => dns?.stop());
 
-const checkerFor = (expected: string[], options: { cacheMs?: number; timeoutMs?: number } = {}) => new DnsChecker({ expected, servers: [dnsAddress], ...options });
+const checkerFor = (expected: string[], options: { cacheMs?: number; timeoutMs?: number } = {}) => new DnsChecker({ expected, servers: [dns.address], ...options });
 
 describe("DnsChecker.check", () => {
   test("ok when every address the name resolves to is this server's, asking the server on the port given", async () => {
@@ -156,6 +103,27 @@ describe("DnsChecker.check", () => {
     const checker = checkerFor(["127.0.0.9"]);
     const [first, second] = await Promise.all([checker.check("busy.example.test"), checker.check("busy.example.test")]);
     expect(second).toBe(first);
+  });
+});
+
+describe("DnsChecker.txtRecords", () => {
+  test("the TXT values of a name, looked up afresh each time; none for a name without; null when no answer comes", async () => {
+    const checker = checkerFor([]);
+    await dns.addTxt("_platform-challenge.txt.example.test", "platform-verification=one");
+    await dns.addTxt("_platform-challenge.txt.example.test", "something else");
+    expect((await checker.txtRecords("_platform-challenge.TXT.example.test."))?.sort()).toEqual(["platform-verification=one", "something else"]);
+    await dns.clearTxt("_platform-challenge.txt.example.test");
+    expect(await checker.txtRecords("_platform-challenge.txt.example.test")).toEqual([]);
+    // A server that never answers (a port of our own that drops every datagram): null within the timeout.
+    const silent = await Bun.udpSocket({ hostname: "127.0.0.1", port: 0 });
+    try {
+      const startedAt = Date.now();
+      const unanswered = new DnsChecker({ expected: [], servers: [`127.0.0.1:${silent.port}`], timeoutMs: 300 });
+      expect(await unanswered.txtRecords("_platform-challenge.txt.example.test")).toBeNull();
+      expect(Date.now() - startedAt).toBeLessThan(2000);
+    } finally {
+      silent.close();
+    }
   });
 });
 

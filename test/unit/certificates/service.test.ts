@@ -76,6 +76,10 @@ let db: PlatformDb;
 let files: CertificateFiles;
 let issuer: StandInIssuer;
 let wanted: string[];
+/** The workspace of each wanted host; unlisted: one shared workspace. */
+let owners: Record<string, string>;
+/** The wanted hosts that are custom domains, and whether their DNS points here. */
+let customDomains: Record<string, boolean>;
 let service: Certificates;
 
 function tlsSettings(ownCertificate: TestPair | null = null): TlsSettings {
@@ -97,7 +101,8 @@ function makeService(options: { own?: TestPair; acme?: boolean } = {}): Certific
     config: { tls: tlsSettings(options.own) },
     files,
     issuer: options.acme === false ? null : (issuer as unknown as AcmeIssuer),
-    wantedHosts: () => wanted,
+    wantedHosts: () => wanted.map((host) => ({ host, owner: owners[host] ?? "workspace", checkDns: host in customDomains })),
+    pointsHere: async (host) => customDomains[host] ?? true,
   });
   service.load();
   return service;
@@ -153,6 +158,8 @@ beforeEach(() => {
   files = new CertificateFiles(dataDir);
   issuer = new StandInIssuer();
   wanted = [];
+  owners = {};
+  customDomains = {};
 });
 
 afterEach(() => {
@@ -235,7 +242,73 @@ describe("ordering", () => {
   });
 });
 
+describe("fairness between workspaces", () => {
+  test("orders are taken in turn from each workspace: one with many hosts does not hold another's back", async () => {
+    wanted = ["a1.example.test", "a2.example.test", "a3.example.test", "a4.example.test"];
+    for (const host of wanted) owners[host] = "workspace-a";
+    makeService();
+    issuer.hold();
+    service.check();
+    await until(() => issuer.orders.length === 1, "the first order");
+    wanted = [...wanted, "b1.example.test"];
+    owners["b1.example.test"] = "workspace-b";
+    service.hostsChanged();
+    issuer.release();
+    await issuedFor(wanted);
+    expect(issuer.orders).toEqual(["a1.example.test", "b1.example.test", "a2.example.test", "a3.example.test", "a4.example.test"]);
+    expect(issuer.maxInFlight).toBe(1);
+  });
+
+  test("a custom domain is ordered only once its DNS points here, and says it waits until then", async () => {
+    wanted = ["www.example.test"];
+    customDomains["www.example.test"] = false;
+    makeService();
+    service.check();
+    await Bun.sleep(30);
+    expect(issuer.orders).toEqual([]);
+    expect(service.statusOf("www.example.test")).toMatchObject({ status: "waiting", source: "acme" });
+    customDomains["www.example.test"] = true;
+    service.check();
+    await issuedFor(["www.example.test"]);
+    expect(issuer.orders).toEqual(["www.example.test"]);
+  });
+
+  test("a host that may get no certificate yet (a domain not verified) shows waiting, or none without ACME", () => {
+    makeService();
+    expect(service.statusOf("pending.example.test", Date.now(), false)).toMatchObject({ status: "waiting" });
+    makeService({ acme: false });
+    expect(service.statusOf("pending.example.test", Date.now(), false)).toMatchObject({ status: "none", source: null });
+  });
+});
+
 describe("after a failed order", () => {
+  test("the backoff stays with the host name: removing the host and adding it again orders nothing sooner", async () => {
+    wanted = ["a.example.test"];
+    makeService();
+    issuer.failure = "the CA could not reach a.example.test";
+    service.check();
+    await until(() => service.statusOf("a.example.test").status === "failed", "the failure");
+    const nextAttemptAt = Date.parse(service.statusOf("a.example.test").nextAttemptAt!);
+
+    wanted = [];
+    service.forget("a.example.test");
+    service.hostsChanged();
+    wanted = ["a.example.test"];
+    service.hostsChanged();
+    await Bun.sleep(30);
+    expect(issuer.orders).toHaveLength(1);
+    expect(service.statusOf("a.example.test")).toMatchObject({ status: "failed", lastError: "the CA could not reach a.example.test" });
+    expect(Date.parse(service.statusOf("a.example.test").nextAttemptAt!)).toBe(nextAttemptAt);
+
+    // After the wait the next failure doubles it, as if the host had never gone.
+    const startedAt = Date.now();
+    service.check(nextAttemptAt + 1000);
+    await until(() => issuer.orders.length === 2 && issuer.inFlight === 0, "the second order");
+    await until(() => rowOf("a.example.test")?.failures === 2, "the second failure");
+    expect(rowOf("a.example.test")!.nextAttemptAt! - startedAt).toBeGreaterThanOrEqual(10 * MINUTE_MS);
+  });
+
+
   test("no new order before the backoff, which doubles with each failure; a success clears it", async () => {
     wanted = ["a.example.test"];
     makeService();

@@ -1,10 +1,12 @@
-// Domains tab: the app's own host names, each with its certificate and whether its DNS points here;
-// add one, remove one, give one a certificate of its own (PEM) or send it back to automatic ones.
+// Domains tab: the app's own host names, each with the TXT record that proves the workspace owns it
+// (and whether it was found), its certificate and whether its DNS points here; add one, check its
+// record now, remove one, give a verified one a certificate of its own (PEM) or send it back to
+// automatic ones.
 import { useState } from "preact/hooks";
 import { api, segment } from "../../../api";
 import { ActionButton, Field, Form } from "../../../components/form";
 import { Table } from "../../../components/table";
-import { ErrorText, When } from "../../../components/text";
+import { CopyButton, ErrorText, When } from "../../../components/text";
 import { Spinner, StatusBadge } from "../../../components/widgets";
 import { may, useLoad, useSession } from "../../../session";
 import type { CertificateStatus, TabProps } from "./types";
@@ -14,6 +16,11 @@ interface AppDomain {
   domain: string;
   unicodeDomain: string;
   url: string;
+  verification: {
+    status: "pending" | "verified" | "lost";
+    record: { type: string; name: string; value: string };
+    message: string | null;
+  };
   certificate: CertificateStatus;
   dns: { status: string; message: string | null; addresses: string[] };
   createdAt: string;
@@ -25,10 +32,11 @@ const CERTIFICATE_SOURCES: Record<string, string> = { acme: "from the ACME CA", 
 export function DomainsTab({ app }: TabProps) {
   const { session } = useSession();
   const canAdd = may(session, "POST /api/apps/{appId}/domains");
+  const canVerify = may(session, "POST /api/apps/{appId}/domains/{domainId}/verify");
   const canRemove = may(session, "DELETE /api/apps/{appId}/domains/{domainId}");
   const canUpload = may(session, "PUT /api/apps/{appId}/domains/{domainId}/certificate");
   const canDropCertificate = may(session, "DELETE /api/apps/{appId}/domains/{domainId}/certificate");
-  const hasActions = canRemove || canUpload || canDropCertificate;
+  const hasActions = canRemove || canUpload || canDropCertificate || canVerify;
   const base = `/api/apps/${segment(app.id)}/domains`;
   const domains = useLoad(() => api<{ domains: AppDomain[] }>("GET", base).then(({ domains }) => domains), [app.id]);
   const [error, setError] = useState("");
@@ -44,6 +52,11 @@ export function DomainsTab({ app }: TabProps) {
     await api("DELETE", `${base}/${segment(domain.id)}/certificate`);
     await domains.reload();
   };
+  const checkNow = async (domain: AppDomain) => {
+    const { domain: checked } = await api<{ domain: AppDomain }>("POST", `${base}/${segment(domain.id)}/verify`);
+    await domains.reload();
+    if (checked.verification.status !== "verified") setError(checked.verification.message ?? `${domain.unicodeDomain} is not verified yet.`);
+  };
   const remove = async (domain: AppDomain) => {
     if (!confirm(`Remove ${domain.unicodeDomain} from ${app.name}? The proxy stops routing it at once.`)) return;
     await api("DELETE", `${base}/${segment(domain.id)}`);
@@ -56,10 +69,10 @@ export function DomainsTab({ app }: TabProps) {
       <p class="muted">
         {app.url ? (
           <>
-            Always at <a href={app.url}>{app.url}</a>.{canAdd && " Add your own names below and point their DNS at this server."}
+            Always at <a href={app.url}>{app.url}</a>.{canAdd && ` ${ADD_HINT}`}
           </>
         ) : (
-          canAdd && "Add your own names below and point their DNS at this server."
+          canAdd && ADD_HINT
         )}
       </p>
       {canAdd && (
@@ -72,7 +85,7 @@ export function DomainsTab({ app }: TabProps) {
       {domains.data && (
         <Table
           caption="The app's domains"
-          headings={["Domain", "Certificate", "DNS", "Added", ...(hasActions ? ["Actions"] : [])]}
+          headings={["Domain", "Ownership", "Certificate", "DNS", "Added", ...(hasActions ? ["Actions"] : [])]}
           empty="No custom domains yet."
           rowKeys={domains.data.map((domain) => domain.id)}
           rows={domains.data.map((domain) => {
@@ -80,6 +93,7 @@ export function DomainsTab({ app }: TabProps) {
             <a href={domain.url} target="_blank" rel="noopener noreferrer">
               {domain.unicodeDomain}
             </a>,
+            <Ownership domain={domain} />,
             <div class="domain-status">
               <StatusBadge status={domain.certificate.status} />
               {domain.certificate.source && <small>{CERTIFICATE_SOURCES[domain.certificate.source] ?? domain.certificate.source}</small>}
@@ -100,7 +114,12 @@ export function DomainsTab({ app }: TabProps) {
             return [
               ...cells,
               <span class="domain-actions">
-                {canUpload && (
+                {canVerify && domain.verification.status !== "verified" && (
+                  <ActionButton label={`Check now the TXT record of ${domain.unicodeDomain}`} run={() => checkNow(domain)} onError={setError}>
+                    Check now
+                  </ActionButton>
+                )}
+                {canUpload && domain.verification.status === "verified" && (
                   <button type="button" aria-label={`Own certificate for ${domain.unicodeDomain}`} onClick={() => setCertifying(domain)}>
                     Own certificate…
                   </button>
@@ -133,6 +152,31 @@ export function DomainsTab({ app }: TabProps) {
         />
       )}
     </>
+  );
+}
+
+const ADD_HINT = "Add your own names below, prove each with the TXT record shown, and point their DNS at this server.";
+
+/** Whether the workspace proved it owns the domain; until it has, the record to create. */
+function Ownership({ domain }: { domain: AppDomain }) {
+  const { status, record, message } = domain.verification;
+  return (
+    <div class="domain-status">
+      <StatusBadge status={status} />
+      {status === "pending" && (
+        <dl class="domain-record" aria-label={`TXT record to create for ${domain.unicodeDomain}`}>
+          <dt>{record.type} record</dt>
+          <dd>
+            <code>{record.name}</code> <CopyButton text={record.name} label={`the record name for ${domain.unicodeDomain}`} />
+          </dd>
+          <dt>Value</dt>
+          <dd>
+            <code>{record.value}</code> <CopyButton text={record.value} label={`the record value for ${domain.unicodeDomain}`} />
+          </dd>
+        </dl>
+      )}
+      {message && <small class={status === "lost" ? "error-inline" : undefined}>{message}</small>}
+    </div>
   );
 }
 
