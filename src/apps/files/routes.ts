@@ -32,6 +32,15 @@ export function appFilesRoutes(ctx: ServerContext) {
   const renames = new BulkRenames(ctx);
   /** The app's tree, once the app is the caller's (404 otherwise). */
   const treeOf = (principal: Principal, appId: string) => new AppTree(ctx.storage.sourceDir(ctx.apps.get(principal.workspaceId, appId).id));
+  /** The same, for a change that may grow it: each growth is checked against the disk quota first, and summed in `growth.bytes`. */
+  const growingTreeOf = (principal: Principal, appId: string) => {
+    const growth = { bytes: 0 };
+    const tree = new AppTree(ctx.storage.sourceDir(ctx.apps.get(principal.workspaceId, appId).id), async (bytes) => {
+      await ctx.apps.assertDiskRoom(principal.workspaceId, bytes);
+      growth.bytes += bytes;
+    });
+    return { tree, growth };
+  };
   /** Recorded in the history; `deltaBytes`, when known, moves the tree's size for the disk quota. */
   const changed = (principal: Principal, appId: string, action: Parameters<FileHistory["record"]>[1], paths: string[], deltaBytes?: number) => {
     const actor = auditActor(principal);
@@ -85,10 +94,9 @@ export function appFilesRoutes(ctx: ServerContext) {
       "/:appId/fs/file",
       async ({ principal, params, request, set }) => {
         const input = createFileInput(await readFields(request), MAX_TEXT_FILE_BYTES);
-        const tree = treeOf(principal, params.appId);
-        await ctx.apps.assertDiskRoom(principal.workspaceId, Buffer.byteLength(input.content));
+        const { tree, growth } = growingTreeOf(principal, params.appId);
         const file = await tree.create(input.path, input.content);
-        changed(principal, params.appId, "create", [file.path], file.size);
+        changed(principal, params.appId, "create", [file.path], growth.bytes);
         set.status = 201;
         return ok({ file });
       },
@@ -104,7 +112,8 @@ export function appFilesRoutes(ctx: ServerContext) {
           description:
             "Creates the file at `path` with `content` (UTF-8 text, default empty), making missing parent folders; JSON, " +
             "URL-encoded or multipart bodies. Answers 201 with `file` (path, size, modifiedAt, version). 409 `FILE_EXISTS` when " +
-            "anything is at `path`; 409 `QUOTA_EXCEEDED` when the content would take the workspace past PLATFORM_QUOTA_DISK_MB. " +
+            "anything is at `path`; 409 `QUOTA_EXCEEDED`, with nothing made, when the file and the folders made for it would take " +
+            "the workspace past PLATFORM_QUOTA_DISK_MB (every file and folder counts at least 4 KiB). " +
             "The change is in GET .../fs/history and takes effect at the next build (POST redeploy).",
         },
       },
@@ -112,11 +121,9 @@ export function appFilesRoutes(ctx: ServerContext) {
     .put(
       "/:appId/fs/file",
       async ({ principal, params, body }) => {
-        const tree = treeOf(principal, params.appId);
-        await ctx.apps.assertDiskRoom(principal.workspaceId, Buffer.byteLength(body.content));
+        const { tree, growth } = growingTreeOf(principal, params.appId);
         const file = await tree.write(body.path, body.content, body.ifMatch?.replace(/^"|"$/g, ""));
-        // The old size is not known here: the tree is measured again when the quota next asks.
-        changed(principal, params.appId, "write", [file.path]);
+        changed(principal, params.appId, "write", [file.path], growth.bytes);
         return ok({ file });
       },
       {
@@ -130,16 +137,17 @@ export function appFilesRoutes(ctx: ServerContext) {
           description:
             "Replaces the file's text (its folder must exist), atomically: readers see the old or the new file, never half. With " +
             "`ifMatch` (the `version` the edit started from) a file changed or deleted since is 409 `FILE_CHANGED`, so two " +
-            "editors cannot overwrite each other silently. Answers `file` with its new version. 409 `QUOTA_EXCEEDED` when the " +
-            "content, counted as added, would take the workspace past PLATFORM_QUOTA_DISK_MB.",
+            "editors cannot overwrite each other silently. Answers `file` with its new version. 409 `QUOTA_EXCEEDED`, with " +
+            "nothing written, when the file's growth (every file counts at least 4 KiB) would take the workspace past PLATFORM_QUOTA_DISK_MB.",
         },
       },
     )
     .post(
       "/:appId/fs/folder",
       async ({ principal, params, body, set }) => {
-        const path = await treeOf(principal, params.appId).mkdir(body.path);
-        changed(principal, params.appId, "mkdir", [path], 0);
+        const { tree, growth } = growingTreeOf(principal, params.appId);
+        const path = await tree.mkdir(body.path);
+        changed(principal, params.appId, "mkdir", [path], growth.bytes);
         set.status = 201;
         return ok({ path });
       },
@@ -149,9 +157,11 @@ export function appFilesRoutes(ctx: ServerContext) {
         body: entryBody,
         detail: {
           operationId: "createAppFolder",
-          responses: responses({ 201: json("Created", { path: t.String() }) }, ...PATH_ERRORS, "VALIDATION_FAILED", "FILE_EXISTS"),
+          responses: responses({ 201: json("Created", { path: t.String() }) }, ...PATH_ERRORS, "VALIDATION_FAILED", "FILE_EXISTS", "QUOTA_EXCEEDED"),
           summary: "Make a folder",
-          description: "Makes the folder at `path` and its missing parents; 409 `FILE_EXISTS` when anything is there.",
+          description:
+            "Makes the folder at `path` and its missing parents; 409 `FILE_EXISTS` when anything is there. Every folder counts " +
+            "4 KiB against PLATFORM_QUOTA_DISK_MB: 409 `QUOTA_EXCEEDED`, with nothing made, past it.",
         },
       },
     )

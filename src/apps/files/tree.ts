@@ -10,7 +10,8 @@ import { lstat, mkdir, open, opendir, rename, rm, rmdir, unlink, type FileHandle
 import { dirname, join } from "node:path";
 import { ApiError } from "../../http/errors";
 import { shown, utf8 } from "../zip-directory";
-import { resolveEntry, resolveFolder, resolveInTree, resolveNewEntry, symlinkRefused, type TreePath } from "./paths";
+import { entryCharge, MIN_ENTRY_BYTES } from "../../quotas/usage";
+import { foldersToMake, resolveEntry, resolveFolder, resolveInTree, resolveNewEntry, symlinkRefused, type TreePath } from "./paths";
 
 /** Most entries one folder listing returns. */
 export const MAX_FOLDER_ENTRIES = 5000;
@@ -66,6 +67,13 @@ export interface RenameStep {
 export type RenameOutcome =
   | { from: string; to: string; result: "renamed" | "overwritten" }
   | { from: string; to: string; result: "failed"; reason: string };
+
+/**
+ * Asked before a change adds `growthBytes` to the tree, as the disk quota counts it (every entry
+ * at least MIN_ENTRY_BYTES; negative when it shrinks): throws to refuse the change, before
+ * anything is written.
+ */
+export type GrowthCheck = (growthBytes: number) => Promise<void>;
 
 /** Tails of the change queues of the trees being changed, by root. */
 const changeQueues = new Map<string, Promise<unknown>>();
@@ -247,7 +255,10 @@ async function* entriesUnder(folder: TreePath): AsyncGenerator<{ path: string; a
 }
 
 export class AppTree {
-  constructor(private readonly root: string) {}
+  constructor(
+    private readonly root: string,
+    private readonly checkGrowth: GrowthCheck = async () => undefined,
+  ) {}
 
   /** A folder's entries, folders first, then by name. */
   async list(path = ""): Promise<ListedEntry[]> {
@@ -299,6 +310,7 @@ export class AppTree {
       const target = await resolveNewEntry(this.root, path);
       if (target.stats) requireFile(target);
       if (ifMatch !== undefined) await this.checkVersion(target, ifMatch);
+      await this.checkGrowth(entryCharge(bytes.length) - (target.stats ? entryCharge(target.stats.size) : 0));
       const mode = target.stats ? target.stats.mode & 0o7777 : FILE_MODE;
       return versionView(target.path, await replaceFile(target.absolute, bytes, mode), bytes);
     });
@@ -315,6 +327,7 @@ export class AppTree {
   async create(path: string, content = ""): Promise<FileVersion> {
     const bytes = textBytes(path, content);
     return oneChangeAtATime(this.root, async () => {
+      await this.checkGrowth(entryCharge(bytes.length) + (await foldersToMake(this.root, path)) * MIN_ENTRY_BYTES);
       const target = await resolveNewEntry(this.root, path, { makeParents: true });
       if (target.stats) this.exists(target.path);
       const stats = await writeNewFile(target.absolute, bytes, FILE_MODE).catch((error: NodeJS.ErrnoException) => {
@@ -329,6 +342,7 @@ export class AppTree {
   /** Makes a folder, and the folders missing on its way; refused when anything is at `path`. Answers its canonical path. */
   mkdir(path: string): Promise<string> {
     return oneChangeAtATime(this.root, async () => {
+      await this.checkGrowth((1 + (await foldersToMake(this.root, path))) * MIN_ENTRY_BYTES);
       const target = await resolveNewEntry(this.root, path, { makeParents: true });
       if (target.stats) this.exists(target.path);
       await mkdir(target.absolute).catch((error: NodeJS.ErrnoException) => {
