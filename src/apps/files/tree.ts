@@ -232,12 +232,19 @@ function byName(a: { name: string }, b: { name: string }): number {
 /**
  * Everything under a folder: its children sorted by name, then each subfolder's the same way, so
  * a folder always comes before its contents. Links and special files are never descended into.
+ * `check` sees each child as it is read, before a folder's children are held to be sorted.
  */
-async function* entriesUnder(folder: TreePath): AsyncGenerator<{ path: string; absolute: string; isFolder: boolean; isFile: boolean }> {
+async function* entriesUnder(
+  folder: TreePath,
+  check: (entry: WalkedEntry) => void = () => undefined,
+): AsyncGenerator<{ path: string; absolute: string; isFolder: boolean; isFile: boolean }> {
   const pending = [{ path: folder.path, absolute: folder.absolute }];
   for (let current = pending.pop(); current; current = pending.pop()) {
     const children = [];
-    for await (const child of await opendir(current.absolute)) children.push(child);
+    for await (const child of await opendir(current.absolute)) {
+      check({ path: current.path ? `${current.path}/${child.name}` : child.name, type: child.isDirectory() ? "dir" : "file" });
+      children.push(child);
+    }
     children.sort(byName);
     const subfolders = [];
     for (const child of children) {
@@ -382,11 +389,11 @@ export class AppTree {
     });
   }
 
-  /** Every entry under a folder (not the folder itself), refused past `maxEntries`. */
-  async walk(basePath: string, maxEntries: number): Promise<WalkedEntry[]> {
+  /** Every entry under a folder (not the folder itself), refused past `maxEntries`; `check` sees each as it is read, and may stop the walk by throwing. */
+  async walk(basePath: string, maxEntries: number, check: (entry: WalkedEntry) => void = () => undefined): Promise<WalkedEntry[]> {
     const base = await resolveFolder(this.root, basePath);
     const entries: WalkedEntry[] = [];
-    for await (const entry of entriesUnder(base)) {
+    for await (const entry of entriesUnder(base, check)) {
       if (entries.length === maxEntries) {
         throw new ApiError("TOO_MANY_ENTRIES", `${shown(base.path || "/")} holds more than ${maxEntries} files and folders; choose a smaller base folder`);
       }
