@@ -30,6 +30,7 @@ export const AUDIT_ACTIONS = [
   "app.settings_changed",
   "app.redeployed",
   "app.files_changed",
+  "app.files_downloaded",
   "app.rolled_back",
   "app.deploy_hook_rotated",
   "app.domain_added",
@@ -49,6 +50,7 @@ export const AUDIT_ACTIONS = [
   "database.backup_uploaded",
   "database.backup_deleted",
   "database.backup_verified",
+  "database.backup_downloaded",
   "build.canceled",
 ] as const;
 

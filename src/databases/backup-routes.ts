@@ -2,7 +2,8 @@
 // restore, upload and verify files beside it), shape the envelope.
 import { Elysia, t } from "elysia";
 import type { ServerContext } from "../http/context";
-import { authPlugin } from "../http/auth";
+import { auditActor, authPlugin } from "../http/auth";
+import { recordAuditEvent } from "../audit/service";
 import { ok } from "../http/envelope";
 import { json, media, ref, responses, LIST_META } from "../http/responses";
 import { BackupSchema, backupIdParams, databaseIdParams, OperationSchema, restoreBody, workspaceQuery } from "./model";
@@ -149,7 +150,14 @@ export function backupRoutes(ctx: ServerContext, { backups, restores, uploads, v
     )
     .get(
       "/:databaseId/backups/:backupId/download",
-      ({ principal, params, request }) => backups.download(principal.workspaceId, params.databaseId, params.backupId, request.headers.get("range")),
+      async ({ principal, params, request }) => {
+        const download = await backups.download(principal.workspaceId, params.databaseId, params.backupId, request.headers.get("range"));
+        // The auth plugin audits JSON answers only: a download (or a resumed range of one) is recorded here.
+        const database = backups.service.find(principal.workspaceId, params.databaseId);
+        const target = `${database.name} (${database.id}), backup ${params.backupId}`;
+        recordAuditEvent(ctx.db, { workspaceId: principal.workspaceId, action: "database.backup_downloaded", actor: auditActor(principal), target });
+        return download;
+      },
       {
         auth: true,
         params: backupIdParams,
@@ -168,7 +176,8 @@ export function backupRoutes(ctx: ServerContext, { backups, restores, uploads, v
             "Streams the gzip file (`Content-Disposition: attachment`, `Content-Length`, `Accept-Ranges: bytes`) from disk, " +
             "with constant memory whatever its size. One `Range: bytes=a-b` (or `a-`, `-n`) is answered 206 with " +
             "`Content-Range`, to resume a download; a range outside the file is 416 `RANGE_NOT_SATISFIABLE` with " +
-            "`Content-Range: bytes */size`. 409 `BACKUP_NOT_READY` unless the backup is `completed`.",
+            "`Content-Range: bytes */size`. 409 `BACKUP_NOT_READY` unless the backup is `completed`. Each download (and " +
+            "each resumed range) is recorded in the audit log (`database.backup_downloaded`, who, which database and backup).",
         },
       },
     )

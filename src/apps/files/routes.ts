@@ -4,6 +4,7 @@
 import { Elysia, t } from "elysia";
 import type { ServerContext } from "../../http/context";
 import { auditActor, authPlugin, type Principal } from "../../http/auth";
+import { recordAuditEvent } from "../../audit/service";
 import { ok } from "../../http/envelope";
 import { formsBody, json, media, ref, responses } from "../../http/responses";
 import { appIdParams } from "../model";
@@ -209,6 +210,8 @@ export function appFilesRoutes(ctx: ServerContext) {
       "/:appId/fs/archive",
       ({ principal, params }) => {
         const app = ctx.apps.get(principal.workspaceId, params.appId);
+        // The auth plugin audits JSON answers only: a download is recorded here, as it starts.
+        recordAuditEvent(ctx.db, { workspaceId: principal.workspaceId, action: "app.files_downloaded", actor: auditActor(principal), target: `${app.name} (${app.id})` });
         return new Response(new AppTree(ctx.storage.sourceDir(app.id)).zip(), {
           headers: { "content-type": "application/zip", "content-disposition": `attachment; filename="${app.name}.zip"`, "cache-control": "no-store" },
         });
@@ -220,7 +223,9 @@ export function appFilesRoutes(ctx: ServerContext) {
           operationId: "downloadAppFiles",
           responses: responses({ 200: media("The tree as a ZIP", "application/zip", t.String({ format: "binary" })) }, "NOT_FOUND"),
           summary: "Download the app's files as a ZIP",
-          description: "Streams the whole source tree as a ZIP (folders, files with their permissions; links left out), as a deploy would take it back.",
+          description:
+            "Streams the whole source tree as a ZIP (folders, files with their permissions; links left out), as a deploy would " +
+            "take it back. Recorded in the audit log (`app.files_downloaded`, who and which app).",
         },
       },
     )
