@@ -424,6 +424,15 @@ export class AppsService {
     (await this.reserveDiskRoom(workspaceId, replacedAppId, newBytes))();
   }
 
+  /**
+   * As assertDiskRoom, with the bytes kept counted until the returned function is called (once the
+   * change that adds them is recorded), so that changes checked at the same time see each other.
+   */
+  async reserveDiskGrowth(workspaceId: string, newBytes: number): Promise<() => void> {
+    if (newBytes <= 0) return () => undefined;
+    return this.reserveDiskRoom(workspaceId, undefined, newBytes);
+  }
+
   /** The app's source tree was replaced by one of `bytes` (a repository checkout). */
   sourceReplaced(appId: string, bytes: number) {
     this.sourceBytes.set(appId, Promise.resolve(bytes));

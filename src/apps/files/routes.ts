@@ -33,14 +33,25 @@ export function appFilesRoutes(ctx: ServerContext) {
   const renames = new BulkRenames(ctx);
   /** The app's tree, once the app is the caller's (404 otherwise). */
   const treeOf = (principal: Principal, appId: string) => new AppTree(ctx.storage.sourceDir(ctx.apps.get(principal.workspaceId, appId).id));
-  /** The same, for a change that may grow it: each growth is checked against the disk quota first, and summed in `growth.bytes`. */
-  const growingTreeOf = (principal: Principal, appId: string) => {
-    const growth = { bytes: 0 };
+  /**
+   * Runs a change that may grow the app's tree: each growth is reserved against the disk quota
+   * before anything is written (409 QUOTA_EXCEEDED otherwise), and held until `record` has counted
+   * it in the tree's size, so that changes made at the same time see each other.
+   */
+  const growTree = async <T>(principal: Principal, appId: string, change: (tree: AppTree) => Promise<T>, record: (result: T, grownBytes: number) => void): Promise<T> => {
+    const releases: (() => void)[] = [];
+    let grownBytes = 0;
     const tree = new AppTree(ctx.storage.sourceDir(ctx.apps.get(principal.workspaceId, appId).id), async (bytes) => {
-      await ctx.apps.assertDiskRoom(principal.workspaceId, bytes);
-      growth.bytes += bytes;
+      releases.push(await ctx.apps.reserveDiskGrowth(principal.workspaceId, bytes));
+      grownBytes += bytes;
     });
-    return { tree, growth };
+    try {
+      const result = await change(tree);
+      record(result, grownBytes);
+      return result;
+    } finally {
+      for (const release of releases) release();
+    }
   };
   /** Recorded in the history; `deltaBytes`, when known, moves the tree's size for the disk quota. */
   const changed = (principal: Principal, appId: string, action: Parameters<FileHistory["record"]>[1], paths: string[], deltaBytes?: number) => {
@@ -95,9 +106,9 @@ export function appFilesRoutes(ctx: ServerContext) {
       "/:appId/fs/file",
       async ({ principal, params, request, set }) => {
         const input = createFileInput(await readFields(request), MAX_TEXT_FILE_BYTES);
-        const { tree, growth } = growingTreeOf(principal, params.appId);
-        const file = await tree.create(input.path, input.content);
-        changed(principal, params.appId, "create", [file.path], growth.bytes);
+        const file = await growTree(principal, params.appId, (tree) => tree.create(input.path, input.content), (made, grownBytes) => {
+          changed(principal, params.appId, "create", [made.path], grownBytes);
+        });
         set.status = 201;
         return ok({ file });
       },
@@ -122,9 +133,10 @@ export function appFilesRoutes(ctx: ServerContext) {
     .put(
       "/:appId/fs/file",
       async ({ principal, params, body }) => {
-        const { tree, growth } = growingTreeOf(principal, params.appId);
-        const file = await tree.write(body.path, body.content, body.ifMatch?.replace(/^"|"$/g, ""));
-        changed(principal, params.appId, "write", [file.path], growth.bytes);
+        const ifMatch = body.ifMatch?.replace(/^"|"$/g, "");
+        const file = await growTree(principal, params.appId, (tree) => tree.write(body.path, body.content, ifMatch), (saved, grownBytes) => {
+          changed(principal, params.appId, "write", [saved.path], grownBytes);
+        });
         return ok({ file });
       },
       {
@@ -146,9 +158,9 @@ export function appFilesRoutes(ctx: ServerContext) {
     .post(
       "/:appId/fs/folder",
       async ({ principal, params, body, set }) => {
-        const { tree, growth } = growingTreeOf(principal, params.appId);
-        const path = await tree.mkdir(body.path);
-        changed(principal, params.appId, "mkdir", [path], growth.bytes);
+        const path = await growTree(principal, params.appId, (tree) => tree.mkdir(body.path), (made, grownBytes) => {
+          changed(principal, params.appId, "mkdir", [made], grownBytes);
+        });
         set.status = 201;
         return ok({ path });
       },
