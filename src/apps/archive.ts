@@ -14,6 +14,7 @@
 import { Inflate } from "fflate";
 import { chmod, mkdir, mkdtemp, open, rename, rm, stat } from "node:fs/promises";
 import { basename, dirname, join, resolve, sep } from "node:path";
+import { MIN_ENTRY_BYTES } from "../quotas/usage";
 import { SIG_LOCAL, LOCAL_BYTES, FLAG_ENCRYPTED, FLAG_DATA_DESCRIPTOR, METHOD_DEFLATE, refuse, invalid, shown, pauseEvery, ZipFileReader, readCentralDirectory, utf8, type CentralEntry, type ParsedArchive } from "./zip-directory";
 
 export interface ArchiveLimits {
@@ -44,6 +45,8 @@ export interface ArchiveContents {
   entries: ArchiveEntry[];
   /** Sum of the extracted files' sizes. */
   totalBytes: number;
+  /** What the extracted tree counts on disk: each file its size but at least MIN_ENTRY_CHARGE, each folder MIN_ENTRY_CHARGE. */
+  chargedBytes: number;
 }
 
 /** An archive or one of its entries may not inflate to more than this many times its compressed size. */
@@ -57,9 +60,9 @@ export const RATIO_GRACE_BYTES = 1024 * 1024;
 
 /**
  * What an empty file or a folder costs on disk (one block, and an inode): charged against the
- * byte limit so that thousands of empty entries (a folder bomb) are not free.
+ * byte limit so that thousands of empty entries (a folder bomb) are not free, as the disk quota does.
  */
-export const MIN_ENTRY_CHARGE = 4096;
+export const MIN_ENTRY_CHARGE = MIN_ENTRY_BYTES;
 
 /** Compressed bytes fed to the inflater at once: deflate tops out near 1032:1, so one step yields at most ~16 MB. */
 const DEFLATE_READ_BYTES = 16 * 1024;
@@ -124,7 +127,6 @@ function countTree(entries: CentralEntry[], limits: ArchiveLimits): number {
 /** Keeps the entries to extract, checks the tree they make, strips one top folder. */
 function planEntries(all: CentralEntry[], limits: ArchiveLimits): { planned: CentralEntry[]; folderCharge: number } {
   const kept = all.filter((entry) => !isJunk(entry.segments) && entry.segments.length > 0);
-  const folderCharge = countTree(kept, limits) * MIN_ENTRY_CHARGE;
 
   const top = kept[0]?.segments[0];
   const singleTopFolder =
@@ -133,6 +135,8 @@ function planEntries(all: CentralEntry[], limits: ArchiveLimits): { planned: Cen
   const planned = singleTopFolder
     ? kept.map((entry) => ({ ...entry, segments: entry.segments.slice(1) })).filter((entry) => entry.segments.length > 0)
     : kept;
+  // Charged as the extracted tree is (the top folder stripped is not part of it), so the disk quota measures it the same later.
+  const folderCharge = countTree(planned, limits) * MIN_ENTRY_CHARGE;
 
   // Cheap early refusals from the claimed sizes; the real counts are enforced while inflating.
   const plannedFiles = planned.filter((entry) => entry.kind === "file");
@@ -311,7 +315,7 @@ function describe(entry: CentralEntry, size: number): ArchiveEntry {
 }
 
 function contents(entries: ArchiveEntry[], budget: Budget): ArchiveContents {
-  return { entries: entries.sort((a, b) => compare(a.path, b.path)), totalBytes: budget.inflated };
+  return { entries: entries.sort((a, b) => compare(a.path, b.path)), totalBytes: budget.inflated, chargedBytes: budget.charged };
 }
 
 /**

@@ -63,7 +63,7 @@ export class AppsService {
   readonly repository: RepositoryDeploys;
   private readonly uploadSlots = new UploadSlots(UPLOADS_PER_WORKSPACE);
   private readonly deletions = new Set<Promise<void>>();
-  /** The disk quota's accounting; app sources are counted here, backups register beside them. */
+  /** The disk quota's accounting; app sources and build logs are counted here, backups register beside them. */
   readonly disk = new WorkspaceDisk();
   /** Bytes of each app's source tree: measured once, asynchronously, then known from each accepted upload. */
   private readonly sourceBytes = new Map<string, Promise<number>>();
@@ -94,9 +94,15 @@ export class AppsService {
     this.proxyPort = ctx.config.proxyPort;
     this.domains = new AppDomains(ctx, (workspaceId, appId) => this.get(workspaceId, appId), this.addresses, ctx.dns);
     this.domains.routeAll();
-    this.disk.register("app sources", async (workspaceId, { exceptAppId }) => {
+    this.disk.register("appSources", async (workspaceId, { exceptAppId }) => {
       const others = this.list(workspaceId).filter((app) => app.id !== exceptAppId && app.status !== "deleting");
       const sizes = await Promise.all(others.map((app) => this.sourceBytesOf(app.id)));
+      return sizes.reduce((sum, size) => sum + size, 0);
+    });
+    // Measured each time: logs grow while builds run, and retention keeps a few dozen files per app.
+    this.disk.register("buildLogs", async (workspaceId) => {
+      const listed = this.list(workspaceId).filter((app) => app.status !== "deleting");
+      const sizes = await Promise.all(listed.map((app) => treeBytes(this.ctx.storage.buildLogsDir(app.id))));
       return sizes.reduce((sum, size) => sum + size, 0);
     });
   }
@@ -133,14 +139,14 @@ export class AppsService {
       const input = parseDeployFields(fields);
       if (!file) invalid("file", "a ZIP archive of the app is required");
       const machineId = this.ctx.machines.place(input.machineId).machineId;
-      const { totalBytes } = await extractZip(upload, staging, this.ctx.config.uploads);
-      releaseDisk = await this.reserveDiskRoom(workspaceId, this.records.findByName(workspaceId, input.name)?.id, totalBytes);
+      const { chargedBytes } = await extractZip(upload, staging, this.ctx.config.uploads);
+      releaseDisk = await this.reserveDiskRoom(workspaceId, this.records.findByName(workspaceId, input.name)?.id, chargedBytes);
       // From here to the end nothing awaits: no other request can slip in between checks and writes.
       const { appId, existing } = this.records.accept(workspaceId, input, machineId, {}, (app, subdomain) => this.moveRoute(app, subdomain));
       const buildId = this.records.newBuild(appId, existing ? "redeploy" : "upload");
       // The tree becomes the app's source when its build starts, never under a build still reading the old one.
       const newSource = this.ctx.storage.keepForBuild(appId, buildId, staging);
-      this.sourceBytes.set(appId, Promise.resolve(totalBytes));
+      this.sourceBytes.set(appId, Promise.resolve(chargedBytes));
       this.ctx.buildLogs.append(appId, buildId, `==> Upload of ${file.size} bytes accepted (${file.filename || "archive"})`);
       this.deployer.schedule(appId, (signal) => this.deployer.buildAndRelease(appId, buildId, newSource, signal));
       return { app: this.publicApp(this.get(workspaceId, appId)), buildId, created: !existing };
@@ -416,6 +422,15 @@ export class AppsService {
   async assertDiskRoom(workspaceId: string, newBytes: number, replacedAppId?: string) {
     if (newBytes <= 0) return;
     (await this.reserveDiskRoom(workspaceId, replacedAppId, newBytes))();
+  }
+
+  /**
+   * As assertDiskRoom, with the bytes kept counted until the returned function is called (once the
+   * change that adds them is recorded), so that changes checked at the same time see each other.
+   */
+  async reserveDiskGrowth(workspaceId: string, newBytes: number): Promise<() => void> {
+    if (newBytes <= 0) return () => undefined;
+    return this.reserveDiskRoom(workspaceId, undefined, newBytes);
   }
 
   /** The app's source tree was replaced by one of `bytes` (a repository checkout). */

@@ -26,8 +26,12 @@ export class AppStorage {
     return join(this.appDir(appId), "source");
   }
 
+  buildLogsDir(appId: string) {
+    return join(this.appDir(appId), "builds");
+  }
+
   buildLogFile(appId: string, buildId: string) {
-    return join(this.appDir(appId), "builds", `${buildId}.log`);
+    return join(this.buildLogsDir(appId), `${buildId}.log`);
   }
 
   /**

@@ -34,6 +34,7 @@ export const AUDIT_ACTIONS = [
   "app.settings_changed",
   "app.redeployed",
   "app.files_changed",
+  "app.files_downloaded",
   "app.rolled_back",
   "app.deploy_hook_rotated",
   "app.domain_added",
@@ -53,6 +54,7 @@ export const AUDIT_ACTIONS = [
   "database.backup_uploaded",
   "database.backup_deleted",
   "database.backup_verified",
+  "database.backup_downloaded",
   "build.canceled",
 ] as const;
 

@@ -163,8 +163,10 @@ export interface WorkspaceQuotas {
   memoryMB: number;
   /** Databases with a host port. */
   dbPorts: number;
-  /** App source trees (and, once they exist, backups) on the platform's disk. */
+  /** What a workspace keeps on the platform's disk: app source trees, build logs and backups. */
   diskMB: number;
+  /** Manual and uploaded backups kept per database (scheduled ones have their schedule's retention). */
+  backupsPerDatabase: number;
 }
 
 function integerSetting(env: Record<string, string | undefined>, name: string, fallback: number, min = 0): number {
@@ -440,6 +442,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       memoryMB: integerSetting(env, "PLATFORM_QUOTA_MEMORY_MB", 16_384),
       dbPorts: integerSetting(env, "PLATFORM_QUOTA_DB_PORTS", 20),
       diskMB: integerSetting(env, "PLATFORM_QUOTA_DISK_MB", 10_240),
+      backupsPerDatabase: integerSetting(env, "PLATFORM_QUOTA_BACKUPS_PER_DATABASE", 20),
     },
     defaultCpus: cpusSetting(env, "PLATFORM_DEFAULT_CPUS", 1),
     appUser: appUserSetting(env, "PLATFORM_APP_USER", "1000:1000"),

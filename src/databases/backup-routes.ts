@@ -2,7 +2,8 @@
 // restore, upload and verify files beside it), shape the envelope.
 import { Elysia, t } from "elysia";
 import type { ServerContext } from "../http/context";
-import { authPlugin } from "../http/auth";
+import { auditActor, authPlugin } from "../http/auth";
+import { recordAuditEvent } from "../audit/service";
 import { ok } from "../http/envelope";
 import { json, media, ref, responses, LIST_META } from "../http/responses";
 import { BackupSchema, backupIdParams, databaseIdParams, OperationSchema, restoreBody, workspaceQuery } from "./model";
@@ -11,6 +12,12 @@ import type { DatabaseRestores } from "./backup-restore";
 import type { BackupVerifier } from "./backup-verify";
 import type { BackupUploads } from "./backup-upload";
 import { actorOf, OPERATION, WITH_OPERATION } from "./route-parts";
+
+const QUOTAS =
+  "A backup's file counts against the workspace's PLATFORM_QUOTA_DISK_MB as it is written: 409 `QUOTA_EXCEEDED`, with " +
+  "nothing made, when the workspace has no room left, and a file that grows past it is not kept (the backup fails, or the " +
+  "upload answers 409, saying so). Manual and uploaded backups are also capped per database (PLATFORM_QUOTA_BACKUPS_PER_DATABASE, " +
+  "409 `QUOTA_EXCEEDED` for the next one; delete older ones to make room); scheduled ones keep their schedule's retention.";
 
 export interface BackupServices {
   backups: DatabaseBackups;
@@ -24,9 +31,10 @@ export function backupRoutes(ctx: ServerContext, { backups, restores, uploads, v
     .use(authPlugin(ctx))
     .post(
       "/:databaseId/backups",
-      ({ principal, params, set }) => {
+      async ({ principal, params, set }) => {
+        const backup = await backups.start(principal.workspaceId, params.databaseId, "manual", actorOf(principal));
         set.status = 202;
-        return ok({ backup: backups.start(principal.workspaceId, params.databaseId, "manual", actorOf(principal)) });
+        return ok({ backup });
       },
       {
         auth: true,
@@ -34,7 +42,7 @@ export function backupRoutes(ctx: ServerContext, { backups, restores, uploads, v
         query: workspaceQuery,
         detail: {
           operationId: "createDatabaseBackup",
-          responses: responses({ 202: json("Accepted: the dump runs in the background", { backup: ref(BackupSchema) }) }, "NOT_FOUND", "NOT_RUNNING", "BUSY", "BACKUP_IN_PROGRESS"),
+          responses: responses({ 202: json("Accepted: the dump runs in the background", { backup: ref(BackupSchema) }) }, "NOT_FOUND", "NOT_RUNNING", "BUSY", "BACKUP_IN_PROGRESS", "QUOTA_EXCEEDED"),
           summary: "Back up a database",
           description:
             "Answers 202 at once with `backup` in `running`, like the other long operations; GET the backup until it is " +
@@ -43,7 +51,8 @@ export function backupRoutes(ctx: ServerContext, { backups, restores, uploads, v
             "SHA-256 is computed as it is written. The backup is `completed` only when the tool exited 0 and its output is a " +
             "whole dump of that engine (its header and its end marker); otherwise `failed` with the reason, and no file is " +
             "kept. A `backup` operation is added to the history; the database stays usable meanwhile. 409 `NOT_RUNNING` unless " +
-            "the database runs, `BACKUP_IN_PROGRESS` while a backup of it runs, `BUSY` while another operation holds it.",
+            "the database runs, `BACKUP_IN_PROGRESS` while a backup of it runs, `BUSY` while another operation holds it. " +
+            QUOTAS,
         },
       },
     )
@@ -72,7 +81,7 @@ export function backupRoutes(ctx: ServerContext, { backups, restores, uploads, v
           },
           responses: responses(
             { 201: json("Created: the dump was received and checked; it can be restored", { backup: ref(BackupSchema) }) },
-            "NOT_FOUND", "VALIDATION_FAILED", "PAYLOAD_TOO_LARGE", "INVALID_DUMP", "BUSY",
+            "NOT_FOUND", "VALIDATION_FAILED", "PAYLOAD_TOO_LARGE", "INVALID_DUMP", "BUSY", "QUOTA_EXCEEDED",
           ),
           summary: "Upload a dump",
           description:
@@ -84,7 +93,8 @@ export function backupRoutes(ctx: ServerContext, { backups, restores, uploads, v
             "backup `completed`, or 413 `PAYLOAD_TOO_LARGE` past PLATFORM_BACKUP_UPLOAD_MAX_MB, or 422 `INVALID_DUMP` when it " +
             "is not a whole dump of this database's engine (its tool's header and end marker are checked, as for the " +
             "platform's own dumps), saying why. Refused uploads stay listed as `failed` with the reason and keep no file. " +
-            "An `upload` operation is in the history either way. The database need not be running.",
+            "An `upload` operation is in the history either way. The database need not be running. " +
+            QUOTAS,
         },
       },
     )
@@ -140,7 +150,14 @@ export function backupRoutes(ctx: ServerContext, { backups, restores, uploads, v
     )
     .get(
       "/:databaseId/backups/:backupId/download",
-      ({ principal, params, request }) => backups.download(principal.workspaceId, params.databaseId, params.backupId, request.headers.get("range")),
+      async ({ principal, params, request }) => {
+        const download = await backups.download(principal.workspaceId, params.databaseId, params.backupId, request.headers.get("range"));
+        // The auth plugin audits JSON answers only: a download (or a resumed range of one) is recorded here.
+        const database = backups.service.find(principal.workspaceId, params.databaseId);
+        const target = `${database.name} (${database.id}), backup ${params.backupId}`;
+        recordAuditEvent(ctx.db, { workspaceId: principal.workspaceId, action: "database.backup_downloaded", actor: auditActor(principal), target });
+        return download;
+      },
       {
         auth: true,
         params: backupIdParams,
@@ -159,7 +176,8 @@ export function backupRoutes(ctx: ServerContext, { backups, restores, uploads, v
             "Streams the gzip file (`Content-Disposition: attachment`, `Content-Length`, `Accept-Ranges: bytes`) from disk, " +
             "with constant memory whatever its size. One `Range: bytes=a-b` (or `a-`, `-n`) is answered 206 with " +
             "`Content-Range`, to resume a download; a range outside the file is 416 `RANGE_NOT_SATISFIABLE` with " +
-            "`Content-Range: bytes */size`. 409 `BACKUP_NOT_READY` unless the backup is `completed`.",
+            "`Content-Range: bytes */size`. 409 `BACKUP_NOT_READY` unless the backup is `completed`. Each download (and " +
+            "each resumed range) is recorded in the audit log (`database.backup_downloaded`, who, which database and backup).",
         },
       },
     )

@@ -47,13 +47,14 @@ class DumpSampler {
  * file writer and (de)compression streams: with node's stream adapters, a 1 GB backup grew the
  * server by 100 MB or more, with these it stays flat.
  */
-async function writeFileOf(path: string, chunks: ReadableStream<Uint8Array>): Promise<{ sizeBytes: number; sha256: string }> {
+async function writeFileOf(path: string, chunks: ReadableStream<Uint8Array>, onWrite?: (bytes: number) => void): Promise<{ sizeBytes: number; sha256: string }> {
   const hash = new Bun.CryptoHasher("sha256");
   const writer = Bun.file(path).writer({ highWaterMark: FLUSH_BYTES });
   let sizeBytes = 0;
   let unflushed = 0;
   try {
     for await (const chunk of chunks) {
+      onWrite?.(chunk.byteLength);
       hash.update(chunk);
       writer.write(chunk);
       sizeBytes += chunk.byteLength;
@@ -89,8 +90,12 @@ export class BackupStorage {
     return join(this.root, databaseId, file);
   }
 
-  /** Streams `dump` through gzip into the file of `key`; it exists under its name only once whole and on disk. */
-  async write(key: string, dump: ReadableStream<Uint8Array>): Promise<StoredBackup> {
+  /**
+   * Streams `dump` through gzip into the file of `key`; it exists under its name only once whole
+   * and on disk. `onWrite` is told each compressed chunk's size before it is written, and stops
+   * the write (leaving no file) by throwing.
+   */
+  async write(key: string, dump: ReadableStream<Uint8Array>, onWrite?: (bytes: number) => void): Promise<StoredBackup> {
     const path = this.pathOf(key);
     await mkdir(join(path, ".."), { recursive: true });
     const partial = path + PARTIAL;
@@ -104,7 +109,7 @@ export class BackupStorage {
       }),
     );
     try {
-      const written = await writeFileOf(partial, sampled.pipeThrough(gzip()));
+      const written = await writeFileOf(partial, sampled.pipeThrough(gzip()), onWrite);
       await rename(partial, path);
       await syncDirectory(join(path, ".."));
       return { ...written, dump: sampler.sample() };

@@ -27,15 +27,25 @@ export class BackupUploads {
     const definition = service.definitionOf(database);
     if (Number(request.headers.get("content-length") ?? 0) > this.maxBytes) throw this.tooLarge();
     if (!request.body) throw new ApiError("VALIDATION_FAILED", "Send the dump as the request body (raw or gzip), or as the `file` field of a multipart form");
-
-    const operation = service.operations.begin(database, "upload", actor, { exclusive: false });
+    this.backups.assertBelowCap(database.id, "uploaded");
+    const room = await this.backups.roomFor(database);
+    let operation;
+    try {
+      // Nothing awaited since the room was given: the cap is checked again with the row made right after.
+      this.backups.assertBelowCap(database.id, "uploaded");
+      operation = service.operations.begin(database, "upload", actor, { exclusive: false });
+    } catch (error) {
+      room.release();
+      throw error;
+    }
     const row = this.backups.newRow(database, "uploaded", operation.id);
     operation.concerns(row.id);
     const formFile = join(storage.root, `upload-${newId("up")}.partial`);
     try {
       await operation.run(async () => {
         const body = await this.bodyOf(request, formFile);
-        const stored = await storage.write(row.storageKey, decompressedWhenGzip(body)).catch((error: Error) => {
+        const stored = await storage.write(row.storageKey, decompressedWhenGzip(body), room.add).catch((error: Error) => {
+          if (room.refusal) throw room.refusal;
           if (error instanceof ApiError) throw error;
           throw new ApiError("INVALID_DUMP", `The upload could not be read: ${error.message}`);
         });
@@ -51,6 +61,7 @@ export class BackupUploads {
       this.backups.finish(row.id, { status: "failed", error: reason });
       throw error;
     } finally {
+      room.release();
       await rm(formFile, { force: true });
     }
     return this.backups.viewOf(row.id);

@@ -7,12 +7,14 @@
 //
 // A backup does not claim the database the way start or stop do: the database stays usable, and a
 // stop while a dump runs makes that backup fail, not the stop wait.
-import { and, desc, eq, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, ne, sql } from "drizzle-orm";
 import type { Static } from "@sinclair/typebox";
 import { databaseBackups } from "../db/schema";
 import { newId } from "../crypto/tokens";
 import { redact } from "../crypto/redact";
 import { ApiError, notFound } from "../http/errors";
+import { assertWithinQuota } from "../quotas/limits";
+import { MIN_ENTRY_BYTES, type DiskWrite, type WorkspaceDisk } from "../quotas/usage";
 import { resolveImage } from "./engines";
 import type { BackupCopySchema, BackupSchema, BackupStatus, BackupType, BackupVerificationSchema } from "./model";
 import type { OperationActor } from "./operations";
@@ -25,6 +27,8 @@ export type BackupView = Static<typeof BackupSchema>;
 export type BackupCopy = Static<typeof BackupCopySchema>;
 export type BackupVerification = Static<typeof BackupVerificationSchema>;
 const INTERRUPTED_BACKUP = "interrupted: the platform stopped while this backup ran";
+/** The backups PLATFORM_QUOTA_BACKUPS_PER_DATABASE caps: those a user asks for. Scheduled ones have their schedule's retention. */
+const CAPPED_TYPES: BackupType[] = ["manual", "uploaded"];
 
 /**
  * Remote destinations that keep a copy of every backup's file (./backup-copies.ts). A backup is
@@ -64,8 +68,19 @@ export class DatabaseBackups {
   constructor(
     readonly service: DatabaseService,
     readonly storage: BackupStorage,
-    readonly destinations: BackupDestinations | null = null,
-  ) {}
+    readonly destinations: BackupDestinations | null,
+    readonly disk: WorkspaceDisk,
+  ) {
+    // A backup's file counts from the moment its size is recorded; failed ones keep no file.
+    disk.register("backups", async (workspaceId) => {
+      const total = service.db
+        .select({ bytes: sql<number>`coalesce(sum(max(${databaseBackups.sizeBytes}, ${MIN_ENTRY_BYTES})), 0)` })
+        .from(databaseBackups)
+        .where(and(eq(databaseBackups.workspaceId, workspaceId), ne(databaseBackups.status, "failed")))
+        .get();
+      return total?.bytes ?? 0;
+    });
+  }
 
   /** At start, before anything is served: backups cut off by a stop or crash are failed, and their partial files removed. */
   closeInterrupted() {
@@ -103,14 +118,52 @@ export class DatabaseBackups {
     return backupView(this.row(workspaceId, databaseId, backupId));
   }
 
-  /** Starts a backup of a running database; it is `running` until its file is whole and checked. */
-  start(workspaceId: string, databaseId: string, type: BackupType, actor: OperationActor): BackupView {
-    return this.begin(this.service.find(workspaceId, databaseId), type, actor).backup;
+  /** Room on the workspace's disk for a new backup's file, counted as it is written (409 QUOTA_EXCEEDED when there is none left). */
+  roomFor(database: DatabaseRow): Promise<DiskWrite> {
+    return this.disk.openWrite(database.workspaceId, this.service.config.quotas.diskMB);
   }
 
-  /** As start, with `done`: the backup as it ended (completed or failed; it never rejects). */
-  begin(database: DatabaseRow, type: BackupType, actor: OperationActor): { backup: BackupView; done: Promise<BackupView> } {
+  /**
+   * 409 QUOTA_EXCEEDED when the database holds PLATFORM_QUOTA_BACKUPS_PER_DATABASE backups of a
+   * type the user asks for. Called with nothing awaited until the row is made, so two requests
+   * cannot both pass it.
+   */
+  assertBelowCap(databaseId: string, type: BackupType) {
+    if (!CAPPED_TYPES.includes(type)) return;
+    const kept = this.service.db
+      .select({ count: sql<number>`count(*)` })
+      .from(databaseBackups)
+      .where(and(eq(databaseBackups.databaseId, databaseId), inArray(databaseBackups.type, CAPPED_TYPES), ne(databaseBackups.status, "failed")))
+      .get();
+    assertWithinQuota("backupsPerDatabase", kept?.count ?? 0, 1, this.service.config.quotas.backupsPerDatabase);
+  }
+
+  /** Starts a backup of a running database, once the quotas have room for it; it is `running` until its file is whole and checked. */
+  async start(workspaceId: string, databaseId: string, type: BackupType, actor: OperationActor): Promise<BackupView> {
+    const found = this.service.find(workspaceId, databaseId);
+    this.assertRunning(found);
+    this.assertBelowCap(found.id, type);
+    const room = await this.roomFor(found);
+    try {
+      return this.begin(this.service.find(workspaceId, databaseId), type, actor, room).backup;
+    } catch (error) {
+      room.release();
+      throw error;
+    }
+  }
+
+  private assertRunning(database: DatabaseRow) {
     if (database.status !== "running") throw new ApiError("NOT_RUNNING", `The database is ${database.status}; a backup is made by the running engine, so start it first`);
+  }
+
+  /**
+   * As start, with `done`: the backup as it ended (completed or failed; it never rejects). Without
+   * `room` (a scheduled run), the room on the disk is asked for when the dump begins, and a
+   * refusal fails the backup with the reason.
+   */
+  begin(database: DatabaseRow, type: BackupType, actor: OperationActor, room?: DiskWrite): { backup: BackupView; done: Promise<BackupView> } {
+    this.assertRunning(database);
+    this.assertBelowCap(database.id, type);
     const running = this.service.db
       .select({ id: databaseBackups.id })
       .from(databaseBackups)
@@ -122,7 +175,7 @@ export class DatabaseBackups {
     const row = this.newRow(database, type, operation.id);
     operation.concerns(row.id);
     const done = operation
-      .run(() => this.dump(database, row))
+      .run(() => this.dump(database, row, room ? async () => room : () => this.roomFor(database)))
       .catch(() => {
         // Recorded on the backup and its operation.
       })
@@ -173,14 +226,20 @@ export class DatabaseBackups {
     return row;
   }
 
-  /** Makes the dump of a `running` backup row; throws (after recording it) when it fails. */
-  async dump(database: DatabaseRow, row: BackupRow) {
+  /**
+   * Makes the dump of a `running` backup row; throws (after recording it) when it fails. With
+   * `openRoom`, its file counts against the workspace's disk quota as it is written, and the
+   * backup fails once it would pass it.
+   */
+  async dump(database: DatabaseRow, row: BackupRow, openRoom?: () => Promise<DiskWrite>) {
     const target = this.service.targetOf(database);
     const secrets = [target.credentials.password];
     const command = target.definition.dump(target.credentials);
     const containerId = containerNameOf(database.id);
     const files = [...Object.keys(command.files ?? {}), ...(command.outputFile ? [command.outputFile] : [])];
+    let room: DiskWrite | null = null;
     try {
+      room = openRoom ? await openRoom() : null;
       if (command.files) await writeConfigFiles(target, containerId, command.files);
       let exec = await target.driver.execStream(containerId, { command: command.argv, env: command.env });
       if (command.outputFile) {
@@ -193,7 +252,7 @@ export class DatabaseBackups {
         }
         exec = await target.driver.execStream(containerId, { command: ["cat", command.outputFile] });
       }
-      const [stored, result] = await Promise.all([this.storage.write(row.storageKey, exec.stdout), exec.done]);
+      const [stored, result] = await Promise.all([this.storage.write(row.storageKey, exec.stdout, room?.add), exec.done]);
       const problem =
         result.exitCode !== 0
           ? `${command.argv[0]} exited with ${result.exitCode}: ${lastLine(result.stderr) || "no message"}`
@@ -204,10 +263,13 @@ export class DatabaseBackups {
       }
       await this.completeStored(row, stored.sizeBytes, stored.sha256);
     } catch (error) {
-      const reason = redact((error as Error).message || String(error), secrets);
+      // A refusal by the quota cancels the dump's stream, which the exec may then report first.
+      const failure = room?.refusal ?? (error as Error);
+      const reason = redact(failure.message || String(failure), secrets);
       this.finish(row.id, { status: "failed", error: reason });
       throw new Error(reason);
     } finally {
+      room?.release();
       if (files.length) await target.driver.exec(containerId, { command: ["rm", "-f", ...files] }).catch(() => undefined);
     }
   }

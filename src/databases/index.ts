@@ -68,7 +68,7 @@ export function databasesRoutes(ctx: ServerContext) {
   ctx.reconciler.register(service.containerOwner());
   const backupStorage = new BackupStorage(join(ctx.config.dataDir, "backups"));
   const backupBucket = ctx.config.backups.s3;
-  const backups = new DatabaseBackups(service, backupStorage, backupBucket ? new S3BackupCopies(backupBucket, backupStorage) : null);
+  const backups = new DatabaseBackups(service, backupStorage, backupBucket ? new S3BackupCopies(backupBucket, backupStorage) : null, ctx.apps.disk);
   const restores = new DatabaseRestores(backups);
   const verifier = new BackupVerifier(backups, restores);
   ctx.reconciler.register(verifier.containerOwner());

@@ -13,6 +13,7 @@ import { MACHINE_RESOURCES } from "../machines/model";
 import { ORGANIZATION_RESOURCES } from "../organization/model";
 import { PLATFORM_RESOURCES } from "../platform/model";
 import { SESSION_RESOURCES } from "../auth/model";
+import { QUOTA_RESOURCES } from "../quotas/model";
 
 export const RESOURCES = [
   LIST_META,
@@ -29,4 +30,5 @@ export const RESOURCES = [
   ...ORGANIZATION_RESOURCES,
   ...PLATFORM_RESOURCES,
   ...SESSION_RESOURCES,
+  ...QUOTA_RESOURCES,
 ];

@@ -55,6 +55,7 @@ export const PERMISSIONS: Record<string, RoutePermission> = {
   "GET /api/organization/api-keys": { roles: MANAGERS },
   "DELETE /api/organization/api-keys/:keyId": { roles: MANAGERS },
   "GET /api/organization/audit-log": { roles: MANAGERS },
+  "GET /api/organization/usage": { roles: EVERYONE },
   "DELETE /api/organization/": { roles: OWNERS },
 
   // Machines.

@@ -10,6 +10,7 @@ import { platformRoutes } from "../platform";
 import { authRoutes } from "../auth";
 import { apiKeysRoutes } from "../api-keys";
 import { organizationRoutes } from "../organization";
+import { quotaRoutes } from "../quotas/routes";
 import { machinesRoutes } from "../machines";
 import { databasesRoutes } from "../databases";
 import { appsRoutes } from "../apps";
@@ -101,6 +102,7 @@ export function createServer(ctx: ServerContext) {
     .use(authRoutes(ctx))
     .use(apiKeysRoutes(ctx))
     .use(organizationRoutes(ctx))
+    .use(quotaRoutes(ctx))
     .use(machinesRoutes(ctx))
     .use(databasesRoutes(ctx))
     .use(appsRoutes(ctx))

@@ -12,7 +12,12 @@ const DESCRIPTIONS: Record<QuotaName, { title: string; setting: string; amount: 
   databases: { title: "databases", setting: "PLATFORM_QUOTA_DATABASES", amount: (value) => `${value} database${value === 1 ? "" : "s"}` },
   memoryMB: { title: "memory", setting: "PLATFORM_QUOTA_MEMORY_MB", amount: (value) => `${value} MB` },
   dbPorts: { title: "database host ports", setting: "PLATFORM_QUOTA_DB_PORTS", amount: (value) => `${value} port${value === 1 ? "" : "s"}` },
-  diskMB: { title: "disk", setting: "PLATFORM_QUOTA_DISK_MB", amount: (value) => `${value} MB` },
+  diskMB: { title: "disk", setting: "PLATFORM_QUOTA_DISK_MB", amount: diskAmount },
+  backupsPerDatabase: {
+    title: "manual and uploaded backups of one database",
+    setting: "PLATFORM_QUOTA_BACKUPS_PER_DATABASE",
+    amount: (value) => `${value} backup${value === 1 ? "" : "s"}`,
+  },
 };
 
 /**
@@ -24,8 +29,8 @@ export function quotaRefusal(quota: QuotaName, used: number, growth: number, lim
   if (growth <= 0 || used + growth <= limit) return null;
   const { title, setting, amount } = DESCRIPTIONS[quota];
   return (
-    `Workspace quota for ${title} exceeded: ${amount(round(used))} in use of ${amount(limit)}, ` +
-    `this needs ${amount(round(growth))} more (the platform's operator can raise ${setting})`
+    `Workspace quota for ${title} exceeded: ${amount(used)} in use of ${amount(limit)}, ` +
+    `this needs ${amount(growth)} more (the platform's operator can raise ${setting})`
   );
 }
 
@@ -38,7 +43,8 @@ export function bytesToMB(bytes: number): number {
   return bytes / MB;
 }
 
-/** Whole numbers stay whole; MB measured from bytes get one decimal. */
-function round(value: number): number {
-  return Math.round(value * 10) / 10;
+/** MB measured from bytes, with one decimal; under 0.1 MB in KB, so that one small file never reads "0 MB". */
+function diskAmount(value: number): string {
+  if (value > 0 && value < 0.1) return `${Math.ceil(value * 1024)} KB`;
+  return `${Math.round(value * 10) / 10} MB`;
 }

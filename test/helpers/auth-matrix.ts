@@ -84,6 +84,7 @@ export const AUTHENTICATED_ROUTES: AuthenticatedRoute[] = [
   { method: "DELETE", path: "/api/organization/api-keys/:keyId", resource: apiKeyOf },
   { method: "DELETE", path: "/api/organization/", freshWorkspace: true },
   { method: "GET", path: "/api/organization/audit-log" },
+  { method: "GET", path: "/api/organization/usage" },
   { method: "GET", path: "/api/auth/session" },
   { method: "POST", path: "/api/auth/set-active-organization", body: { organizationId: "ws_placeholder" } },
   { method: "POST", path: "/api/auth/logout" },

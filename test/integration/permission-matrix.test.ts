@@ -52,6 +52,7 @@ const EXPECTED: Record<string, Role[]> = {
   "GET /api/organization/api-keys": MANAGERS,
   "DELETE /api/organization/api-keys/:keyId": MANAGERS,
   "GET /api/organization/audit-log": MANAGERS,
+  "GET /api/organization/usage": EVERYONE,
   "DELETE /api/organization/": OWNERS,
   "GET /api/machines/": EVERYONE,
   "GET /api/machines/:machineId": EVERYONE,

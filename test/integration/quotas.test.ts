@@ -1,9 +1,15 @@
 // Per-workspace quotas with tiny settings: each refusal is a 409 QUOTA_EXCEEDED naming the quota,
 // the use and the setting; nothing is made by a refused request; other workspaces are unaffected.
+// The disk quota counts file-manager folders and empty files (4 KiB each) and backup files, and
+// manual and uploaded backups are capped per database; GET /api/organization/usage shows the use.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { RedisClient } from "bun";
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
 import { TestServer, type CreatedKey } from "../helpers/server";
-import { appZip, deleteAllApps, deployZip } from "../helpers/apps";
+import { appZip, deleteAllApps, deployZip, waitForStatus } from "../helpers/apps";
 import { createDatabase, deleteAllDatabases, removeWorkspaceNetworks } from "../helpers/databases";
+import { completedBackup, downloadBackup, runningDatabase, uploadDump, waitForBackup } from "../helpers/backups";
 
 // Per file: this Bun reads no timeout from bunfig.toml, and a preload's setting holds for its first file only.
 setDefaultTimeout(120_000);
@@ -14,7 +20,9 @@ const QUOTAS = {
   PLATFORM_QUOTA_DATABASES: "1",
   PLATFORM_QUOTA_DB_PORTS: "5",
   PLATFORM_QUOTA_DISK_MB: "1",
+  PLATFORM_QUOTA_BACKUPS_PER_DATABASE: "2",
 };
+const MB = 1024 * 1024;
 
 let server: TestServer;
 let portsServer: TestServer;
@@ -130,5 +138,88 @@ describe("per-workspace quotas", () => {
     // At once: recovery moves leftover uploads aside before a new one can arrive.
     const afterRestart = await deployZip(server, key, { name: "heavier", runtime: "node", memoryMB: "64" }, bulky(400));
     expectQuotaRefusal(afterRestart, /quota for disk exceeded: 0\.7 MB in use of 1 MB, this needs 0\.4 MB more/, "PLATFORM_QUOTA_DISK_MB");
+  });
+
+  test("disk: file-manager folders and empty files count 4 KiB each; thousands of them hit the quota, and a refused request makes nothing", async () => {
+    const { key } = await tenant(server, "quota-fs");
+    const deployed = await deployZip(server, key, { name: "tree", runtime: "node", memoryMB: "64" }, site("tree"));
+    expect(deployed.status).toBe(202);
+    const app = await waitForStatus(server, key, deployed.body.app.id, ["running", "failed"]);
+    const fs = (path: string, body: unknown) => server.request("POST", `/api/apps/${app.id}/fs/${path}`, { key, body });
+    const sourceDir = join(server.dataDir, "apps", app.id, "source");
+
+    // 64 folders a request: 1 MB holds 256 entries of 4 KiB, so the refusal comes long before 50 requests (3,200 folders).
+    let refused: { status: number; body: any } | null = null;
+    let chains = 0;
+    for (; chains < 50 && !refused; chains++) {
+      const made = await fs("folder", { path: `chain${chains}/${"d/".repeat(62)}d` });
+      if (made.status !== 201) refused = made;
+    }
+    expect(refused).not.toBeNull();
+    expectQuotaRefusal(refused!, /quota for disk exceeded: 0\.\d MB in use of 1 MB, this needs 0\.3 MB more/, "PLATFORM_QUOTA_DISK_MB");
+    expect(chains).toBeLessThanOrEqual(4);
+    expect(existsSync(join(sourceDir, `chain${chains - 1}`))).toBe(false);
+    const usage = (await server.request("GET", "/api/organization/usage", { key })).body.usage;
+    expect(usage.disk.appSourcesBytes).toBeGreaterThanOrEqual((chains - 1) * 64 * 4096);
+    expect(usage.disk.limitBytes).toBe(MB);
+    expect(usage.disk.buildLogsBytes).toBeGreaterThan(0);
+
+    // Room again, then empty files until the quota: each counts 4 KiB, none is free.
+    for (let chain = 0; chain < chains - 1; chain++) expect((await fs("delete", { path: `chain${chain}` })).status).toBe(200);
+    let files = 0;
+    refused = null;
+    for (; files < 400 && !refused; files++) {
+      const made = await fs("file", { path: `empty/${files}.txt`, content: "" });
+      if (made.status !== 201) refused = made;
+    }
+    expect(refused).not.toBeNull();
+    expectQuotaRefusal(refused!, /quota for disk exceeded: .* this needs 4 KB more/, "PLATFORM_QUOTA_DISK_MB");
+    expect(files).toBeLessThanOrEqual(256);
+    expect(existsSync(join(sourceDir, "empty", `${files - 1}.txt`))).toBe(false);
+  });
+
+  test("disk: a backup's file shows in the usage and counts; a backup or an upload past the quota is refused and keeps no file", async () => {
+    const { key } = await tenant(server, "quota-backups");
+    const database = await runningDatabase(server, key, "cache", "redis");
+    // Random bytes as base64: ~0.7 MB once gzipped, so one backup fits in 1 MB and two do not.
+    const redis = new RedisClient(database.connectionString, { autoReconnect: false, connectionTimeout: 5000, enableOfflineQueue: false });
+    try {
+      await redis.connect();
+      await redis.send("SET", ["bulk", Buffer.from(crypto.getRandomValues(new Uint8Array(700 * 1024))).toString("base64")]);
+    } finally {
+      redis.close();
+    }
+    const first = await completedBackup(server, key, database.id);
+    expect(first.sizeBytes).toBeGreaterThan(0.6 * MB);
+    const usage = (await server.request("GET", "/api/organization/usage", { key })).body.usage;
+    expect(usage.disk).toMatchObject({ backupsBytes: first.sizeBytes, usedBytes: first.sizeBytes, limitBytes: MB });
+
+    const second = await server.request("POST", `/api/databases/${database.id}/backups`, { key });
+    expect(second.status).toBe(202);
+    const failed = await waitForBackup(server, key, database.id, second.body.backup.id);
+    expect(failed.status).toBe("failed");
+    expect(failed.error).toMatch(/quota for disk exceeded.*PLATFORM_QUOTA_DISK_MB/);
+
+    const dump = (await downloadBackup(server, key, database.id, first.id)).bytes;
+    const upload = await uploadDump(server, key, database.id, dump, "application/gzip");
+    expectQuotaRefusal(upload, /quota for disk exceeded/, "PLATFORM_QUOTA_DISK_MB");
+    expect(readdirSync(join(server.dataDir, "backups", database.id))).toEqual([first.storageKey.split("/")[1]]);
+    expect((await server.request("GET", "/api/organization/usage", { key })).body.usage.disk).toMatchObject({ backupsBytes: first.sizeBytes, inProgressBytes: 0 });
+  });
+
+  test("backups: a database keeps at most PLATFORM_QUOTA_BACKUPS_PER_DATABASE manual and uploaded backups", async () => {
+    const { key } = await tenant(server, "quota-backup-cap");
+    const database = await runningDatabase(server, key, "store", "redis");
+    const first = await completedBackup(server, key, database.id);
+    await completedBackup(server, key, database.id);
+    const third = await server.request("POST", `/api/databases/${database.id}/backups`, { key });
+    expectQuotaRefusal(third, /quota for manual and uploaded backups of one database exceeded: 2 backups in use of 2 backups/, "PLATFORM_QUOTA_BACKUPS_PER_DATABASE");
+    const dump = (await downloadBackup(server, key, database.id, first.id)).bytes;
+    const upload = await uploadDump(server, key, database.id, dump, "application/gzip");
+    expectQuotaRefusal(upload, /2 backups in use of 2 backups/, "PLATFORM_QUOTA_BACKUPS_PER_DATABASE");
+    expect((await server.request("GET", `/api/databases/${database.id}/backups`, { key })).body.backups).toHaveLength(2);
+    // Deleting one makes room.
+    expect((await server.request("DELETE", `/api/databases/${database.id}/backups/${first.id}`, { key })).status).toBe(200);
+    expect((await uploadDump(server, key, database.id, dump, "application/gzip")).status).toBe(201);
   });
 });

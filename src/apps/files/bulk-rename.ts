@@ -6,7 +6,7 @@ import type { ServerContext } from "../../http/context";
 import { oneOf, ref } from "../../http/responses";
 import type { BulkRenameInput } from "./bodies";
 import { RENAME_ACTIONS, RenameCountsSchema, RenamePlanEntrySchema } from "./model";
-import { DEFAULT_RENAME_LIMITS, planRenames, type PlannedRename, type RenameCounts } from "./rename-plan";
+import { DEFAULT_RENAME_LIMITS, planRenames, renameLimitCheck, type PlannedRename, type RenameCounts } from "./rename-plan";
 import { AppTree } from "./tree";
 
 export type RenameResult = "renamed" | "overwritten" | "skipped" | "failed";
@@ -21,7 +21,7 @@ export const RENAME_PLAN_ANSWER = {
   counts: ref(RenameCountsSchema),
 };
 
-export const RENAME_ERRORS = ["VALIDATION_FAILED", "INVALID_JSON", "UNSUPPORTED_MEDIA_TYPE", "INVALID_REGEX", "TOO_MANY_ENTRIES", "TOO_MANY_RENAMES", "NOT_A_DIRECTORY"] as const;
+export const RENAME_ERRORS = ["VALIDATION_FAILED", "INVALID_JSON", "UNSUPPORTED_MEDIA_TYPE", "INVALID_REGEX", "TOO_MANY_ENTRIES", "TOO_MANY_RENAMES", "RENAME_TOO_LARGE", "NOT_A_DIRECTORY"] as const;
 
 const action = oneOf(RENAME_ACTIONS);
 export const RENAME_BODY_DOC = t.Object(
@@ -48,8 +48,9 @@ export const RENAME_BODY_DOC = t.Object(
       "link or empty folder (never a folder with content, nor an entry the batch renames), `rename` takes the first free " +
       "`name (1).ext`, `name (2).ext`... (folders and dotfiles: `name (1)`). A swap (a -> b, b -> a) is a conflict for the " +
       "first in name order: no temporary names are used, so a crash leaves every entry at its old or its new name. Folders' " +
-      "contents come before the folders. Bounds: 50,000 entries under basePath (400 TOO_MANY_ENTRIES), 10,000 renames " +
-      "(422 TOO_MANY_RENAMES).",
+      "contents come before the folders. Bounds, checked as the plan is made: 50,000 entries under basePath (400 " +
+      "TOO_MANY_ENTRIES), 10,000 renames (422 TOO_MANY_RENAMES), new names of at most 255 bytes and 16 MiB of paths in " +
+      "the plan (400 RENAME_TOO_LARGE), each refused at the first entry over.",
   },
 );
 
@@ -58,7 +59,7 @@ export class BulkRenames {
 
   private async plan(appId: string, input: BulkRenameInput) {
     const tree = new AppTree(this.ctx.storage.sourceDir(appId));
-    const walked = await tree.walk(input.basePath, DEFAULT_RENAME_LIMITS.maxEntries);
+    const walked = await tree.walk(input.basePath, DEFAULT_RENAME_LIMITS.maxEntries, renameLimitCheck(input));
     return { tree, plan: planRenames(walked, input, DEFAULT_RENAME_LIMITS) };
   }
 

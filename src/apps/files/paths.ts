@@ -125,6 +125,20 @@ export async function resolveInTree(root: string, path: string, options: Resolve
   return { path: "", segments, absolute: root, stats: rootFolder };
 }
 
+/**
+ * How many folders on the way to `path` a `makeParents` resolve would make: those from the first
+ * missing one on (0 when something else is in the way, which the resolve then refuses).
+ */
+export async function foldersToMake(root: string, path: string): Promise<number> {
+  const folders = pathSegments(path).slice(0, -1);
+  let absolute = root;
+  for (const [index, segment] of folders.entries()) {
+    absolute = join(absolute, segment);
+    if (!(await lstatOrNull(absolute))) return folders.length - index;
+  }
+  return 0;
+}
+
 /** An existing real folder (the root included). */
 export async function resolveFolder(root: string, path: string): Promise<TreePath> {
   const resolved = await resolveInTree(root, path);

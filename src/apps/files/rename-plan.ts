@@ -30,7 +30,11 @@
 //    Free: not taken at that point of the plan. Renames into free names run before any conflict
 //    is settled, so a numbered name is never one another entry is about to be renamed to.
 // A new name that is empty, "." or "..", holds a "/", or that ./paths.ts would refuse (backslash,
-// control character, over 255 bytes...) fails with the reason.
+// control character...) fails with the reason.
+//
+// Bounds, checked as each new name is made (so a request whose names would take gigabytes is
+// refused at the first one over): at most `maxRenames` names changed (422 TOO_MANY_RENAMES), each
+// new name at most 255 bytes and the paths of the plan at most `maxPlanBytes` (400 RENAME_TOO_LARGE).
 import { RE2JS, RE2JSException } from "re2js";
 import { ApiError } from "../../http/errors";
 import { shown } from "../zip-directory";
@@ -43,9 +47,11 @@ export interface RenameLimits {
   maxEntries: number;
   /** Most names one request may change (TOO_MANY_RENAMES past it). */
   maxRenames: number;
+  /** Most bytes of the paths the renames go from and to, summed: what a plan holds (RENAME_TOO_LARGE past it). */
+  maxPlanBytes: number;
 }
 
-export const DEFAULT_RENAME_LIMITS: RenameLimits = { maxEntries: 50_000, maxRenames: 10_000 };
+export const DEFAULT_RENAME_LIMITS: RenameLimits = { maxEntries: 50_000, maxRenames: 10_000, maxPlanBytes: 16 * 1024 * 1024 };
 
 export type RenameConflict = null | "exists" | "same-target";
 
@@ -79,19 +85,27 @@ export interface RenamePlan {
 }
 
 export function planRenames(entries: WalkedEntry[], request: BulkRenameInput, limits: RenameLimits = DEFAULT_RENAME_LIMITS): RenamePlan {
-  const rewrite = nameRewriter(request);
+  const renamer = new Renamer(request, limits);
   const basePath = request.basePath.replace(/^\/+|\/+$/g, "");
   const folders = foldersUnder(basePath, entries, limits.maxEntries);
-  const candidates = [...folders].map(([parent, children]) => ({ parent, children, moving: renamedChildren(children, request, rewrite) }));
-  const renameCount = candidates.reduce((sum, folder) => sum + folder.moving.length, 0);
-  if (renameCount > limits.maxRenames) {
-    throw new ApiError("TOO_MANY_RENAMES", `This would change ${renameCount} names; at most ${limits.maxRenames} can be changed at once. Narrow find or basePath`);
-  }
+  const candidates = [...folders].map(([parent, children]) => ({ parent, children, moving: renamedChildren(parent, children, renamer) }));
   const planned = candidates
     .filter((folder) => folder.moving.length > 0)
     .sort((a, b) => depth(b.parent) - depth(a.parent) || compareNames(a.parent, b.parent))
     .flatMap((folder) => new FolderPlan(folder.parent, folder.children, request).plan(folder.moving));
   return { entries: planned, counts: countsOf(planned) };
+}
+
+/**
+ * The same limits, for each entry as the tree is walked (before any plan is made): the walk of a
+ * request over them stops at the first entry over, instead of listing the whole tree first.
+ */
+export function renameLimitCheck(request: BulkRenameInput, limits: RenameLimits = DEFAULT_RENAME_LIMITS): (entry: WalkedEntry) => void {
+  const renamer = new Renamer(request, limits);
+  return (entry) => {
+    const slash = entry.path.lastIndexOf("/");
+    renamer.targetOf(slash < 0 ? "" : entry.path.slice(0, slash), entry.path.slice(slash + 1), entry.type);
+  };
 }
 
 // ---- names ----
@@ -191,13 +205,50 @@ interface Candidate {
   state: "pending" | "moved" | "stayed";
 }
 
-function renamedChildren(children: Child[], request: BulkRenameInput, rewrite: NameRewrite): Candidate[] {
-  const included = (child: Child) => (child.type === "file" ? request.includeFiles : request.includeDirs);
-  return children
-    .filter(included)
-    .map((child): Candidate => ({ child, target: rewrite(child.name), state: "pending" }))
-    .filter((candidate) => candidate.target !== candidate.child.name)
-    .sort((a, b) => compareNames(a.child.name, b.child.name));
+/**
+ * New names, made one at a time with the plan's limits checked as each is made, so that a request
+ * whose names would take gigabytes is refused at the first one over, having held one of them.
+ */
+class Renamer {
+  private readonly rewrite: NameRewrite;
+  private renames = 0;
+  private bytes = 0;
+
+  constructor(
+    private readonly request: BulkRenameInput,
+    private readonly limits: RenameLimits,
+  ) {
+    this.rewrite = nameRewriter(request);
+  }
+
+  /** The entry's new name; null when it is not renamed (not included, or unchanged). Throws at the first limit passed. */
+  targetOf(parent: string, name: string, type: WalkedEntry["type"]): string | null {
+    if (!(type === "file" ? this.request.includeFiles : this.request.includeDirs)) return null;
+    const target = this.rewrite(name);
+    if (target === name) return null;
+    if (++this.renames > this.limits.maxRenames) {
+      throw new ApiError("TOO_MANY_RENAMES", `This would change more than ${this.limits.maxRenames} names; at most ${this.limits.maxRenames} can be changed at once. Narrow find or basePath`);
+    }
+    const from = joinPath(parent, name);
+    const targetBytes = Buffer.byteLength(target);
+    if (targetBytes > MAX_NAME_BYTES) {
+      throw new ApiError("RENAME_TOO_LARGE", `The new name of ${shown(from)} would be ${targetBytes} bytes; a name is at most ${MAX_NAME_BYTES} bytes. Nothing was renamed`);
+    }
+    this.bytes += Buffer.byteLength(from) + Buffer.byteLength(parent) + 1 + targetBytes;
+    if (this.bytes > this.limits.maxPlanBytes) {
+      throw new ApiError("RENAME_TOO_LARGE", `The renames' paths would take more than ${this.limits.maxPlanBytes} bytes; narrow find or basePath. Nothing was renamed`);
+    }
+    return target;
+  }
+}
+
+function renamedChildren(parent: string, children: Child[], renamer: Renamer): Candidate[] {
+  const moving: Candidate[] = [];
+  for (const child of children) {
+    const target = renamer.targetOf(parent, child.name, child.type);
+    if (target !== null) moving.push({ child, target, state: "pending" });
+  }
+  return moving.sort((a, b) => compareNames(a.child.name, b.child.name));
 }
 
 // ---- one folder ----

@@ -4,6 +4,7 @@
 import { Elysia, t } from "elysia";
 import type { ServerContext } from "../../http/context";
 import { auditActor, authPlugin, type Principal } from "../../http/auth";
+import { recordAuditEvent } from "../../audit/service";
 import { ok } from "../../http/envelope";
 import { formsBody, json, media, ref, responses } from "../../http/responses";
 import { appIdParams } from "../model";
@@ -32,6 +33,26 @@ export function appFilesRoutes(ctx: ServerContext) {
   const renames = new BulkRenames(ctx);
   /** The app's tree, once the app is the caller's (404 otherwise). */
   const treeOf = (principal: Principal, appId: string) => new AppTree(ctx.storage.sourceDir(ctx.apps.get(principal.workspaceId, appId).id));
+  /**
+   * Runs a change that may grow the app's tree: each growth is reserved against the disk quota
+   * before anything is written (409 QUOTA_EXCEEDED otherwise), and held until `record` has counted
+   * it in the tree's size, so that changes made at the same time see each other.
+   */
+  const growTree = async <T>(principal: Principal, appId: string, change: (tree: AppTree) => Promise<T>, record: (result: T, grownBytes: number) => void): Promise<T> => {
+    const releases: (() => void)[] = [];
+    let grownBytes = 0;
+    const tree = new AppTree(ctx.storage.sourceDir(ctx.apps.get(principal.workspaceId, appId).id), async (bytes) => {
+      releases.push(await ctx.apps.reserveDiskGrowth(principal.workspaceId, bytes));
+      grownBytes += bytes;
+    });
+    try {
+      const result = await change(tree);
+      record(result, grownBytes);
+      return result;
+    } finally {
+      for (const release of releases) release();
+    }
+  };
   /** Recorded in the history; `deltaBytes`, when known, moves the tree's size for the disk quota. */
   const changed = (principal: Principal, appId: string, action: Parameters<FileHistory["record"]>[1], paths: string[], deltaBytes?: number) => {
     const actor = auditActor(principal);
@@ -85,10 +106,9 @@ export function appFilesRoutes(ctx: ServerContext) {
       "/:appId/fs/file",
       async ({ principal, params, request, set }) => {
         const input = createFileInput(await readFields(request), MAX_TEXT_FILE_BYTES);
-        const tree = treeOf(principal, params.appId);
-        await ctx.apps.assertDiskRoom(principal.workspaceId, Buffer.byteLength(input.content));
-        const file = await tree.create(input.path, input.content);
-        changed(principal, params.appId, "create", [file.path], file.size);
+        const file = await growTree(principal, params.appId, (tree) => tree.create(input.path, input.content), (made, grownBytes) => {
+          changed(principal, params.appId, "create", [made.path], grownBytes);
+        });
         set.status = 201;
         return ok({ file });
       },
@@ -104,7 +124,8 @@ export function appFilesRoutes(ctx: ServerContext) {
           description:
             "Creates the file at `path` with `content` (UTF-8 text, default empty), making missing parent folders; JSON, " +
             "URL-encoded or multipart bodies. Answers 201 with `file` (path, size, modifiedAt, version). 409 `FILE_EXISTS` when " +
-            "anything is at `path`; 409 `QUOTA_EXCEEDED` when the content would take the workspace past PLATFORM_QUOTA_DISK_MB. " +
+            "anything is at `path`; 409 `QUOTA_EXCEEDED`, with nothing made, when the file and the folders made for it would take " +
+            "the workspace past PLATFORM_QUOTA_DISK_MB (every file and folder counts at least 4 KiB). " +
             "The change is in GET .../fs/history and takes effect at the next build (POST redeploy).",
         },
       },
@@ -112,11 +133,10 @@ export function appFilesRoutes(ctx: ServerContext) {
     .put(
       "/:appId/fs/file",
       async ({ principal, params, body }) => {
-        const tree = treeOf(principal, params.appId);
-        await ctx.apps.assertDiskRoom(principal.workspaceId, Buffer.byteLength(body.content));
-        const file = await tree.write(body.path, body.content, body.ifMatch?.replace(/^"|"$/g, ""));
-        // The old size is not known here: the tree is measured again when the quota next asks.
-        changed(principal, params.appId, "write", [file.path]);
+        const ifMatch = body.ifMatch?.replace(/^"|"$/g, "");
+        const file = await growTree(principal, params.appId, (tree) => tree.write(body.path, body.content, ifMatch), (saved, grownBytes) => {
+          changed(principal, params.appId, "write", [saved.path], grownBytes);
+        });
         return ok({ file });
       },
       {
@@ -130,16 +150,17 @@ export function appFilesRoutes(ctx: ServerContext) {
           description:
             "Replaces the file's text (its folder must exist), atomically: readers see the old or the new file, never half. With " +
             "`ifMatch` (the `version` the edit started from) a file changed or deleted since is 409 `FILE_CHANGED`, so two " +
-            "editors cannot overwrite each other silently. Answers `file` with its new version. 409 `QUOTA_EXCEEDED` when the " +
-            "content, counted as added, would take the workspace past PLATFORM_QUOTA_DISK_MB.",
+            "editors cannot overwrite each other silently. Answers `file` with its new version. 409 `QUOTA_EXCEEDED`, with " +
+            "nothing written, when the file's growth (every file counts at least 4 KiB) would take the workspace past PLATFORM_QUOTA_DISK_MB.",
         },
       },
     )
     .post(
       "/:appId/fs/folder",
       async ({ principal, params, body, set }) => {
-        const path = await treeOf(principal, params.appId).mkdir(body.path);
-        changed(principal, params.appId, "mkdir", [path], 0);
+        const path = await growTree(principal, params.appId, (tree) => tree.mkdir(body.path), (made, grownBytes) => {
+          changed(principal, params.appId, "mkdir", [made], grownBytes);
+        });
         set.status = 201;
         return ok({ path });
       },
@@ -149,9 +170,11 @@ export function appFilesRoutes(ctx: ServerContext) {
         body: entryBody,
         detail: {
           operationId: "createAppFolder",
-          responses: responses({ 201: json("Created", { path: t.String() }) }, ...PATH_ERRORS, "VALIDATION_FAILED", "FILE_EXISTS"),
+          responses: responses({ 201: json("Created", { path: t.String() }) }, ...PATH_ERRORS, "VALIDATION_FAILED", "FILE_EXISTS", "QUOTA_EXCEEDED"),
           summary: "Make a folder",
-          description: "Makes the folder at `path` and its missing parents; 409 `FILE_EXISTS` when anything is there.",
+          description:
+            "Makes the folder at `path` and its missing parents; 409 `FILE_EXISTS` when anything is there. Every folder counts " +
+            "4 KiB against PLATFORM_QUOTA_DISK_MB: 409 `QUOTA_EXCEEDED`, with nothing made, past it.",
         },
       },
     )
@@ -199,6 +222,8 @@ export function appFilesRoutes(ctx: ServerContext) {
       "/:appId/fs/archive",
       ({ principal, params }) => {
         const app = ctx.apps.get(principal.workspaceId, params.appId);
+        // The auth plugin audits JSON answers only: a download is recorded here, as it starts.
+        recordAuditEvent(ctx.db, { workspaceId: principal.workspaceId, action: "app.files_downloaded", actor: auditActor(principal), target: `${app.name} (${app.id})` });
         return new Response(new AppTree(ctx.storage.sourceDir(app.id)).zip(), {
           headers: { "content-type": "application/zip", "content-disposition": `attachment; filename="${app.name}.zip"`, "cache-control": "no-store" },
         });
@@ -210,7 +235,9 @@ export function appFilesRoutes(ctx: ServerContext) {
           operationId: "downloadAppFiles",
           responses: responses({ 200: media("The tree as a ZIP", "application/zip", t.String({ format: "binary" })) }, "NOT_FOUND"),
           summary: "Download the app's files as a ZIP",
-          description: "Streams the whole source tree as a ZIP (folders, files with their permissions; links left out), as a deploy would take it back.",
+          description:
+            "Streams the whole source tree as a ZIP (folders, files with their permissions; links left out), as a deploy would " +
+            "take it back. Recorded in the audit log (`app.files_downloaded`, who and which app).",
         },
       },
     )

@@ -10,7 +10,8 @@ import { lstat, mkdir, open, opendir, rename, rm, rmdir, unlink, type FileHandle
 import { dirname, join } from "node:path";
 import { ApiError } from "../../http/errors";
 import { shown, utf8 } from "../zip-directory";
-import { resolveEntry, resolveFolder, resolveInTree, resolveNewEntry, symlinkRefused, type TreePath } from "./paths";
+import { entryCharge, MIN_ENTRY_BYTES } from "../../quotas/usage";
+import { foldersToMake, resolveEntry, resolveFolder, resolveInTree, resolveNewEntry, symlinkRefused, type TreePath } from "./paths";
 
 /** Most entries one folder listing returns. */
 export const MAX_FOLDER_ENTRIES = 5000;
@@ -66,6 +67,13 @@ export interface RenameStep {
 export type RenameOutcome =
   | { from: string; to: string; result: "renamed" | "overwritten" }
   | { from: string; to: string; result: "failed"; reason: string };
+
+/**
+ * Asked before a change adds `growthBytes` to the tree, as the disk quota counts it (every entry
+ * at least MIN_ENTRY_BYTES; negative when it shrinks): throws to refuse the change, before
+ * anything is written.
+ */
+export type GrowthCheck = (growthBytes: number) => Promise<void>;
 
 /** Tails of the change queues of the trees being changed, by root. */
 const changeQueues = new Map<string, Promise<unknown>>();
@@ -224,12 +232,19 @@ function byName(a: { name: string }, b: { name: string }): number {
 /**
  * Everything under a folder: its children sorted by name, then each subfolder's the same way, so
  * a folder always comes before its contents. Links and special files are never descended into.
+ * `check` sees each child as it is read, before a folder's children are held to be sorted.
  */
-async function* entriesUnder(folder: TreePath): AsyncGenerator<{ path: string; absolute: string; isFolder: boolean; isFile: boolean }> {
+async function* entriesUnder(
+  folder: TreePath,
+  check: (entry: WalkedEntry) => void = () => undefined,
+): AsyncGenerator<{ path: string; absolute: string; isFolder: boolean; isFile: boolean }> {
   const pending = [{ path: folder.path, absolute: folder.absolute }];
   for (let current = pending.pop(); current; current = pending.pop()) {
     const children = [];
-    for await (const child of await opendir(current.absolute)) children.push(child);
+    for await (const child of await opendir(current.absolute)) {
+      check({ path: current.path ? `${current.path}/${child.name}` : child.name, type: child.isDirectory() ? "dir" : "file" });
+      children.push(child);
+    }
     children.sort(byName);
     const subfolders = [];
     for (const child of children) {
@@ -247,7 +262,10 @@ async function* entriesUnder(folder: TreePath): AsyncGenerator<{ path: string; a
 }
 
 export class AppTree {
-  constructor(private readonly root: string) {}
+  constructor(
+    private readonly root: string,
+    private readonly checkGrowth: GrowthCheck = async () => undefined,
+  ) {}
 
   /** A folder's entries, folders first, then by name. */
   async list(path = ""): Promise<ListedEntry[]> {
@@ -299,6 +317,7 @@ export class AppTree {
       const target = await resolveNewEntry(this.root, path);
       if (target.stats) requireFile(target);
       if (ifMatch !== undefined) await this.checkVersion(target, ifMatch);
+      await this.checkGrowth(entryCharge(bytes.length) - (target.stats ? entryCharge(target.stats.size) : 0));
       const mode = target.stats ? target.stats.mode & 0o7777 : FILE_MODE;
       return versionView(target.path, await replaceFile(target.absolute, bytes, mode), bytes);
     });
@@ -315,6 +334,7 @@ export class AppTree {
   async create(path: string, content = ""): Promise<FileVersion> {
     const bytes = textBytes(path, content);
     return oneChangeAtATime(this.root, async () => {
+      await this.checkGrowth(entryCharge(bytes.length) + (await foldersToMake(this.root, path)) * MIN_ENTRY_BYTES);
       const target = await resolveNewEntry(this.root, path, { makeParents: true });
       if (target.stats) this.exists(target.path);
       const stats = await writeNewFile(target.absolute, bytes, FILE_MODE).catch((error: NodeJS.ErrnoException) => {
@@ -329,6 +349,7 @@ export class AppTree {
   /** Makes a folder, and the folders missing on its way; refused when anything is at `path`. Answers its canonical path. */
   mkdir(path: string): Promise<string> {
     return oneChangeAtATime(this.root, async () => {
+      await this.checkGrowth((1 + (await foldersToMake(this.root, path))) * MIN_ENTRY_BYTES);
       const target = await resolveNewEntry(this.root, path, { makeParents: true });
       if (target.stats) this.exists(target.path);
       await mkdir(target.absolute).catch((error: NodeJS.ErrnoException) => {
@@ -368,11 +389,11 @@ export class AppTree {
     });
   }
 
-  /** Every entry under a folder (not the folder itself), refused past `maxEntries`. */
-  async walk(basePath: string, maxEntries: number): Promise<WalkedEntry[]> {
+  /** Every entry under a folder (not the folder itself), refused past `maxEntries`; `check` sees each as it is read, and may stop the walk by throwing. */
+  async walk(basePath: string, maxEntries: number, check: (entry: WalkedEntry) => void = () => undefined): Promise<WalkedEntry[]> {
     const base = await resolveFolder(this.root, basePath);
     const entries: WalkedEntry[] = [];
-    for await (const entry of entriesUnder(base)) {
+    for await (const entry of entriesUnder(base, check)) {
       if (entries.length === maxEntries) {
         throw new ApiError("TOO_MANY_ENTRIES", `${shown(base.path || "/")} holds more than ${maxEntries} files and folders; choose a smaller base folder`);
       }

@@ -5,6 +5,7 @@ import { deflateSync, zipSync } from "fflate";
 import { extractZip, inspectZip, MIN_ENTRY_CHARGE, type ArchiveLimits } from "../../../src/apps/archive";
 import { MAX_PATH_DEPTH } from "../../../src/apps/zip-directory";
 import { ApiError, type ErrorCode } from "../../../src/http/errors";
+import { treeBytes } from "../../../src/quotas/usage";
 import { tempDir } from "../../helpers/temp";
 import { folderBombZip, makeZip, type ZipEntrySpec } from "../../helpers/zip";
 
@@ -376,7 +377,7 @@ describe("extracting well-formed archives", () => {
 
   test("an empty archive extracts to an empty folder", async () => {
     const { zipFile, destination } = workspace(makeZip([]));
-    expect(await extractZip(zipFile, destination, limits)).toEqual({ entries: [], totalBytes: 0 });
+    expect(await extractZip(zipFile, destination, limits)).toEqual({ entries: [], totalBytes: 0, chargedBytes: 0 });
     expect(readdirSync(destination)).toEqual([]);
   });
 
@@ -399,7 +400,16 @@ describe("extracting well-formed archives", () => {
         { path: "run", kind: "file", size: 1, executable: true },
       ],
       totalBytes: 6,
+      chargedBytes: 3 * MIN_ENTRY_CHARGE,
     });
     expect(listing(appsDir)).toEqual(before);
+  });
+
+  test("what an extracted tree is charged is what the disk quota measures of it later", async () => {
+    const zip = makeZip([{ name: "top/a.txt", data: "x".repeat(5000) }, { name: "top/b/", unixMode: 0o040755 }, { name: "top/c/d/e.txt", data: "" }]);
+    const { zipFile, destination } = workspace(zip);
+    const { chargedBytes } = await extractZip(zipFile, destination, limits);
+    expect(chargedBytes).toBe(5000 + 4 * MIN_ENTRY_CHARGE);
+    expect(await treeBytes(destination)).toBe(chargedBytes);
   });
 });

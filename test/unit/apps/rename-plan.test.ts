@@ -141,7 +141,6 @@ describe("which names change", () => {
     { label: "with a backslash", find: "b", replace: "\\", reason: "backslash" },
     { label: "with NUL", find: "b", replace: "\u0000", reason: "control character" },
     { label: "with a newline", find: "b", replace: "\n", reason: "control character" },
-    { label: "of 256 bytes", find: "b", replace: "é".repeat(127), reason: "255 bytes" },
   ])("a new name $label is a failed entry, not a refused request", ({ find, replace, reason }) => {
     const name = "abc";
     const plan = planRenames(tree(name, "other"), request({ find, replace }));
@@ -150,6 +149,11 @@ describe("which names change", () => {
     expect(failed.reason).toContain(reason);
     expect(plan.counts.failed).toBe(1);
     expect(applied(tree(name), plan.entries)).toEqual([name]);
+  });
+
+  test("a new name over 255 bytes refuses the request with 400 RENAME_TOO_LARGE, naming the entry", () => {
+    const error = refusal(() => planRenames(tree("abc", "other"), request({ find: "b", replace: "é".repeat(127) })), "RENAME_TOO_LARGE", 400);
+    expect(error.message).toContain('"abc" would be 256 bytes; a name is at most 255 bytes');
   });
 
   test("a name of exactly 255 bytes is fine", () => {
@@ -384,7 +388,7 @@ describe("any plan applies cleanly", () => {
 });
 
 describe("bounds", () => {
-  const limits: RenameLimits = { maxEntries: 5, maxRenames: 3 };
+  const limits: RenameLimits = { maxEntries: 5, maxRenames: 3, maxPlanBytes: 1000 };
   const many = (count: number, prefix = "") => tree(...Array.from({ length: count }, (_, index) => `${prefix}f${index}`));
 
   test("more entries under basePath than maxEntries: 400 TOO_MANY_ENTRIES; entries outside basePath do not count", () => {
@@ -396,9 +400,25 @@ describe("bounds", () => {
 
   test("more names changed than maxRenames: 422 TOO_MANY_RENAMES, counting only names that change", () => {
     const error = refusal(() => planRenames(many(4), request({ find: "f", replace: "g" }), limits), "TOO_MANY_RENAMES", 422);
-    expect(error.message).toContain("4 names");
+    expect(error.message).toContain("more than 3 names");
     expect(planRenames(many(4), request({ find: "f", replace: "f" }), limits).entries).toEqual([]);
     expect(planRenames(many(3), request({ find: "f", replace: "g" }), limits).counts.renamed).toBe(3);
+  });
+
+  test("the paths of a plan past maxPlanBytes: 400 RENAME_TOO_LARGE", () => {
+    const deep = `${"d".repeat(200)}/${"e".repeat(200)}`;
+    const listing = tree(`${deep}/`, `${deep}/f1`, `${deep}/f2`);
+    // Each rename holds its from and to paths: ~810 bytes, so the second passes 1000.
+    const error = refusal(() => planRenames(listing, request({ find: "f", replace: "g" }), { ...limits, maxEntries: 10 }), "RENAME_TOO_LARGE", 400);
+    expect(error.message).toContain("more than 1000 bytes");
+  });
+
+  test("the recipe: 50,000 names each rewritten to 51,000 characters is refused at the first name, at once", () => {
+    const listing = Array.from({ length: 50_000 }, (_, index) => ({ path: `${String(index).padStart(5, "0")}${"n".repeat(250)}`, type: "file" as const }));
+    const started = performance.now();
+    const error = refusal(() => planRenames(listing, request({ find: ".", replace: "x".repeat(200), useRegex: true })), "RENAME_TOO_LARGE", 400);
+    expect(error.message).toContain("would be 51000 bytes");
+    expect(performance.now() - started).toBeLessThan(1000);
   });
 
   test("10,000 renames onto one name, and 5,000 swaps, are planned quickly", () => {

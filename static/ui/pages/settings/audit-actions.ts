@@ -26,6 +26,7 @@ export const ACTION_LABELS = {
   "app.settings_changed": "App settings changed",
   "app.redeployed": "App redeployed",
   "app.files_changed": "App files changed",
+  "app.files_downloaded": "App files downloaded as a ZIP",
   "app.rolled_back": "App rolled back",
   "app.deploy_hook_rotated": "Deploy-hook URL replaced",
   "app.domain_added": "Domain added",
@@ -46,4 +47,5 @@ export const ACTION_LABELS = {
   "database.backup_uploaded": "Dump uploaded as a backup",
   "database.backup_deleted": "Backup deleted",
   "database.backup_verified": "Backup verified",
+  "database.backup_downloaded": "Backup downloaded",
 } as const;
