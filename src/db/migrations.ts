@@ -13,6 +13,7 @@ import m0007 from "./migrations/0007_app_file_changes.sql" with { type: "text" }
 import m0008 from "./migrations/0008_git_deploys.sql" with { type: "text" };
 import m0009 from "./migrations/0009_app_domains.sql" with { type: "text" };
 import m0010 from "./migrations/0010_certificates.sql" with { type: "text" };
+import m0011 from "./migrations/0011_webhooks.sql" with { type: "text" };
 
 export const EMBEDDED_MIGRATIONS: Record<string, string> = {
   "0000_init": m0000,
@@ -26,6 +27,7 @@ export const EMBEDDED_MIGRATIONS: Record<string, string> = {
   "0008_git_deploys": m0008,
   "0009_app_domains": m0009,
   "0010_certificates": m0010,
+  "0011_webhooks": m0011,
 };
 
 export interface MigrationMeta {

@@ -161,10 +161,32 @@ export const apps = sqliteTable(
     repoTokenEncrypted: text("repo_token_encrypted"),
     /** The secret of the app's deploy-hook URL, encrypted by the SecretBox; null until one is made. */
     deployHookEncrypted: text("deploy_hook_encrypted"),
+    /** The secret of the app's own GitHub webhook (POST /api/webhooks/github/{appId}), encrypted by the SecretBox; null until one is made. */
+    webhookSecretEncrypted: text("webhook_secret_encrypted"),
     createdAt: integer("created_at").notNull(),
     updatedAt: integer("updated_at").notNull(),
   },
   (table) => [uniqueIndex("apps_workspace_name").on(table.workspaceId, table.name)],
+);
+
+/**
+ * Webhook deliveries accepted in the last day (src/webhooks/deliveries.ts), so that a replay is
+ * ignored: by GitHub's delivery id, and by the body's digest (the id is not signed).
+ */
+export const webhookDeliveries = sqliteTable(
+  "webhook_deliveries",
+  {
+    /** Whose webhook: an app id, or `github-app` for the GitHub App's own. */
+    scope: text("scope").notNull(),
+    deliveryId: text("delivery_id").notNull(),
+    bodySha256: text("body_sha256").notNull(),
+    receivedAt: integer("received_at").notNull(),
+  },
+  (table) => [
+    primaryKey({ columns: [table.scope, table.deliveryId] }),
+    index("webhook_deliveries_body").on(table.scope, table.bodySha256),
+    index("webhook_deliveries_time").on(table.receivedAt),
+  ],
 );
 
 export const appEnvVars = sqliteTable(

@@ -82,8 +82,11 @@ export const PERMISSIONS: Record<string, RoutePermission> = {
   "GET /api/apps/:appId/domains/:domainId": { roles: EVERYONE },
   "PUT /api/apps/:appId/domains/:domainId/certificate": { roles: OPERATORS, audit: "app.certificate_uploaded" },
   "DELETE /api/apps/:appId/domains/:domainId/certificate": { roles: OPERATORS, audit: "app.certificate_removed" },
-  "GET /api/apps/:appId/deploy-hook": { roles: OPERATORS },
+  "GET /api/apps/:appId/deploy-hook": { roles: OPERATORS, audit: "app.deploy_hook_read" },
   "POST /api/apps/:appId/deploy-hook": { roles: OPERATORS, audit: "app.deploy_hook_rotated" },
+  // The app's webhook secret signs pushes that deploy it: a secret, as the deploy-hook URL is.
+  "GET /api/apps/:appId/webhook": { roles: OPERATORS, audit: "app.webhook_secret_read" },
+  "POST /api/apps/:appId/webhook": { roles: OPERATORS, audit: "app.webhook_secret_rotated" },
   // App files. A source tree may hold secrets (an .env file): as for env values, viewers list names only.
   "GET /api/apps/:appId/fs/list": { roles: EVERYONE },
   "GET /api/apps/:appId/fs/history": { roles: EVERYONE },

@@ -78,6 +78,8 @@ const EXPECTED: Record<string, Role[]> = {
   "DELETE /api/apps/:appId/domains/:domainId/certificate": OPERATORS,
   "GET /api/apps/:appId/deploy-hook": OPERATORS,
   "POST /api/apps/:appId/deploy-hook": OPERATORS,
+  "GET /api/apps/:appId/webhook": OPERATORS,
+  "POST /api/apps/:appId/webhook": OPERATORS,
   "GET /api/apps/:appId/fs/list": EVERYONE,
   "GET /api/apps/:appId/fs/history": EVERYONE,
   "GET /api/apps/:appId/history": EVERYONE,

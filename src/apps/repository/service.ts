@@ -1,5 +1,6 @@
-// Apps deployed from a git repository: POST /api/apps/deploy-from-repo, the deploys a push or the
-// app's deploy-hook URL starts, and the clone each such build begins with (./clone.ts). A build
+// Apps deployed from a git repository: POST /api/apps/deploy-from-repo, the deploys a push
+// (src/webhooks) or the app's deploy-hook URL starts, and the clone each such build begins with
+// (./clone.ts). A build
 // clones the branch head when it starts, not when it is asked for: pushes that arrive while a
 // build waits are coalesced into that one build, which takes the newest commit.
 import { and, eq, ne } from "drizzle-orm";
@@ -25,14 +26,6 @@ const DEPLOY_HOOK_SECRET_LENGTH = 40;
 
 const tokenData = (appId: string) => `app-repo-token:${appId}`;
 const hookData = (appId: string) => `app-deploy-hook:${appId}`;
-
-export interface PushEvent {
-  owner: string;
-  name: string;
-  /** GitHub's repository id; an app given another `repository.id` is not this repository. */
-  repositoryId: string | null;
-  branch: string | null;
-}
 
 export class RepositoryDeploys {
   private readonly githubApp: GitHubAppTokens | null;
@@ -188,28 +181,6 @@ export class RepositoryDeploys {
     this.ctx.buildLogs.append(app.id, buildId, `==> ${note}`);
     this.scheduleHead(app, buildId);
     return { buildId, coalesced: false };
-  }
-
-  /** A push to a branch: every app following that repository and branch with autoDeploy on, in any workspace. */
-  onPush(push: PushEvent): { started: number; coalesced: number } {
-    if (push.branch === null) return { started: 0, coalesced: 0 };
-    const following = this.ctx.db
-      .select()
-      .from(apps)
-      .where(and(eq(apps.repoBranch, push.branch), eq(apps.autoDeploy, true)))
-      .all()
-      .filter(
-        (app) =>
-          app.status !== "deleting" &&
-          app.repoOwner?.toLowerCase() === push.owner.toLowerCase() &&
-          app.repoName?.toLowerCase() === push.name.toLowerCase() &&
-          (push.repositoryId === null || app.repoId === push.repositoryId),
-      );
-    let coalesced = 0;
-    for (const app of following) {
-      if (this.deployHead(app, "push", `Push to ${push.owner}/${push.name} branch ${push.branch}`).coalesced) coalesced++;
-    }
-    return { started: following.length - coalesced, coalesced };
   }
 
   /** The secret of the app's deploy-hook URL, made on first use. */

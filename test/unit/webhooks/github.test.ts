@@ -2,7 +2,7 @@
 // read from JSON or from a form's `payload` field, and a push names owner, repository and branch.
 import { describe, expect, test } from "bun:test";
 import { createHmac } from "node:crypto";
-import { deliveryPayload, pushDelivery, validSignature } from "../../../src/webhooks/github";
+import { deliveryHeaders, deliveryPayload, MAX_DELIVERY_BYTES, pushDelivery, validSignature } from "../../../src/webhooks/github";
 
 const secret = "webhook-secret-for-tests";
 const encode = (text: string) => new TextEncoder().encode(text);
@@ -43,6 +43,30 @@ describe("validSignature", () => {
   }
 });
 
+describe("deliveryHeaders", () => {
+  const request = (headers: Record<string, string>) => new Request("http://127.0.0.1/api/webhooks/github/app_x", { method: "POST", headers });
+  const signed = { "content-length": "20", "x-hub-signature-256": signatureHeader(secret, pushBody), "x-github-delivery": "72d3162e-cc78-11e3-81ab-4c9367dc0958", "x-github-event": "push" };
+
+  test("a delivery's headers are read without its body", () => {
+    expect(deliveryHeaders(request(signed))).toEqual({ event: "push", deliveryId: signed["x-github-delivery"], signature: signed["x-hub-signature-256"] });
+  });
+
+  for (const [what, change, code] of [
+    ["no Content-Length", { "content-length": "" }, "LENGTH_REQUIRED"],
+    ["a Content-Length past the cap", { "content-length": String(MAX_DELIVERY_BYTES + 1) }, "PAYLOAD_TOO_LARGE"],
+    ["no signature", { "x-hub-signature-256": "" }, "INVALID_SIGNATURE"],
+    ["a sha1 signature", { "x-hub-signature-256": `sha1=${"a".repeat(40)}` }, "INVALID_SIGNATURE"],
+    ["no delivery id", { "x-github-delivery": "" }, "VALIDATION_FAILED"],
+    ["a delivery id with odd characters", { "x-github-delivery": "id;drop" }, "VALIDATION_FAILED"],
+  ] as const) {
+    test(`${what} is ${code}`, () => {
+      const headers: Record<string, string> = { ...signed, ...change };
+      for (const name of Object.keys(headers)) if (headers[name] === "") delete headers[name];
+      expect(() => deliveryHeaders(request(headers))).toThrow(expect.objectContaining({ code }));
+    });
+  }
+});
+
 describe("deliveryPayload", () => {
   const payload = { ref: "refs/heads/main", repository: { name: "repo", owner: { login: "octo-org" } } };
 
@@ -73,7 +97,7 @@ describe("pushDelivery", () => {
   const push = (fields: Record<string, unknown>) => pushDelivery({ ref: "refs/heads/main", repository: { name: "repo", owner: { login: "octo-org" } }, ...fields });
 
   test("a push to a branch names owner, repository and branch", () => {
-    expect(push({})).toEqual({ owner: "octo-org", name: "repo", repositoryId: null, branch: "main", deleted: false });
+    expect(push({})).toEqual({ owner: "octo-org", name: "repo", repositoryId: null, installationId: null, branch: "main", deleted: false });
   });
 
   test("GitHub's repository id is kept as text, to tell a re-created repository of the same name apart", () => {
