@@ -21,6 +21,7 @@ export const AUDIT_ACTIONS = [
   "invitation.accepted",
   "member.role_changed",
   "member.removed",
+  "github_app.installation_bound",
   "app.deployed",
   "app.started",
   "app.stopped",

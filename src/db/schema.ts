@@ -170,6 +170,18 @@ export const apps = sqliteTable(
 );
 
 /**
+ * GitHub App installations and the workspace each belongs to, bound through the App's setup flow
+ * (src/git/installations.ts): only that workspace's apps use its tokens and get its pushes.
+ */
+export const githubInstallations = sqliteTable("github_installations", {
+  installationId: text("installation_id").primaryKey(),
+  workspaceId: text("workspace_id").notNull().references(() => workspaces.id, { onDelete: "cascade" }),
+  /** Who came back from installing it with the workspace's signed state; null for a binding carried over from before the flow. */
+  boundByUserId: text("bound_by_user_id"),
+  boundAt: integer("bound_at").notNull(),
+});
+
+/**
  * Webhook deliveries accepted in the last day (src/webhooks/deliveries.ts), so that a replay is
  * ignored: by GitHub's delivery id, and by the body's digest (the id is not signed).
  */

@@ -48,6 +48,11 @@ export const PERMISSIONS: Record<string, RoutePermission> = {
   "GET /api/organization/audit-log": { roles: MANAGERS },
   "DELETE /api/organization/": { roles: OWNERS },
 
+  // GitHub App installations: connecting one lets the workspace's apps read the repositories it grants.
+  "GET /api/github-app/installations": { roles: EVERYONE },
+  "POST /api/github-app/install-link": { roles: MANAGERS },
+  "GET /api/github-app/setup": { roles: MANAGERS },
+
   // Machines.
   "GET /api/machines/": { roles: EVERYONE },
   "GET /api/machines/:machineId": { roles: EVERYONE },

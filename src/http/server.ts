@@ -17,6 +17,7 @@ import { appFilesRoutes } from "../apps/files/routes";
 import { repositoryRoutes } from "../apps/repository/routes";
 import { webhooksRoutes } from "../webhooks/routes";
 import { appWebhookRoutes } from "../webhooks/app-routes";
+import { githubAppRoutes } from "../git/routes";
 import { MAX_DELIVERY_BYTES } from "../webhooks/github";
 import { appDomainsRoutes } from "../apps/domains/routes";
 import { buildsRoutes } from "../apps/builds-routes";
@@ -111,6 +112,7 @@ export function createServer(ctx: ServerContext) {
     .use(appDomainsRoutes(ctx))
     .use(webhooksRoutes(ctx))
     .use(appWebhookRoutes(ctx))
+    .use(githubAppRoutes(ctx))
     .use(appHistoryRoutes(ctx));
 }
 

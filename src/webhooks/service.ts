@@ -2,10 +2,11 @@
 // (POST /api/webhooks/github/{appId}) signed with a secret of its own, made on first read,
 // stored encrypted (the signature check needs it back) and replaceable; the GitHub App's own
 // webhook (POST /api/webhooks/github), signed with a secret only the administrator holds,
-// deploys the apps that use the delivery's installation. Either way an accepted delivery is
-// remembered for a day and its replays are ignored, and a push deploys an app only when it names
-// the app's repository (GitHub's repository id too, where the app has one) and branch.
-import { eq } from "drizzle-orm";
+// deploys the apps that use the delivery's installation in the workspace it is bound to. Either
+// way an accepted delivery is remembered for a day and its replays are ignored, and a push deploys
+// an app only when it names the app's repository (GitHub's repository id too, where the app has
+// one) and branch.
+import { and, eq } from "drizzle-orm";
 import type { PlatformDb } from "../db";
 import type { Config } from "../config";
 import type { SecretBox } from "../crypto/secrets";
@@ -15,6 +16,7 @@ import { ApiError } from "../http/errors";
 import { recordAuditEvent } from "../audit/service";
 import type { AppRow } from "../apps/deployer";
 import type { AppsService } from "../apps/service";
+import { installationWorkspace } from "../git/installations";
 import { firstDelivery } from "./deliveries";
 import { deliveryPayload, pushDelivery, spendSignatureCheck, validSignature, type DeliveryHeaders, type PushDelivery } from "./github";
 
@@ -69,7 +71,7 @@ export class Webhooks {
     if (push && follows(app, push)) this.deploy(app, push, delivery);
   }
 
-  /** A delivery to the GitHub App's webhook: deploys the apps that use its installation. */
+  /** A delivery to the GitHub App's webhook: deploys the apps that use its installation, in the workspace it is bound to. */
   receiveForGitHubApp(delivery: Delivery): void {
     const secret = this.ctx.config.git.githubAppWebhookSecret;
     if (!secret) throw webhooksDisabled();
@@ -78,15 +80,21 @@ export class Webhooks {
     }
     const push = this.newPush(GITHUB_APP_SCOPE, delivery);
     if (!push?.installationId) return;
-    const using = this.ctx.db.select().from(apps).where(eq(apps.repoInstallationId, push.installationId)).all();
+    const boundTo = installationWorkspace(this.ctx.db, push.installationId);
+    if (boundTo === null) return;
+    const using = this.ctx.db
+      .select()
+      .from(apps)
+      .where(and(eq(apps.repoInstallationId, push.installationId), eq(apps.workspaceId, boundTo)))
+      .all();
     for (const app of using) if (follows(app, push)) this.deploy(app, push, delivery);
   }
 
   /** A call of the app's deploy-hook URL started (or joined) a deploy: the audit log says so. */
   hookCalled(appId: string, clientAddress: string | null) {
-    const app = this.ctx.db.select({ workspaceId: apps.workspaceId }).from(apps).where(eq(apps.id, appId)).get();
+    const app = this.ctx.db.select({ workspaceId: apps.workspaceId, name: apps.name }).from(apps).where(eq(apps.id, appId)).get();
     if (!app) return;
-    recordAuditEvent(this.ctx.db, { workspaceId: app.workspaceId, action: "app.deployed_by_hook", actor: { type: "anonymous", id: null, clientAddress }, target: appId });
+    recordAuditEvent(this.ctx.db, { workspaceId: app.workspaceId, action: "app.deployed_by_hook", actor: { type: "anonymous", id: null, clientAddress }, target: `${app.name} (${appId})` });
   }
 
   /** The push a signed delivery carries; null for a replay or another event. */
@@ -102,7 +110,7 @@ export class Webhooks {
       workspaceId: app.workspaceId,
       action: "app.deployed_by_push",
       actor: { type: "anonymous", id: null, clientAddress: delivery.clientAddress },
-      target: app.id,
+      target: `${app.name} (${app.id})`,
     });
   }
 }

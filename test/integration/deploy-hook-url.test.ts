@@ -3,6 +3,7 @@
 // PLATFORM_API_DOMAIN, whatever address the request that asked for them came in by.
 import { expect, test } from "bun:test";
 import { serversStoppedAfterAll, type TestServer } from "../helpers/server";
+import { freePort } from "../helpers/ports";
 
 const startServer = serversStoppedAfterAll();
 
@@ -16,7 +17,7 @@ async function appOn(server: TestServer, key: string): Promise<string> {
   return deployed.body.app.id;
 }
 
-const CLOSED_GIT = { PLATFORM_GIT_BASE_URL: "http://127.0.0.1:9" };
+const CLOSED_GIT = { PLATFORM_GIT_BASE_URL: `http://127.0.0.1:${freePort()}` };
 
 test("behind PLATFORM_API_DOMAIN the deploy-hook and webhook URLs are https on the API domain, even asked for over plain HTTP", async () => {
   const server = await startServer({ ...CLOSED_GIT, PLATFORM_API_DOMAIN: "api.platform.test", PLATFORM_PROXY_TLS_PORT: "8443" });

@@ -1,10 +1,11 @@
 // Webhook deliveries from the outside, as a tenant who knows more than it should would send them:
 // the secret every tenant once shared, replays, another repository's pushes, unsigned and
-// over-long bodies. Builds here fail at once (the git base URL is a closed loopback port): what is
+// over-long bodies. Builds here fail at once (the git base URL is a loopback port nothing listens on): what is
 // checked is whether a deploy was started, in the app's builds and its audit log.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHmac } from "node:crypto";
 import { TestServer } from "../helpers/server";
+import { freePort } from "../helpers/ports";
 import { deleteAllApps } from "../helpers/apps";
 import { RawConnection } from "../helpers/raw-http";
 
@@ -15,10 +16,7 @@ let ownerKey: string;
 let otherTenantKey: string;
 
 beforeAll(async () => {
-  const closed = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
-  const nowhere = closed.url.origin;
-  closed.stop(true);
-  server = await TestServer.start({ PLATFORM_GIT_BASE_URL: nowhere, PLATFORM_GITHUB_WEBHOOK_SECRET: OLD_SHARED_SECRET });
+  server = await TestServer.start({ PLATFORM_GIT_BASE_URL: `http://127.0.0.1:${freePort()}`, PLATFORM_GITHUB_WEBHOOK_SECRET: OLD_SHARED_SECRET });
   ownerKey = (await server.createKey("owner", "victims")).key;
   otherTenantKey = (await server.createKey("tenant", "attackers")).key;
 });
@@ -53,7 +51,7 @@ const shapeOf = (answer: { status: number; body: any }) => JSON.stringify({ stat
 
 async function pushDeploys(appId: string): Promise<number> {
   const events = (await server.request("GET", "/api/organization/audit-log", { key: ownerKey })).body.events as any[];
-  return events.filter((event) => event.action === "app.deployed_by_push" && event.target === appId).length;
+  return events.filter((event) => event.action === "app.deployed_by_push" && event.target === `victim-site (${appId})`).length;
 }
 
 async function pushBuilds(appId: string): Promise<number> {

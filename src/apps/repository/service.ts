@@ -3,7 +3,7 @@
 // (./clone.ts). A build
 // clones the branch head when it starts, not when it is asked for: pushes that arrive while a
 // build waits are coalesced into that one build, which takes the newest commit.
-import { and, eq, ne } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import { lstat } from "node:fs/promises";
 import { renameSync } from "node:fs";
 import { join } from "node:path";
@@ -13,6 +13,7 @@ import { randomBase62 } from "../../crypto/tokens";
 import { ApiError } from "../../http/errors";
 import { BuildFailed } from "../../docker/driver";
 import { GitHubAppError, GitHubAppTokens } from "../../git/github-app";
+import { assertInstallationOf, installationWorkspace, notTheWorkspaces } from "../../git/installations";
 import type { Principal } from "../../http/auth";
 import { treeBytes } from "../../quotas/usage";
 import { readFields } from "../files/bodies";
@@ -53,7 +54,7 @@ export class RepositoryDeploys {
     if (repository.repoHostInstallationId && !this.ctx.config.git.githubApp) {
       throw new ApiError("GITHUB_APP_NOT_CONFIGURED", "repoHostInstallationId needs the platform's GitHub App: PLATFORM_GITHUB_APP_ID and PLATFORM_GITHUB_APP_PRIVATE_KEY_FILE are not set");
     }
-    if (repository.repoHostInstallationId) this.assertInstallationFree(principal.workspaceId, repository.repoHostInstallationId);
+    if (repository.repoHostInstallationId) assertInstallationOf(this.ctx.db, principal.workspaceId, repository.repoHostInstallationId);
     const machineId = this.ctx.machines.place(input.machineId).machineId;
     const { appId, existing } = this.apps.records.accept(
       principal.workspaceId,
@@ -78,20 +79,6 @@ export class RepositoryDeploys {
     this.ctx.buildLogs.append(appId, buildId, `==> Deploy of ${repository.owner}/${repository.name} branch ${repository.branch}${repository.path ? `, folder ${repository.path}` : ""} accepted`);
     this.scheduleHead(this.row(appId)!, buildId);
     return { app: this.apps.publicApp(this.apps.get(principal.workspaceId, appId)), buildId, created: !existing };
-  }
-
-  /**
-   * An installation's token reads every repository the installation grants, so one workspace's
-   * installation is never another's: the first workspace whose app uses it holds it while any of
-   * its apps does. (GitHub does not tell the platform who installed it without an OAuth flow.)
-   */
-  private assertInstallationFree(workspaceId: string, installationId: string) {
-    const other = this.ctx.db
-      .select({ id: apps.id })
-      .from(apps)
-      .where(and(eq(apps.repoInstallationId, installationId), ne(apps.workspaceId, workspaceId)))
-      .get();
-    if (other) throw new ApiError("INSTALLATION_NOT_YOURS", `GitHub App installation ${installationId} is used by another workspace of this platform`);
   }
 
   /** The branch head's build, coalescing into it until it starts. */
@@ -153,7 +140,9 @@ export class RepositoryDeploys {
     if (app.repoInstallationId) {
       if (!this.githubApp) throw new BuildFailed("the app uses a GitHub App installation, but PLATFORM_GITHUB_APP_ID is not set on this platform");
       try {
-        return await this.githubApp.installationToken(app.repoInstallationId, signal);
+        // Bound to another workspace since (or never bound): not this app's to use.
+        if (installationWorkspace(this.ctx.db, app.repoInstallationId) !== app.workspaceId) throw new BuildFailed(notTheWorkspaces(app.repoInstallationId).message);
+        return await this.githubApp.installationToken(app.repoInstallationId, { id: app.repoId, name: app.repoName! }, signal);
       } catch (error) {
         if (error instanceof GitHubAppError) throw new BuildFailed(`GitHub App: ${error.message}`);
         throw error;

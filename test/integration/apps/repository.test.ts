@@ -16,8 +16,8 @@ let git: GitServer;
 let server: TestServer;
 let key: string;
 let githubApi: ReturnType<typeof Bun.serve>;
-/** Installation tokens the stand-in GitHub API gave out, each only after verifying the app's JWT. */
-let tokensIssued = 0;
+/** What the installation tokens the stand-in GitHub API gave out were asked for, each only after verifying the app's JWT. */
+const tokenScopes: unknown[] = [];
 
 function signedJwtValid(jwt: string, publicKey: string): boolean {
   const [header, claims, signature] = jwt.split(".");
@@ -36,11 +36,13 @@ beforeAll(async () => {
   githubApi = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
-    fetch(request) {
+    async fetch(request) {
       const jwt = request.headers.get("authorization")?.replace(/^Bearer /, "") ?? "";
-      if (new URL(request.url).pathname !== `/app/installations/${INSTALLATION_ID}/access_tokens`) return Response.json({ message: "Not Found" }, { status: 404 });
       if (!signedJwtValid(jwt, publicPem)) return Response.json({ message: "bad JWT" }, { status: 401 });
-      tokensIssued++;
+      const path = new URL(request.url).pathname;
+      if (request.method === "GET" && path === `/app/installations/${INSTALLATION_ID}`) return Response.json({ id: Number(INSTALLATION_ID) });
+      if (path !== `/app/installations/${INSTALLATION_ID}/access_tokens`) return Response.json({ message: "Not Found" }, { status: 404 });
+      tokenScopes.push(await request.json());
       return Response.json({ token: git.token, expires_at: new Date(Date.now() + 3600_000).toISOString() }, { status: 201 });
     },
   });
@@ -49,6 +51,7 @@ beforeAll(async () => {
     PLATFORM_GITHUB_APP_ID: "777",
     PLATFORM_GITHUB_APP_PRIVATE_KEY_FILE: keyFile,
     PLATFORM_GITHUB_API_URL: `http://127.0.0.1:${githubApi.port}`,
+    PLATFORM_GITHUB_APP_URL: "https://github.example/apps/test-platform",
     PLATFORM_GIT_CLONE_TIMEOUT_SECONDS: "8",
     PLATFORM_APP_IMAGES_KEPT: "1",
   });
@@ -320,10 +323,14 @@ describe("repository options", () => {
     expect(tokenBuild.build.status).toBe("succeeded");
     await serves(withToken.body.app.subdomain, "private code");
 
+    // The installation is the workspace's once its install link's setup comes back.
+    const state = new URL((await server.request("POST", "/api/github-app/install-link", { key })).body.installLink.url).searchParams.get("state")!;
+    const connected = await server.request("GET", `/api/github-app/setup?installation_id=${INSTALLATION_ID}&state=${encodeURIComponent(state)}`, { key });
+    expect(connected.status).toBe(200);
     const viaApp = await deployFromRepo({ name: "git-private-app", repository: { ...reference, repoHostInstallationId: INSTALLATION_ID } });
     const appBuild = await finished(viaApp.body.app.id, viaApp.body.buildId);
     expect(appBuild.build.status).toBe("succeeded");
-    expect(tokensIssued).toBeGreaterThan(0);
+    expect(tokenScopes).toEqual([{ repository_ids: [5] }]);
 
     const otherWorkspace = (await server.createKey("git-other", "other-team")).key;
     const borrowed = await server.request("POST", "/api/apps/deploy-from-repo", {

@@ -13,6 +13,7 @@ export const ACTION_LABELS = {
   "invitation.accepted": "Invitation accepted",
   "member.role_changed": "Member's role changed",
   "member.removed": "Member removed",
+  "github_app.installation_bound": "GitHub App installation connected",
   "app.deployed": "App deployed",
   "app.started": "App started",
   "app.stopped": "App stopped",
