@@ -195,3 +195,24 @@ describe("what is refused before the body is read", () => {
     }
   });
 });
+
+describe("the audit log", () => {
+  test("a read of the deploy-hook URL, and each deploy a call of it starts, are recorded", async () => {
+    const deployed = await server.request("POST", "/api/apps/deploy-from-repo", {
+      key: ownerKey,
+      body: { name: "hooked-site", runtime: "node", memoryMB: 64, repository: { id: "7170", owner: "victim-org", name: "hooked", branch: "main" } },
+    });
+    const appId = deployed.body.app.id;
+    const { url } = (await server.request("GET", `/api/apps/${appId}/deploy-hook`, { key: ownerKey })).body.deployHook;
+    expect((await fetch(url, { method: "POST" })).status).toBe(202);
+    const events = ((await server.request("GET", "/api/organization/audit-log", { key: ownerKey })).body.events as any[]).filter((event) => event.target?.includes(appId));
+    const read = events.find((event) => event.action === "app.deploy_hook_read");
+    expect(read.actor.type).toBe("api_key");
+    const called = events.find((event) => event.action === "app.deployed_by_hook");
+    expect(called).toMatchObject({ actor: { type: "anonymous", id: null }, target: `hooked-site (${appId})`, clientAddress: "127.0.0.1" });
+    // A wrong URL starts nothing and records nothing.
+    expect((await fetch(`${url.slice(0, -3)}xyz`, { method: "POST" })).status).toBe(401);
+    const after = ((await server.request("GET", "/api/organization/audit-log", { key: ownerKey })).body.events as any[]).filter((event) => event.action === "app.deployed_by_hook" && event.target?.includes(appId));
+    expect(after).toHaveLength(1);
+  });
+});
