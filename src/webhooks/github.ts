@@ -37,20 +37,33 @@ export function deliveryHeaders(request: Request): DeliveryHeaders {
   return { event: request.headers.get("x-github-event") ?? "", deliveryId, signature };
 }
 
-/** The body, read as a stream and given up past `maxBytes` whatever Content-Length said. */
-export async function readBoundedBody(request: Request, maxBytes = MAX_DELIVERY_BYTES): Promise<Uint8Array> {
+/** GitHub sends a delivery at once; a sender that trickles it holds a connection and memory for nothing. */
+export const DELIVERY_READ_TIMEOUT_MS = 30_000;
+
+/** The body, read as a stream and given up past `maxBytes` whatever Content-Length said, or past `timeoutMs`. */
+export async function readBoundedBody(request: Request, maxBytes = MAX_DELIVERY_BYTES, timeoutMs = DELIVERY_READ_TIMEOUT_MS): Promise<Uint8Array> {
   if (!request.body) return new Uint8Array();
   const chunks: Uint8Array[] = [];
   let total = 0;
+  let timedOut = false;
   const reader = request.body.getReader();
-  for (let next = await reader.read(); !next.done; next = await reader.read()) {
-    total += next.value.byteLength;
-    if (total > maxBytes) {
-      await reader.cancel();
-      throw new ApiError("PAYLOAD_TOO_LARGE", `A webhook delivery may be at most ${maxBytes} bytes`);
+  const timer = setTimeout(() => {
+    timedOut = true;
+    void reader.cancel();
+  }, timeoutMs);
+  try {
+    for (let next = await reader.read(); !next.done; next = await reader.read()) {
+      total += next.value.byteLength;
+      if (total > maxBytes) {
+        await reader.cancel();
+        throw new ApiError("PAYLOAD_TOO_LARGE", `A webhook delivery may be at most ${maxBytes} bytes`);
+      }
+      chunks.push(next.value);
     }
-    chunks.push(next.value);
+  } finally {
+    clearTimeout(timer);
   }
+  if (timedOut) throw new ApiError("REQUEST_TIMEOUT", `A webhook delivery must arrive within ${timeoutMs / 1000} s`);
   return Buffer.concat(chunks);
 }
 

@@ -22,10 +22,11 @@ const DELIVERY_DOCS = {
 const DELIVERY_RULES =
   `A delivery needs a Content-Length of at most ${MAX_DELIVERY_BYTES} bytes (413 \`PAYLOAD_TOO_LARGE\`; GitHub's push payloads are ` +
   "a few KB), `X-Hub-Signature-256: sha256=<hex>` (401 `INVALID_SIGNATURE` when missing) and `X-GitHub-Delivery`: all three are " +
-  "checked before the body is read. A signed delivery gets 202 `received` whatever it leads to; one whose delivery id or body " +
-  "came within the last day is a replay and does nothing. A `push` to a branch deploys an app that follows that repository " +
-  "(owner and name, any case; GitHub's repository id must match the app's `repository.id`) and branch with `autoDeploy` on; " +
-  "a push that arrives while the app's deploy is queued is coalesced into it. Other events, tags and deleted branches do nothing.";
+  "checked before the body is read, which must then arrive within 30 s (408 `REQUEST_TIMEOUT`). A signed delivery gets 202 " +
+  "`received` whatever it leads to; one whose delivery id or body came within the last day is a replay and does nothing. A " +
+  "`push` to a branch deploys an app that follows that repository (owner and name, any case; GitHub's repository id must " +
+  "match the app's `repository.id`) and branch with `autoDeploy` on; a push that arrives while the app's deploy is queued is " +
+  "coalesced into it. Other events, tags and deleted branches do nothing.";
 
 export function webhooksRoutes(ctx: ServerContext) {
   const webhooks = new Webhooks(ctx);
@@ -62,7 +63,7 @@ export function webhooksRoutes(ctx: ServerContext) {
           ...DELIVERY_DOCS,
           responses: responses(
             { 202: json("Received", { delivery: ref(WebhookDeliverySchema) }) },
-            "INVALID_SIGNATURE", "WEBHOOKS_DISABLED", "INVALID_JSON", "VALIDATION_FAILED", "PAYLOAD_TOO_LARGE", "LENGTH_REQUIRED",
+            "INVALID_SIGNATURE", "WEBHOOKS_DISABLED", "INVALID_JSON", "VALIDATION_FAILED", "PAYLOAD_TOO_LARGE", "LENGTH_REQUIRED", "REQUEST_TIMEOUT",
           ),
           summary: "Receive a delivery of the GitHub App's webhook",
           description:
@@ -87,7 +88,7 @@ export function webhooksRoutes(ctx: ServerContext) {
           ...DELIVERY_DOCS,
           responses: responses(
             { 202: json("Received", { delivery: ref(WebhookDeliverySchema) }) },
-            "INVALID_SIGNATURE", "INVALID_JSON", "VALIDATION_FAILED", "PAYLOAD_TOO_LARGE", "LENGTH_REQUIRED",
+            "INVALID_SIGNATURE", "INVALID_JSON", "VALIDATION_FAILED", "PAYLOAD_TOO_LARGE", "LENGTH_REQUIRED", "REQUEST_TIMEOUT",
           ),
           summary: "Receive a delivery of an app's GitHub webhook",
           description:

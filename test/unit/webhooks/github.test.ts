@@ -2,7 +2,7 @@
 // read from JSON or from a form's `payload` field, and a push names owner, repository and branch.
 import { describe, expect, test } from "bun:test";
 import { createHmac } from "node:crypto";
-import { deliveryHeaders, deliveryPayload, MAX_DELIVERY_BYTES, pushDelivery, validSignature } from "../../../src/webhooks/github";
+import { deliveryHeaders, deliveryPayload, MAX_DELIVERY_BYTES, pushDelivery, readBoundedBody, validSignature } from "../../../src/webhooks/github";
 
 const secret = "webhook-secret-for-tests";
 const encode = (text: string) => new TextEncoder().encode(text);
@@ -65,6 +65,47 @@ describe("deliveryHeaders", () => {
       expect(() => deliveryHeaders(request(headers))).toThrow(expect.objectContaining({ code }));
     });
   }
+});
+
+describe("readBoundedBody", () => {
+  /** A request whose body is `pieces`, sent `gapMs` apart, whatever its headers say. */
+  const streamed = (pieces: Uint8Array[], gapMs = 0) =>
+    new Request("http://127.0.0.1/", {
+      method: "POST",
+      body: new ReadableStream({
+        async pull(controller) {
+          const piece = pieces.shift();
+          if (!piece) return controller.close();
+          if (gapMs) await Bun.sleep(gapMs);
+          controller.enqueue(piece);
+        },
+      }),
+    });
+
+  test("a body within the cap is read whole", async () => {
+    expect(await readBoundedBody(streamed([encode("ab"), encode("cd")]), 4)).toEqual(encode("abcd"));
+  });
+
+  test("reading stops at the cap, whatever was announced", async () => {
+    let sent = 0;
+    const endless = new Request("http://127.0.0.1/", {
+      method: "POST",
+      body: new ReadableStream({
+        pull(controller) {
+          sent += 1024;
+          controller.enqueue(new Uint8Array(1024));
+        },
+      }),
+    });
+    await expect(readBoundedBody(endless, 10 * 1024)).rejects.toMatchObject({ code: "PAYLOAD_TOO_LARGE" });
+    expect(sent).toBeLessThan(20 * 1024);
+  });
+
+  test("a body that trickles past the time limit is given up", async () => {
+    const started = performance.now();
+    await expect(readBoundedBody(streamed([encode("a"), encode("b"), encode("c")], 150), 100, 200)).rejects.toMatchObject({ code: "REQUEST_TIMEOUT" });
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
 });
 
 describe("deliveryPayload", () => {
