@@ -37,8 +37,9 @@ export function SecretSection(props: {
     <section aria-labelledby={`${props.id}-heading`}>
       <h3 id={`${props.id}-heading`}>{props.heading}</h3>
       <p class="muted">{props.children}</p>
+      {/* Keyed by the value too: a replacement starts hidden. */}
       {fields?.map(({ label, value }) => (
-        <Secret key={label} value={value} label={label} />
+        <Secret key={`${label} ${value}`} value={value} label={label} />
       ))}
       <div class="form-actions">
         {!fields && (
