@@ -69,6 +69,12 @@ function serve() {
     (outcome.startsWith("WARNING") ? console.warn : console.log)(`[egress] ${outcome}`),
   );
   console.log(`proxy listening on http://${config.host}:${proxy.port} for *.${config.domain}`);
+  if (config.git.sharedWebhookSecretSet) {
+    console.warn(
+      "[webhooks] PLATFORM_GITHUB_WEBHOOK_SECRET is no longer read: every app has a webhook of its own " +
+        "(GET /api/apps/{appId}/webhook); the GitHub App's webhook takes PLATFORM_GITHUB_APP_WEBHOOK_SECRET, a new secret only you hold",
+    );
+  }
   if (config.tls.apiDomain) {
     // Through the proxy the API sees the client's address in X-Forwarded-For (config.apiTrustedProxies).
     ctx.proxyRoutes.setApi(config.tls.apiDomain, { host: config.apiRouteHost, port: server.server!.port!, rateLimits: API_ROUTE_LIMITS, httpsRedirect: true, hsts: false });

@@ -47,9 +47,17 @@ export interface GitSettings {
   baseUrl: string;
   cloneTimeoutSeconds: number;
   /** The GitHub App that grants access to private repositories; null unless PLATFORM_GITHUB_APP_ID is set. */
-  githubApp: { appId: string; privateKeyFile: string; apiBaseUrl: string } | null;
-  /** Signs the deliveries of POST /api/webhooks/github; webhooks are refused while unset. */
-  webhookSecret: string | undefined;
+  githubApp: {
+    appId: string;
+    privateKeyFile: string;
+    apiBaseUrl: string;
+    /** The App's public page (https://github.com/apps/<slug>), where install links point; null: none are made. */
+    publicUrl: string | null;
+  } | null;
+  /** The GitHub App's webhook secret, which signs the deliveries of POST /api/webhooks/github; that webhook is off while unset. */
+  githubAppWebhookSecret: string | undefined;
+  /** PLATFORM_GITHUB_WEBHOOK_SECRET, the secret every tenant once shared, is set: it is read no more, and the start says so. */
+  sharedWebhookSecretSet: boolean;
 }
 
 /** HTTPS at the public proxy: its listener, the platform's own certificate, ACME (src/certificates). */
@@ -294,8 +302,17 @@ function gitSettings(env: Record<string, string | undefined>): GitSettings {
   return {
     baseUrl: baseUrlSetting(env, "PLATFORM_GIT_BASE_URL", "https://github.com"),
     cloneTimeoutSeconds: integerSetting(env, "PLATFORM_GIT_CLONE_TIMEOUT_SECONDS", 300, 1),
-    githubApp: appId && privateKeyFile ? { appId, privateKeyFile, apiBaseUrl: baseUrlSetting(env, "PLATFORM_GITHUB_API_URL", "https://api.github.com") } : null,
-    webhookSecret: env.PLATFORM_GITHUB_WEBHOOK_SECRET || undefined,
+    githubApp:
+      appId && privateKeyFile
+        ? {
+            appId,
+            privateKeyFile,
+            apiBaseUrl: baseUrlSetting(env, "PLATFORM_GITHUB_API_URL", "https://api.github.com"),
+            publicUrl: env.PLATFORM_GITHUB_APP_URL ? baseUrlSetting(env, "PLATFORM_GITHUB_APP_URL", "") : null,
+          }
+        : null,
+    githubAppWebhookSecret: env.PLATFORM_GITHUB_APP_WEBHOOK_SECRET || undefined,
+    sharedWebhookSecretSet: Boolean(env.PLATFORM_GITHUB_WEBHOOK_SECRET),
   };
 }
 

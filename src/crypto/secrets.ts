@@ -1,8 +1,8 @@
 // Encryption of stored secrets (app env vars, database passwords) with AES-256-GCM under a master
-// key kept in the data dir (mode 0600, made on first start). Each value has a random nonce and
-// is bound to where it belongs (associated data such as app id + variable name), so a ciphertext
-// copied to another row does not decrypt.
-import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+// key kept in the data dir (mode 0600, made on first start), and MACs under keys derived from it.
+// Each value has a random nonce and is bound to where it belongs (associated data such as app id
+// + variable name), so a ciphertext copied to another row does not decrypt.
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -22,6 +22,12 @@ export class SecretBox {
     cipher.setAAD(Buffer.from(associatedData));
     const body = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final(), cipher.getAuthTag()]);
     return `${VERSION}.${nonce.toString("base64")}.${body.toString("base64")}`;
+  }
+
+  /** HMAC-SHA256 of `message` under a key derived from the master key for `purpose` alone (signed links, states). */
+  mac(purpose: string, message: string): Buffer {
+    const key = Buffer.from(hkdfSync("sha256", this.key, Buffer.alloc(0), `platform mac: ${purpose}`, 32));
+    return createHmac("sha256", key).update(message).digest();
   }
 
   decrypt(sealed: string, associatedData: string): string {

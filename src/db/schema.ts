@@ -188,10 +188,44 @@ export const apps = sqliteTable(
     repoTokenEncrypted: text("repo_token_encrypted"),
     /** The secret of the app's deploy-hook URL, encrypted by the SecretBox; null until one is made. */
     deployHookEncrypted: text("deploy_hook_encrypted"),
+    /** The secret of the app's own GitHub webhook (POST /api/webhooks/github/{appId}), encrypted by the SecretBox; null until one is made. */
+    webhookSecretEncrypted: text("webhook_secret_encrypted"),
     createdAt: integer("created_at").notNull(),
     updatedAt: integer("updated_at").notNull(),
   },
   (table) => [uniqueIndex("apps_workspace_name").on(table.workspaceId, table.name)],
+);
+
+/**
+ * GitHub App installations and the workspace each belongs to, bound through the App's setup flow
+ * (src/git/installations.ts): only that workspace's apps use its tokens and get its pushes.
+ */
+export const githubInstallations = sqliteTable("github_installations", {
+  installationId: text("installation_id").primaryKey(),
+  workspaceId: text("workspace_id").notNull().references(() => workspaces.id, { onDelete: "cascade" }),
+  /** Who came back from installing it with the workspace's signed state; null for a binding carried over from before the flow. */
+  boundByUserId: text("bound_by_user_id"),
+  boundAt: integer("bound_at").notNull(),
+});
+
+/**
+ * Webhook deliveries accepted in the last day (src/webhooks/deliveries.ts), so that a replay is
+ * ignored: by GitHub's delivery id, and by the body's digest (the id is not signed).
+ */
+export const webhookDeliveries = sqliteTable(
+  "webhook_deliveries",
+  {
+    /** Whose webhook: an app id, or `github-app` for the GitHub App's own. */
+    scope: text("scope").notNull(),
+    deliveryId: text("delivery_id").notNull(),
+    bodySha256: text("body_sha256").notNull(),
+    receivedAt: integer("received_at").notNull(),
+  },
+  (table) => [
+    primaryKey({ columns: [table.scope, table.deliveryId] }),
+    index("webhook_deliveries_body").on(table.scope, table.bodySha256),
+    index("webhook_deliveries_time").on(table.receivedAt),
+  ],
 );
 
 export const appEnvVars = sqliteTable(

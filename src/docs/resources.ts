@@ -5,6 +5,7 @@ import { FILE_RESOURCES } from "../apps/files/model";
 import { AppHistoryEventSchema } from "../apps/history";
 import { REPOSITORY_RESOURCES } from "../apps/repository/model";
 import { WEBHOOK_RESOURCES } from "../webhooks/model";
+import { GITHUB_APP_RESOURCES } from "../git/model";
 import { DOMAIN_RESOURCES } from "../apps/domains/model";
 import { CERTIFICATE_RESOURCES } from "../certificates/model";
 import { API_KEY_RESOURCES } from "../api-keys/model";
@@ -22,6 +23,7 @@ export const RESOURCES = [
   AppHistoryEventSchema,
   ...REPOSITORY_RESOURCES,
   ...WEBHOOK_RESOURCES,
+  ...GITHUB_APP_RESOURCES,
   ...DOMAIN_RESOURCES,
   ...CERTIFICATE_RESOURCES,
   ...API_KEY_RESOURCES,

@@ -1,6 +1,7 @@
 // Installation tokens of the platform's GitHub App, with which deploys clone private repositories:
 // the app signs a short-lived JWT with its private key and trades it at GitHub's API for a token of
-// one installation (an account or organization that installed the app). Such a token lives an hour.
+// one installation (an account or organization that installed the app), scoped to the one
+// repository the deploy clones. Such a token lives an hour. Also whether GitHub knows an installation.
 import { createPrivateKey, sign, type KeyObject } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { redact } from "../crypto/redact";
@@ -29,6 +30,17 @@ interface InstallationToken {
   refreshAt: number;
 }
 
+/** The repository a token is asked for: by GitHub's id when the app has it as a number, else by name. */
+export interface TokenRepository {
+  id: string | null;
+  name: string;
+}
+
+/** What the token request asks for: read access to this one repository, not to all the installation grants. */
+function repositoryScope(repository: TokenRepository): { repository_ids: number[] } | { repositories: string[] } {
+  return repository.id !== null && /^\d{1,15}$/.test(repository.id) ? { repository_ids: [Number(repository.id)] } : { repositories: [repository.name] };
+}
+
 export class GitHubAppTokens {
   private readonly now: () => number;
   private readonly timeoutMs: number;
@@ -45,21 +57,32 @@ export class GitHubAppTokens {
   }
 
   /**
-   * A token for the installation, cached until 5 minutes before its expires_at. Concurrent calls
-   * share one request; `signal` only ends this caller's wait, so the others still get the token.
+   * A token of the installation for the one repository, cached until 5 minutes before its
+   * expires_at. Concurrent calls share one request; `signal` only ends this caller's wait, so the
+   * others still get the token.
    */
-  async installationToken(installationId: string, signal?: AbortSignal): Promise<string> {
-    // It goes into the URL's path.
-    if (!/^\d+$/.test(installationId)) throw new GitHubAppError("repoHostInstallationId must be a number");
+  async installationToken(installationId: string, repository: TokenRepository, signal?: AbortSignal): Promise<string> {
+    assertInstallationId(installationId);
     signal?.throwIfAborted();
-    const cached = this.tokens.get(installationId);
+    const scope = repositoryScope(repository);
+    const cacheKey = `${installationId} ${JSON.stringify(scope)}`;
+    const cached = this.tokens.get(cacheKey);
     if (cached && this.now() < cached.refreshAt) return cached.token;
-    let request = this.requests.get(installationId);
+    let request = this.requests.get(cacheKey);
     if (!request) {
-      request = this.requestToken(installationId).finally(() => this.requests.delete(installationId));
-      this.requests.set(installationId, request);
+      request = this.requestToken(installationId, scope, cacheKey).finally(() => this.requests.delete(cacheKey));
+      this.requests.set(cacheKey, request);
     }
     return (await untilAborted(request, signal)).token;
+  }
+
+  /** Whether GitHub knows the installation (GET /app/installations/{id}). */
+  async installationExists(installationId: string): Promise<boolean> {
+    assertInstallationId(installationId);
+    const { response, body, jwt } = await this.call("GET", `/app/installations/${installationId}`);
+    if (response.status === 404) return false;
+    if (!response.ok) throw this.failure(response, body, installationId, jwt);
+    return true;
   }
 
   /** The signed app JWT (RS256), valid for 9 minutes. */
@@ -73,49 +96,52 @@ export class GitHubAppTokens {
     return `${header}.${claims}.${signature}`;
   }
 
-  private async requestToken(installationId: string): Promise<InstallationToken> {
-    const jwt = this.appJwt();
-    const apiBaseUrl = this.settings.apiBaseUrl;
-    let response: Response;
-    let bodyText: string;
-    try {
-      response = await fetch(`${apiBaseUrl}/app/installations/${installationId}/access_tokens`, {
-        method: "POST",
-        headers: {
-          Authorization: `Bearer ${jwt}`,
-          Accept: "application/vnd.github+json",
-          "X-GitHub-Api-Version": "2022-11-28",
-          "User-Agent": "self-hosted-platform",
-        },
-        // A redirect would carry the JWT to wherever it points.
-        redirect: "manual",
-        signal: AbortSignal.timeout(this.timeoutMs),
-      });
-      bodyText = await response.text();
-    } catch (error) {
-      const reason = (error as Error).name === "TimeoutError" ? `no answer within ${this.timeoutMs / 1000} s` : (error as Error).message;
-      throw new GitHubAppError(`could not reach ${apiBaseUrl}: ${this.withoutSecrets(reason, jwt)}`);
-    }
-    const body = parseJson(bodyText);
-    if (response.status === 401) {
-      throw new GitHubAppError(
-        `GitHub refused the app's JWT (401): check PLATFORM_GITHUB_APP_ID and that ${KEY_SETTING} holds that app's private key`,
-      );
-    }
-    if (response.status === 404) {
-      throw new GitHubAppError(`GitHub knows no such installation of the app (installation id ${installationId})`);
-    }
-    if (!response.ok) {
-      const message = typeof body?.message === "string" ? body.message : response.statusText || "no message";
-      throw new GitHubAppError(`GitHub answered ${response.status}: ${this.withoutSecrets(message, jwt).slice(0, GITHUB_MESSAGE_MAX_CHARS)}`);
-    }
+  private async requestToken(installationId: string, scope: object, cacheKey: string): Promise<InstallationToken> {
+    const { response, body, jwt } = await this.call("POST", `/app/installations/${installationId}/access_tokens`, scope);
+    if (!response.ok) throw this.failure(response, body, installationId, jwt);
     const expiresAt = typeof body?.expires_at === "string" ? Date.parse(body.expires_at) : Number.NaN;
     if (typeof body?.token !== "string" || body.token === "" || Number.isNaN(expiresAt)) {
       throw new GitHubAppError(`GitHub answered ${response.status} without an installation token and its expires_at`);
     }
     const token = { token: body.token, refreshAt: expiresAt - REFRESH_BEFORE_EXPIRY_MS };
-    this.tokens.set(installationId, token);
+    this.tokens.set(cacheKey, token);
     return token;
+  }
+
+  /** A request to GitHub's API as the app (its JWT), bounded in time. */
+  private async call(method: string, path: string, json?: object) {
+    const jwt = this.appJwt();
+    const apiBaseUrl = this.settings.apiBaseUrl;
+    try {
+      const response = await fetch(`${apiBaseUrl}${path}`, {
+        method,
+        headers: {
+          Authorization: `Bearer ${jwt}`,
+          Accept: "application/vnd.github+json",
+          "X-GitHub-Api-Version": "2022-11-28",
+          "User-Agent": "self-hosted-platform",
+          ...(json && { "Content-Type": "application/json" }),
+        },
+        ...(json && { body: JSON.stringify(json) }),
+        // A redirect would carry the JWT to wherever it points.
+        redirect: "manual",
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+      return { response, body: parseJson(await response.text()), jwt };
+    } catch (error) {
+      const reason = (error as Error).name === "TimeoutError" ? `no answer within ${this.timeoutMs / 1000} s` : (error as Error).message;
+      throw new GitHubAppError(`could not reach ${apiBaseUrl}: ${this.withoutSecrets(reason, jwt)}`);
+    }
+  }
+
+  /** An answer other than success, in words. */
+  private failure(response: Response, body: Record<string, unknown> | undefined, installationId: string, jwt: string): GitHubAppError {
+    if (response.status === 401) {
+      return new GitHubAppError(`GitHub refused the app's JWT (401): check PLATFORM_GITHUB_APP_ID and that ${KEY_SETTING} holds that app's private key`);
+    }
+    if (response.status === 404) return new GitHubAppError(`GitHub knows no such installation of the app (installation id ${installationId})`);
+    const message = typeof body?.message === "string" ? body.message : response.statusText || "no message";
+    return new GitHubAppError(`GitHub answered ${response.status}: ${this.withoutSecrets(message, jwt).slice(0, GITHUB_MESSAGE_MAX_CHARS)}`);
   }
 
   /** Text from GitHub or the network with the JWT and every token known here masked. */
@@ -144,6 +170,11 @@ export class GitHubAppTokens {
     this.privateKey = key;
     return key;
   }
+}
+
+/** It goes into the URL's path. */
+function assertInstallationId(installationId: string) {
+  if (!/^\d+$/.test(installationId)) throw new GitHubAppError("repoHostInstallationId must be a number");
 }
 
 function base64Url(text: string): string {

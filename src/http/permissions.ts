@@ -58,6 +58,11 @@ export const PERMISSIONS: Record<string, RoutePermission> = {
   "GET /api/organization/usage": { roles: EVERYONE },
   "DELETE /api/organization/": { roles: OWNERS },
 
+  // GitHub App installations: connecting one lets the workspace's apps read the repositories it grants.
+  "GET /api/github-app/installations": { roles: EVERYONE },
+  "POST /api/github-app/install-link": { roles: MANAGERS },
+  "GET /api/github-app/setup": { roles: MANAGERS },
+
   // Machines.
   "GET /api/machines/": { roles: EVERYONE },
   "GET /api/machines/:machineId": { roles: EVERYONE },
@@ -93,8 +98,11 @@ export const PERMISSIONS: Record<string, RoutePermission> = {
   "POST /api/apps/:appId/domains/:domainId/verify": { roles: OPERATORS },
   "PUT /api/apps/:appId/domains/:domainId/certificate": { roles: OPERATORS, audit: "app.certificate_uploaded" },
   "DELETE /api/apps/:appId/domains/:domainId/certificate": { roles: OPERATORS, audit: "app.certificate_removed" },
-  "GET /api/apps/:appId/deploy-hook": { roles: OPERATORS },
+  "GET /api/apps/:appId/deploy-hook": { roles: OPERATORS, audit: "app.deploy_hook_read" },
   "POST /api/apps/:appId/deploy-hook": { roles: OPERATORS, audit: "app.deploy_hook_rotated" },
+  // The app's webhook secret signs pushes that deploy it: a secret, as the deploy-hook URL is.
+  "GET /api/apps/:appId/webhook": { roles: OPERATORS, audit: "app.webhook_secret_read" },
+  "POST /api/apps/:appId/webhook": { roles: OPERATORS, audit: "app.webhook_secret_rotated" },
   // App files. A source tree may hold secrets (an .env file): as for env values, viewers list names only.
   "GET /api/apps/:appId/fs/list": { roles: EVERYONE },
   "GET /api/apps/:appId/fs/history": { roles: EVERYONE },

@@ -17,6 +17,9 @@ import { appsRoutes } from "../apps";
 import { appFilesRoutes } from "../apps/files/routes";
 import { repositoryRoutes } from "../apps/repository/routes";
 import { webhooksRoutes } from "../webhooks/routes";
+import { appWebhookRoutes } from "../webhooks/app-routes";
+import { githubAppRoutes } from "../git/routes";
+import { MAX_DELIVERY_BYTES } from "../webhooks/github";
 import { appDomainsRoutes } from "../apps/domains/routes";
 import { buildsRoutes } from "../apps/builds-routes";
 import { appHistoryRoutes } from "../apps/history";
@@ -42,9 +45,8 @@ function validationMessage(error: any): string {
 const MAX_JSON_BODY_BYTES = 1024 * 1024;
 /** The uploads stream (through src/http/multipart.ts or straight to disk), and their routes enforce their own limits. */
 const STREAMED_UPLOADS = [/^POST \/api\/apps\/deploy$/, /^POST \/api\/apps\/inspect-env$/, /^POST \/api\/databases\/[^/]+\/backups\/upload$/];
-/** GitHub sends push deliveries of up to 25 MB (a push of many commits): refused, it would go undeployed. */
-const WEBHOOK_DELIVERY = /^POST \/api\/webhooks\/github$/;
-const MAX_WEBHOOK_BODY_BYTES = 25 * 1024 * 1024;
+/** Webhook deliveries may be larger than other bodies (src/webhooks/github.ts says why), and their route reads them bounded. */
+const WEBHOOK_DELIVERY = /^POST \/api\/webhooks\/github(\/[^/]+)?$/;
 
 /**
  * Elysia parses a body before the routes' authentication runs, and the server's own limit is the
@@ -61,7 +63,7 @@ function refuseOversizedBody(request: Request): Response | undefined {
   if (chunked) {
     return errorResponse("LENGTH_REQUIRED", "Send a Content-Length: request bodies without one (chunked) are refused, except for uploads");
   }
-  const limit = WEBHOOK_DELIVERY.test(route) ? MAX_WEBHOOK_BODY_BYTES : MAX_JSON_BODY_BYTES;
+  const limit = WEBHOOK_DELIVERY.test(route) ? MAX_DELIVERY_BYTES : MAX_JSON_BODY_BYTES;
   if (Number(length) <= limit) return undefined;
   return errorResponse("PAYLOAD_TOO_LARGE", `Request body is larger than ${limit} bytes; only uploads may be larger`);
 }
@@ -111,6 +113,8 @@ export function createServer(ctx: ServerContext) {
     .use(repositoryRoutes(ctx))
     .use(appDomainsRoutes(ctx))
     .use(webhooksRoutes(ctx))
+    .use(appWebhookRoutes(ctx))
+    .use(githubAppRoutes(ctx))
     .use(appHistoryRoutes(ctx));
 }
 

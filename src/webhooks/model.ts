@@ -1,17 +1,25 @@
-// Schemas of /api/webhooks.
+// Schemas of /api/webhooks and of an app's webhook (GET/POST /api/apps/{appId}/webhook).
 import { t } from "elysia";
 import { oneOf, resource } from "../http/responses";
 
 export const WebhookDeliverySchema = resource(
   "WebhookDelivery",
   {
-    event: t.String({ description: "The delivery's X-GitHub-Event" }),
-    outcome: oneOf(["deploying", "ignored"] as const, "`deploying`: deploys started (or coalesced into queued ones); `ignored`: nothing to do, `reason` says why"),
-    reason: t.Nullable(t.String({ description: "Why it was ignored" })),
-    started: t.Integer({ minimum: 0, description: "New deploys started" }),
-    coalesced: t.Integer({ minimum: 0, description: "Apps whose queued deploy takes this push" }),
+    id: t.String({ description: "The delivery's X-GitHub-Delivery" }),
+    status: oneOf(["received"] as const, "Always `received`: the answer is the same whatever the delivery leads to"),
   },
-  "What the platform did with a webhook delivery.",
+  "A signed webhook delivery, received. What it started shows in the app's builds (trigger `push`) and the audit log.",
 );
 
-export const WEBHOOK_RESOURCES = [WebhookDeliverySchema];
+export const AppWebhookSchema = resource(
+  "AppWebhook",
+  {
+    url: t.String({ description: "Payload URL of the repository's GitHub webhook" }),
+    secret: t.String({ description: "The webhook's secret: it signs every delivery (X-Hub-Signature-256)" }),
+    contentType: oneOf(["application/json"] as const, "Content type to choose (a form works too)"),
+    events: t.Array(t.String(), { description: "Events to send: pushes" }),
+  },
+  "The app's own GitHub webhook: a secret, as an API key is.",
+);
+
+export const WEBHOOK_RESOURCES = [WebhookDeliverySchema, AppWebhookSchema];

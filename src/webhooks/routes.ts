@@ -1,71 +1,111 @@
 // Routes of /api/webhooks: deliveries from outside, authenticated by what they carry instead of
-// an API key: GitHub's pushes by their signature, deploy-hook calls by the secret in their URL.
+// an API key: GitHub's pushes by their signature (an app's own webhook, or the GitHub App's),
+// deploy-hook calls by the secret in their URL.
 import { Elysia, t } from "elysia";
 import type { ServerContext } from "../http/context";
-import { ApiError } from "../http/errors";
 import { ok } from "../http/envelope";
 import { json, ref, responses } from "../http/responses";
+import { requestSourceOf } from "../http/request-source";
 import { DeployHookRunSchema } from "../apps/repository/model";
-import { deliveryPayload, pushDelivery, validSignature } from "./github";
+import { deliveryHeaders, MAX_DELIVERY_BYTES, readBoundedBody } from "./github";
 import { WebhookDeliverySchema } from "./model";
+import { Webhooks, webhooksDisabled, type Delivery } from "./service";
 
 const NO_KEY = [] as Record<string, string[]>[];
+type PeerLookup = Parameters<typeof requestSourceOf>[1];
+
+const DELIVERY_DOCS = {
+  security: NO_KEY,
+  requestBody: { required: true, content: { "application/json": { schema: t.Object({}, { additionalProperties: true, description: "GitHub's delivery payload" }) } } },
+} as const;
+
+const DELIVERY_RULES =
+  `A delivery needs a Content-Length of at most ${MAX_DELIVERY_BYTES} bytes (413 \`PAYLOAD_TOO_LARGE\`; GitHub's push payloads are ` +
+  "a few KB), `X-Hub-Signature-256: sha256=<hex>` (401 `INVALID_SIGNATURE` when missing) and `X-GitHub-Delivery`: all three are " +
+  "checked before the body is read, which must then arrive within 30 s (408 `REQUEST_TIMEOUT`). A signed delivery gets 202 " +
+  "`received` whatever it leads to; one whose delivery id or body came within the last day is a replay and does nothing. A " +
+  "`push` to a branch deploys an app that follows that repository (owner and name, any case; GitHub's repository id must " +
+  "match the app's `repository.id`) and branch with `autoDeploy` on; a push that arrives while the app's deploy is queued is " +
+  "coalesced into it. Other events, tags and deleted branches do nothing.";
 
 export function webhooksRoutes(ctx: ServerContext) {
+  const webhooks = new Webhooks(ctx);
   const deploys = ctx.apps.repository;
+  /** The delivery's headers checked (then `beforeReading`), then its body read, bounded. */
+  const delivery = async (request: Request, server: PeerLookup, beforeReading = () => {}): Promise<Delivery> => {
+    const headers = deliveryHeaders(request);
+    beforeReading();
+    return {
+      headers,
+      body: await readBoundedBody(request),
+      contentType: request.headers.get("content-type"),
+      clientAddress: requestSourceOf(ctx.config, server, request).clientAddress,
+    };
+  };
+  const received = (set: { status?: number | string }, { headers }: Delivery) => {
+    set.status = 202;
+    return ok({ delivery: { id: headers.deliveryId, status: "received" as const } });
+  };
   return new Elysia({ prefix: "/api/webhooks", tags: ["Webhooks"] })
     .post(
       "/github",
-      async ({ request, set }) => {
-        const secret = ctx.config.git.webhookSecret;
-        if (!secret) throw new ApiError("WEBHOOKS_DISABLED", "PLATFORM_GITHUB_WEBHOOK_SECRET is not set on this platform: webhook deliveries are refused");
-        const body = new Uint8Array(await request.arrayBuffer());
-        if (!validSignature(secret, body, request.headers.get("x-hub-signature-256"))) {
-          throw new ApiError("INVALID_SIGNATURE", "X-Hub-Signature-256 is missing or does not match the body signed with the platform's webhook secret");
-        }
-        const event = request.headers.get("x-github-event") ?? "";
-        const ignored = (reason: string) => ok({ delivery: { event, outcome: "ignored" as const, reason, started: 0, coalesced: 0 } });
-        if (event !== "push") return ignored(event === "ping" ? "ping: the webhook is set up" : `only push events deploy (got '${event || "none"}')`);
-        const push = pushDelivery(deliveryPayload(body, request.headers.get("content-type")));
-        if (push.branch === null) return ignored("the push is not to a branch");
-        if (push.deleted) return ignored(`branch ${push.branch} was deleted`);
-        const { started, coalesced } = deploys.onPush(push);
-        if (started + coalesced === 0) return ignored(`no app follows ${push.owner}/${push.name} branch ${push.branch} with autoDeploy on`);
-        set.status = 202;
-        return ok({ delivery: { event, outcome: "deploying" as const, reason: null, started, coalesced } });
+      async ({ request, server, set }) => {
+        const signed = await delivery(request, server, () => {
+          if (!ctx.config.git.githubAppWebhookSecret) throw webhooksDisabled();
+        });
+        webhooks.receiveForGitHubApp(signed);
+        return received(set, signed);
       },
       {
         parse: "none",
         detail: {
-          operationId: "receiveGitHubWebhook",
-          security: NO_KEY,
-          requestBody: { required: true, content: { "application/json": { schema: t.Object({}, { additionalProperties: true, description: "GitHub's delivery payload" }) } } },
+          operationId: "receiveGitHubAppWebhook",
+          ...DELIVERY_DOCS,
           responses: responses(
-            {
-              200: json("Acknowledged and ignored (`delivery.reason` says why)", { delivery: ref(WebhookDeliverySchema) }),
-              202: json("Deploys started or coalesced", { delivery: ref(WebhookDeliverySchema) }),
-            },
-            "INVALID_SIGNATURE", "WEBHOOKS_DISABLED", "INVALID_JSON", "VALIDATION_FAILED", "PAYLOAD_TOO_LARGE",
+            { 202: json("Received", { delivery: ref(WebhookDeliverySchema) }) },
+            "INVALID_SIGNATURE", "WEBHOOKS_DISABLED", "INVALID_JSON", "VALIDATION_FAILED", "PAYLOAD_TOO_LARGE", "LENGTH_REQUIRED", "REQUEST_TIMEOUT",
           ),
-          summary: "Receive a GitHub webhook delivery",
+          summary: "Receive a delivery of the GitHub App's webhook",
           description:
-            "Point a GitHub webhook (content type application/json or form, secret = PLATFORM_GITHUB_WEBHOOK_SECRET) or the " +
-            "GitHub App's webhook here. No API key: the delivery is authenticated by `X-Hub-Signature-256` (HMAC-SHA256 of " +
-            "the raw body, compared in constant time); a missing or wrong one gets 401 `INVALID_SIGNATURE`, and every delivery " +
-            "gets 403 `WEBHOOKS_DISABLED` while the secret is not set. A `push` to a branch starts a deploy of every app that " +
-            "follows that repository (owner and name, any case) and branch with `autoDeploy` on (202); a push that arrives " +
-            "while such an app's deploy is queued is coalesced into it, since a build fetches the branch head when it starts. " +
-            "An app whose repository `id` was given is matched on GitHub's repository id too, so a repository renamed or " +
-            "re-created under the same name deploys nothing. Other events (`ping`...), tags, deleted branches and other " +
-            "branches are acknowledged with 200 and ignored. Deliveries up to 25 MB are read (GitHub's maximum).",
+            "The webhook of the platform's GitHub App (its settings on GitHub: this URL, secret = PLATFORM_GITHUB_APP_WEBHOOK_SECRET, " +
+            "which only the administrator holds; 403 `WEBHOOKS_DISABLED` while it is not set). A push deploys the apps that use the " +
+            "delivery's installation (`installation.id`), in the workspace that installation is bound to. " + DELIVERY_RULES,
+        },
+      },
+    )
+    .post(
+      "/github/:appId",
+      async ({ params, request, server, set }) => {
+        const signed = await delivery(request, server);
+        webhooks.receiveForApp(params.appId, signed);
+        return received(set, signed);
+      },
+      {
+        parse: "none",
+        params: t.Object({ appId: t.String({ minLength: 1, maxLength: 64 }) }),
+        detail: {
+          operationId: "receiveAppWebhook",
+          ...DELIVERY_DOCS,
+          responses: responses(
+            { 202: json("Received", { delivery: ref(WebhookDeliverySchema) }) },
+            "INVALID_SIGNATURE", "INVALID_JSON", "VALIDATION_FAILED", "PAYLOAD_TOO_LARGE", "LENGTH_REQUIRED", "REQUEST_TIMEOUT",
+          ),
+          summary: "Receive a delivery of an app's GitHub webhook",
+          description:
+            "The app's own webhook (GET /api/apps/{appId}/webhook gives this URL and its secret): point a GitHub repository " +
+            "webhook here (push events, content type JSON or form). No API key: the delivery is authenticated by its " +
+            "signature with the app's webhook secret; a wrong signature and an unknown app get the same 401 " +
+            "`INVALID_SIGNATURE`. Only this app is ever deployed by it. " + DELIVERY_RULES,
         },
       },
     )
     .post(
       "/deploy/:appId/:secret",
-      ({ params, set }) => {
+      ({ params, request, server, set }) => {
+        const run = deploys.triggerDeployHook(params.appId, params.secret);
+        webhooks.hookCalled(params.appId, requestSourceOf(ctx.config, server, request).clientAddress);
         set.status = 202;
-        return ok({ deployHookRun: deploys.triggerDeployHook(params.appId, params.secret) });
+        return ok({ deployHookRun: run });
       },
       {
         params: t.Object({ appId: t.String({ minLength: 1, maxLength: 64 }), secret: t.String({ minLength: 1, maxLength: 128 }) }),
@@ -76,8 +116,8 @@ export function webhooksRoutes(ctx: ServerContext) {
           summary: "Call an app's deploy-hook URL",
           description:
             "The URL of GET /api/apps/{appId}/deploy-hook; no API key, no body. Deploys the branch head of a repository app " +
-            "(the kept source tree of a ZIP app) as a push would, coalesced into a deploy already queued. A wrong, replaced or " +
-            "unknown URL gets 401 `INVALID_DEPLOY_HOOK`.",
+            "(the kept source tree of a ZIP app) as a push would, coalesced into a deploy already queued, and records " +
+            "`app.deployed_by_hook` in the audit log. A wrong, replaced or unknown URL gets 401 `INVALID_DEPLOY_HOOK`.",
         },
       },
     );

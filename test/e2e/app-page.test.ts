@@ -12,6 +12,7 @@ import { seriousViolations } from "../helpers/axe";
 import { makeCertificate } from "../helpers/certificates";
 import { startServerWithDns } from "../helpers/domains";
 import type { DnsServer } from "../helpers/dns-server";
+import { freePort } from "../helpers/ports";
 import { ownerHoldingKey, collectPageErrors, logInThroughPage, tablesScrollingSideways } from "../helpers/dashboard-page";
 
 setDefaultTimeout(120_000);
@@ -43,7 +44,11 @@ async function shoot(step: string) {
 }
 
 beforeAll(async () => {
-  [{ server, dns, stop: stopServer }, chromium] = await Promise.all([startServerWithDns({ PLATFORM_PUBLIC_IP: "127.0.0.1" }), launchBrowser()]);
+  // Repository apps clone from a loopback port nothing listens on: only their settings are looked at.
+  [{ server, dns, stop: stopServer }, chromium] = await Promise.all([
+    startServerWithDns({ PLATFORM_PUBLIC_IP: "127.0.0.1", PLATFORM_GIT_BASE_URL: `http://127.0.0.1:${freePort()}` }),
+    launchBrowser(),
+  ]);
   // The command line's key belongs to the workspace the owner's setup claims: the owner's own key.
   key = await ownerHoldingKey(server, OWNER, "app page test");
   const zip = appZip({
@@ -356,6 +361,36 @@ describe("an app's page", () => {
     await confirm.click();
     await page.waitForURL(/#\/apps$/);
     expect((await server.request("GET", `/api/apps/${appId}`, { key: key.key })).status).toBe(404);
+    expect(pageErrors).toEqual([]);
+  });
+});
+
+describe("a repository app's page", () => {
+  test("its settings show the app's GitHub webhook when asked for, and replace its secret", async () => {
+    const deployed = await server.request("POST", "/api/apps/deploy-from-repo", {
+      key: key.key,
+      body: { name: "from-git", runtime: "node", memoryMB: 64, autoDeploy: true, repository: { id: "1", owner: "acme", name: "site", branch: "main" } },
+    });
+    const repositoryAppId = deployed.body.app.id;
+    await page.goto(`${server.baseUrl}/#/apps/${repositoryAppId}`);
+    await openTab("Settings");
+    const webhook = page.getByRole("region", { name: "GitHub webhook" });
+    await webhook.getByRole("button", { name: "Show the webhook" }).click();
+    const shown = async (label: string) => {
+      await webhook.getByRole("button", { name: `Reveal ${label}` }).click();
+      return (await webhook.getByRole("group", { name: label }).locator("code").textContent())!;
+    };
+    const fromApi = async () => (await server.request("GET", `/api/apps/${repositoryAppId}/webhook`, { key: key.key })).body.webhook;
+    expect(await shown("Payload URL")).toBe(`${server.baseUrl}/api/webhooks/github/${repositoryAppId}`);
+    const secret = await shown("Webhook secret");
+    expect(secret).toBe((await fromApi()).secret);
+
+    await webhook.getByRole("button", { name: "Replace the secret" }).click();
+    await webhook.getByText("Replaced: set the new secret in the repository's webhook on GitHub.").waitFor();
+    const replacement = await shown("Webhook secret");
+    expect(replacement).not.toBe(secret);
+    expect(replacement).toBe((await fromApi()).secret);
+    await shoot("settings-github-webhook");
     expect(pageErrors).toEqual([]);
   });
 });

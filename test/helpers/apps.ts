@@ -184,6 +184,8 @@ export const APP_ROUTES: AuthenticatedRoute[] = [
   { method: "DELETE", path: "/api/apps/:appId/domains/:domainId", resource: appDomainOf, consumesResource: true },
   { method: "GET", path: "/api/apps/:appId/deploy-hook", resource: appOf },
   { method: "POST", path: "/api/apps/:appId/deploy-hook", resource: appOf },
+  { method: "GET", path: "/api/apps/:appId/webhook", resource: appOf },
+  { method: "POST", path: "/api/apps/:appId/webhook", resource: appOf },
   { method: "GET", path: "/api/apps/:appId/fs/list", resource: appOf },
   { method: "GET", path: "/api/apps/:appId/fs/history", resource: appOf },
   { method: "GET", path: "/api/apps/:appId/history", resource: appOf },

@@ -21,6 +21,7 @@ const PUBLIC_ROUTES = [
   "GET /api/organization/invitations/{invitationId}/preview",
   // Authenticated by their signature or the secret in their URL, not a key.
   "POST /api/webhooks/github",
+  "POST /api/webhooks/github/{appId}",
   "POST /api/webhooks/deploy/{appId}/{secret}",
 ];
 const AUTHENTICATED = AUTHENTICATED_ROUTES.map((route) => `${route.method} ${openApiPath(route.path)}`);

@@ -4,17 +4,15 @@ import { Elysia, t } from "elysia";
 import type { ServerContext } from "../../http/context";
 import { authPlugin } from "../../http/auth";
 import { ok } from "../../http/envelope";
+import { apiPublicOrigin } from "../../http/public-origin";
 import { formsBody, json, ref, responses } from "../../http/responses";
 import { AppSchema, appIdParams } from "../model";
 import { DeployHookSchema, deployFromRepoBody } from "./model";
 
-/** Where the hook is called: this API's own address, as the caller reached it. */
-function deployHookUrl(request: Request, appId: string, secret: string) {
-  return { url: `${new URL(request.url).origin}/api/webhooks/deploy/${appId}/${secret}` };
-}
-
 export function repositoryRoutes(ctx: ServerContext) {
   const deploys = ctx.apps.repository;
+  /** Where the hook is called from outside: the API's public origin (https behind PLATFORM_API_DOMAIN). */
+  const deployHookUrl = (origin: string, appId: string, secret: string) => ({ url: `${origin}/api/webhooks/deploy/${appId}/${secret}` });
   return new Elysia({ prefix: "/api/apps", tags: ["Apps"] })
     .use(authPlugin(ctx))
     .post(
@@ -51,7 +49,7 @@ export function repositoryRoutes(ctx: ServerContext) {
         },
       },
     )
-    .get("/:appId/deploy-hook", ({ principal, params, request }) => ok({ deployHook: deployHookUrl(request, params.appId, deploys.deployHookSecret(principal.workspaceId, params.appId)) }), {
+    .get("/:appId/deploy-hook", ({ principal, params, request, server }) => ok({ deployHook: deployHookUrl(apiPublicOrigin(ctx.config, server, request), params.appId, deploys.deployHookSecret(principal.workspaceId, params.appId)) }), {
       auth: true,
       params: appIdParams,
       detail: {
@@ -60,10 +58,11 @@ export function repositoryRoutes(ctx: ServerContext) {
         summary: "The app's deploy-hook URL",
         description:
           "`deployHook.url`: POST to it from any CI (no key) to deploy the app, as a push does. The URL holds a secret; it " +
-          "is made on the first read and stays the same until POST rotates it. Owners, admins and members only.",
+          "is made on the first read and stays the same until POST rotates it; each read is in the audit log. The URL " +
+          "starts with the API's public origin: `https://PLATFORM_API_DOMAIN` when that is set. Owners, admins and members only.",
       },
     })
-    .post("/:appId/deploy-hook", ({ principal, params, request }) => ok({ deployHook: deployHookUrl(request, params.appId, deploys.rotateDeployHook(principal.workspaceId, params.appId)) }), {
+    .post("/:appId/deploy-hook", ({ principal, params, request, server }) => ok({ deployHook: deployHookUrl(apiPublicOrigin(ctx.config, server, request), params.appId, deploys.rotateDeployHook(principal.workspaceId, params.appId)) }), {
       auth: true,
       params: appIdParams,
       detail: {

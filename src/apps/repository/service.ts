@@ -1,8 +1,9 @@
-// Apps deployed from a git repository: POST /api/apps/deploy-from-repo, the deploys a push or the
-// app's deploy-hook URL starts, and the clone each such build begins with (./clone.ts). A build
+// Apps deployed from a git repository: POST /api/apps/deploy-from-repo, the deploys a push
+// (src/webhooks) or the app's deploy-hook URL starts, and the clone each such build begins with
+// (./clone.ts). A build
 // clones the branch head when it starts, not when it is asked for: pushes that arrive while a
 // build waits are coalesced into that one build, which takes the newest commit.
-import { and, eq, ne } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import { lstat } from "node:fs/promises";
 import { renameSync } from "node:fs";
 import { join } from "node:path";
@@ -12,6 +13,7 @@ import { randomBase62 } from "../../crypto/tokens";
 import { ApiError } from "../../http/errors";
 import { BuildFailed } from "../../docker/driver";
 import { GitHubAppError, GitHubAppTokens } from "../../git/github-app";
+import { assertInstallationOf, installationWorkspace, notTheWorkspaces } from "../../git/installations";
 import type { Principal } from "../../http/auth";
 import { treeBytes } from "../../quotas/usage";
 import { readFields } from "../files/bodies";
@@ -25,14 +27,6 @@ const DEPLOY_HOOK_SECRET_LENGTH = 40;
 
 const tokenData = (appId: string) => `app-repo-token:${appId}`;
 const hookData = (appId: string) => `app-deploy-hook:${appId}`;
-
-export interface PushEvent {
-  owner: string;
-  name: string;
-  /** GitHub's repository id; an app given another `repository.id` is not this repository. */
-  repositoryId: string | null;
-  branch: string | null;
-}
 
 export class RepositoryDeploys {
   private readonly githubApp: GitHubAppTokens | null;
@@ -60,7 +54,7 @@ export class RepositoryDeploys {
     if (repository.repoHostInstallationId && !this.ctx.config.git.githubApp) {
       throw new ApiError("GITHUB_APP_NOT_CONFIGURED", "repoHostInstallationId needs the platform's GitHub App: PLATFORM_GITHUB_APP_ID and PLATFORM_GITHUB_APP_PRIVATE_KEY_FILE are not set");
     }
-    if (repository.repoHostInstallationId) this.assertInstallationFree(principal.workspaceId, repository.repoHostInstallationId);
+    if (repository.repoHostInstallationId) assertInstallationOf(this.ctx.db, principal.workspaceId, repository.repoHostInstallationId);
     const machineId = this.ctx.machines.place(input.machineId).machineId;
     const { appId, existing } = this.apps.records.accept(
       principal.workspaceId,
@@ -85,20 +79,6 @@ export class RepositoryDeploys {
     this.ctx.buildLogs.append(appId, buildId, `==> Deploy of ${repository.owner}/${repository.name} branch ${repository.branch}${repository.path ? `, folder ${repository.path}` : ""} accepted`);
     this.scheduleHead(this.row(appId)!, buildId);
     return { app: this.apps.publicApp(this.apps.get(principal.workspaceId, appId)), buildId, created: !existing };
-  }
-
-  /**
-   * An installation's token reads every repository the installation grants, so one workspace's
-   * installation is never another's: the first workspace whose app uses it holds it while any of
-   * its apps does. (GitHub does not tell the platform who installed it without an OAuth flow.)
-   */
-  private assertInstallationFree(workspaceId: string, installationId: string) {
-    const other = this.ctx.db
-      .select({ id: apps.id })
-      .from(apps)
-      .where(and(eq(apps.repoInstallationId, installationId), ne(apps.workspaceId, workspaceId)))
-      .get();
-    if (other) throw new ApiError("INSTALLATION_NOT_YOURS", `GitHub App installation ${installationId} is used by another workspace of this platform`);
   }
 
   /** The branch head's build, coalescing into it until it starts. */
@@ -160,7 +140,9 @@ export class RepositoryDeploys {
     if (app.repoInstallationId) {
       if (!this.githubApp) throw new BuildFailed("the app uses a GitHub App installation, but PLATFORM_GITHUB_APP_ID is not set on this platform");
       try {
-        return await this.githubApp.installationToken(app.repoInstallationId, signal);
+        // Bound to another workspace since (or never bound): not this app's to use.
+        if (installationWorkspace(this.ctx.db, app.repoInstallationId) !== app.workspaceId) throw new BuildFailed(notTheWorkspaces(app.repoInstallationId).message);
+        return await this.githubApp.installationToken(app.repoInstallationId, { id: app.repoId, name: app.repoName! }, signal);
       } catch (error) {
         if (error instanceof GitHubAppError) throw new BuildFailed(`GitHub App: ${error.message}`);
         throw error;
@@ -188,28 +170,6 @@ export class RepositoryDeploys {
     this.ctx.buildLogs.append(app.id, buildId, `==> ${note}`);
     this.scheduleHead(app, buildId);
     return { buildId, coalesced: false };
-  }
-
-  /** A push to a branch: every app following that repository and branch with autoDeploy on, in any workspace. */
-  onPush(push: PushEvent): { started: number; coalesced: number } {
-    if (push.branch === null) return { started: 0, coalesced: 0 };
-    const following = this.ctx.db
-      .select()
-      .from(apps)
-      .where(and(eq(apps.repoBranch, push.branch), eq(apps.autoDeploy, true)))
-      .all()
-      .filter(
-        (app) =>
-          app.status !== "deleting" &&
-          app.repoOwner?.toLowerCase() === push.owner.toLowerCase() &&
-          app.repoName?.toLowerCase() === push.name.toLowerCase() &&
-          (push.repositoryId === null || app.repoId === push.repositoryId),
-      );
-    let coalesced = 0;
-    for (const app of following) {
-      if (this.deployHead(app, "push", `Push to ${push.owner}/${push.name} branch ${push.branch}`).coalesced) coalesced++;
-    }
-    return { started: following.length - coalesced, coalesced };
   }
 
   /** The secret of the app's deploy-hook URL, made on first use. */

@@ -2,7 +2,7 @@
 // read from JSON or from a form's `payload` field, and a push names owner, repository and branch.
 import { describe, expect, test } from "bun:test";
 import { createHmac } from "node:crypto";
-import { deliveryPayload, pushDelivery, validSignature } from "../../../src/webhooks/github";
+import { deliveryHeaders, deliveryPayload, MAX_DELIVERY_BYTES, pushDelivery, readBoundedBody, validSignature } from "../../../src/webhooks/github";
 
 const secret = "webhook-secret-for-tests";
 const encode = (text: string) => new TextEncoder().encode(text);
@@ -43,6 +43,71 @@ describe("validSignature", () => {
   }
 });
 
+describe("deliveryHeaders", () => {
+  const request = (headers: Record<string, string>) => new Request("http://127.0.0.1/api/webhooks/github/app_x", { method: "POST", headers });
+  const signed = { "content-length": "20", "x-hub-signature-256": signatureHeader(secret, pushBody), "x-github-delivery": "72d3162e-cc78-11e3-81ab-4c9367dc0958", "x-github-event": "push" };
+
+  test("a delivery's headers are read without its body", () => {
+    expect(deliveryHeaders(request(signed))).toEqual({ event: "push", deliveryId: signed["x-github-delivery"], signature: signed["x-hub-signature-256"] });
+  });
+
+  for (const [what, change, code] of [
+    ["no Content-Length", { "content-length": "" }, "LENGTH_REQUIRED"],
+    ["a Content-Length past the cap", { "content-length": String(MAX_DELIVERY_BYTES + 1) }, "PAYLOAD_TOO_LARGE"],
+    ["no signature", { "x-hub-signature-256": "" }, "INVALID_SIGNATURE"],
+    ["a sha1 signature", { "x-hub-signature-256": `sha1=${"a".repeat(40)}` }, "INVALID_SIGNATURE"],
+    ["no delivery id", { "x-github-delivery": "" }, "VALIDATION_FAILED"],
+    ["a delivery id with odd characters", { "x-github-delivery": "id;drop" }, "VALIDATION_FAILED"],
+  ] as const) {
+    test(`${what} is ${code}`, () => {
+      const headers: Record<string, string> = { ...signed, ...change };
+      for (const name of Object.keys(headers)) if (headers[name] === "") delete headers[name];
+      expect(() => deliveryHeaders(request(headers))).toThrow(expect.objectContaining({ code }));
+    });
+  }
+});
+
+describe("readBoundedBody", () => {
+  /** A request whose body is `pieces`, sent `gapMs` apart, whatever its headers say. */
+  const streamed = (pieces: Uint8Array[], gapMs = 0) =>
+    new Request("http://127.0.0.1/", {
+      method: "POST",
+      body: new ReadableStream({
+        async pull(controller) {
+          const piece = pieces.shift();
+          if (!piece) return controller.close();
+          if (gapMs) await Bun.sleep(gapMs);
+          controller.enqueue(piece);
+        },
+      }),
+    });
+
+  test("a body within the cap is read whole", async () => {
+    expect(await readBoundedBody(streamed([encode("ab"), encode("cd")]), 4)).toEqual(encode("abcd"));
+  });
+
+  test("reading stops at the cap, whatever was announced", async () => {
+    let sent = 0;
+    const endless = new Request("http://127.0.0.1/", {
+      method: "POST",
+      body: new ReadableStream({
+        pull(controller) {
+          sent += 1024;
+          controller.enqueue(new Uint8Array(1024));
+        },
+      }),
+    });
+    await expect(readBoundedBody(endless, 10 * 1024)).rejects.toMatchObject({ code: "PAYLOAD_TOO_LARGE" });
+    expect(sent).toBeLessThan(20 * 1024);
+  });
+
+  test("a body that trickles past the time limit is given up", async () => {
+    const started = performance.now();
+    await expect(readBoundedBody(streamed([encode("a"), encode("b"), encode("c")], 150), 100, 200)).rejects.toMatchObject({ code: "REQUEST_TIMEOUT" });
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+});
+
 describe("deliveryPayload", () => {
   const payload = { ref: "refs/heads/main", repository: { name: "repo", owner: { login: "octo-org" } } };
 
@@ -73,7 +138,7 @@ describe("pushDelivery", () => {
   const push = (fields: Record<string, unknown>) => pushDelivery({ ref: "refs/heads/main", repository: { name: "repo", owner: { login: "octo-org" } }, ...fields });
 
   test("a push to a branch names owner, repository and branch", () => {
-    expect(push({})).toEqual({ owner: "octo-org", name: "repo", repositoryId: null, branch: "main", deleted: false });
+    expect(push({})).toEqual({ owner: "octo-org", name: "repo", repositoryId: null, installationId: null, branch: "main", deleted: false });
   });
 
   test("GitHub's repository id is kept as text, to tell a re-created repository of the same name apart", () => {

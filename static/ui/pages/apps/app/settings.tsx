@@ -1,6 +1,7 @@
 // Settings tab: PUT /api/apps/{id}/settings with only the fields the person changed. A refusal that
 // names a field ("Invalid body field 'memoryMB': ...") is shown beside that field, else under the form.
-// The deploy-hook URL follows (./deploy-hook.tsx). A role that may not change them reads them in
+// A repository app's GitHub webhook (./github-webhook.tsx) and the deploy-hook URL
+// (./deploy-hook.tsx) follow. A role that may not change them reads them in
 // disabled fields.
 import type { ComponentChildren } from "preact";
 import { useMemo, useState } from "preact/hooks";
@@ -9,6 +10,7 @@ import { ErrorText, ReadOnlyNote } from "../../../components/text";
 import { Spinner } from "../../../components/widgets";
 import { may, useSession } from "../../../session";
 import { DeployHook } from "./deploy-hook";
+import { GitHubWebhook } from "./github-webhook";
 import type { App, RateLimits, TabProps } from "./types";
 
 const RATE_LIMIT_FIELDS: [keyof RateLimits, string][] = [
@@ -210,6 +212,7 @@ export function SettingsTab({ app, reloadApp }: TabProps) {
         </p>
         <ErrorText message={formError} />
       </form>
+      {app.repository && may(session, "GET /api/apps/{appId}/webhook") && <GitHubWebhook app={app} canReplace={may(session, "POST /api/apps/{appId}/webhook")} />}
       {may(session, "GET /api/apps/{appId}/deploy-hook") && <DeployHook app={app} canReplace={may(session, "POST /api/apps/{appId}/deploy-hook")} />}
     </>
   );
