@@ -177,13 +177,18 @@ export async function streamExec(engine: Engine, id: string, options: ExecOption
           Math.min(1000, Math.max(50, idleTimeoutMs / 10)),
         );
   if (options.stdin !== undefined) void pipeStdin(options.stdin, duplex, () => void (lastProgress = performance.now())).catch(() => {});
-  const done = ended.then(async () => {
+  const done = ended.then(
+    () => null,
+    (error: Error) => error,
+  ).then(async (failure) => {
     clearTimeout(timer);
     clearInterval(idleCheck);
+    // Stopped: whatever the stream's end said, the reason is the limit it passed.
     if (stopped) {
       await stopped.killed;
       throw new ExecStopped(stopped.reason);
     }
+    if (failure) throw failure;
     stdoutController.close();
     const info = await engine.call(`exec in ${id}`, () => exec.inspect());
     return { exitCode: info.ExitCode ?? -1, stderr: stderr.text() };
