@@ -37,6 +37,8 @@ export interface BackupBucket {
 export interface BackupSettings {
   /** The largest dump `POST .../backups/upload` accepts, as sent (gzip or not). */
   uploadMaxBytes: number;
+  /** A dump or a load (restore, verify) whose command moves no byte this long is stopped. */
+  idleTimeoutSeconds: number;
   /** Null unless PLATFORM_BACKUP_S3_BUCKET is set. */
   s3: BackupBucket | null;
 }
@@ -449,6 +451,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     git: gitSettings(env),
     backups: {
       uploadMaxBytes: integerSetting(env, "PLATFORM_BACKUP_UPLOAD_MAX_MB", 10_240, 1) * 1024 * 1024,
+      idleTimeoutSeconds: integerSetting(env, "PLATFORM_BACKUP_IDLE_TIMEOUT_SECONDS", 900, 1),
       s3: backupBucketSetting(env),
     },
     housekeepingSchedule: textSetting(env, "PLATFORM_HOUSEKEEPING_SCHEDULE", "0 */15 * * * *"),

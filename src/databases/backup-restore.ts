@@ -4,6 +4,8 @@
 // What stops a restore from leaving the database half restored:
 // - PostgreSQL loads in one transaction that only the platform's last bytes commit: a load cut off
 //   (failure, crash, kill) rolls back by itself;
+// - a load's client is bounded (its output, and how long it may go without moving a byte): one
+//   stopped at a bound is ended with a restart of the engine, so nothing it sent runs on;
 // - on any other failure the pre-restore backup is loaded back at once;
 // - a restore cut off by a crash or kill is taken up at the next start: the pre-restore backup is
 //   loaded back (recoverInterrupted), in a `restore` operation of its own.
@@ -14,13 +16,20 @@ import { ApiError } from "../http/errors";
 import { tarStream } from "../docker/tar";
 import type { RestorePlan } from "./engines";
 import { INTERRUPTED, SYSTEM_ACTOR, type OperationActor } from "./operations";
-import { containerNameOf, runCommand, problemOf, stopContainer, waitUntilReady, writeConfigFiles, type DatabaseRow, type DatabaseTarget } from "./runtime";
+import { ExecStopped } from "../docker/driver";
+import { containerNameOf, runCommand, problemOf, startContainer, stopContainer, waitUntilReady, writeConfigFiles, type DatabaseRow, type DatabaseTarget } from "./runtime";
 import { lastLine, type BackupRow, type DatabaseBackups } from "./backups";
 
 /** How long a data-file restore waits for the engine to answer after booting from the file. */
 const BOOT_TIMEOUT_MS = 120_000;
 /** How long the engine may take to settle after loading (Redis rewriting its AOF). */
 const SETTLE_TIMEOUT_MS = 600_000;
+/**
+ * What a load's client may print (both streams together) before it is stopped. Loading a dump
+ * prints next to nothing (psql a line per sequence set); a dump that makes it print more is
+ * running queries, not loading data, and would print without end.
+ */
+const LOAD_OUTPUT_MAX_BYTES = 16 * 1024 * 1024;
 /** How long the recovery at start waits for a database to be running again. */
 const RECOVERY_WAIT_MS = 120_000;
 
@@ -59,6 +68,7 @@ export class DatabaseRestores {
             await this.load(database, backup);
           } catch (error) {
             const reason = (error as Error).message;
+            if (error instanceof ExecStopped) await this.restartEngine(database, reason);
             await this.rollBack(database, before, reason);
             throw new Error(`${reason}; the database was put back as it was, from the pre-restore backup ${before.id}`);
           }
@@ -68,6 +78,22 @@ export class DatabaseRestores {
         }),
     );
     return { database: this.service.view(database, { masked: false }), operationId: operation.id };
+  }
+
+  /**
+   * The client of a load was stopped (inactivity, output), but what it sent may still run in the
+   * engine (a pg_sleep, a loop): a restart ends it, and an open transaction rolls back.
+   */
+  private async restartEngine(database: DatabaseRow, reason: string) {
+    const target = this.service.targetOf(database);
+    const containerId = containerNameOf(database.id);
+    try {
+      await stopContainer(target, containerId);
+      await startContainer(target, containerId);
+      await waitUntilReady(target, containerId, BOOT_TIMEOUT_MS);
+    } catch (error) {
+      throw new Error(`${reason}; restarting the engine to end what the load had started failed: ${(error as Error).message}`);
+    }
   }
 
   private async rollBack(database: DatabaseRow, before: BackupRow, reason: string) {
@@ -102,8 +128,14 @@ export class DatabaseRestores {
     try {
       if (command.files) await writeConfigFiles(target, containerId, command.files);
       const stdin = wrapped(this.backups.storage.dumpOf(backup.storageKey), plan.opening ?? "", plan.closing ?? "");
-      const exec = await target.driver.execStream(containerId, { command: command.argv, env: command.env, stdin });
-      const [, result] = await Promise.all([new Response(exec.stdout).arrayBuffer(), exec.done]);
+      const result = await target.driver.exec(containerId, {
+        command: command.argv,
+        env: command.env,
+        stdin,
+        discardStdout: true,
+        maxOutputBytes: LOAD_OUTPUT_MAX_BYTES,
+        idleTimeoutMs: target.config.backups.idleTimeoutSeconds * 1000,
+      });
       if (result.exitCode !== 0) {
         throw new Error(redact(`${command.argv[0]} exited with ${result.exitCode}: ${lastLine(result.stderr) || "no message"}`, [target.credentials.password]));
       }

@@ -66,9 +66,10 @@ async function removeThrowaway(driver: DockerDriver, backupId: string) {
   for (const suffix of VOLUME_SUFFIXES) await driver.removeVolume(verifyVolumeNameOf(backupId, suffix));
 }
 
-/** Runs `work`; its error says which step of the verify failed. */
-async function step<T>(what: string, work: () => Promise<T>): Promise<T> {
+/** Runs `work` unless the verify was preempted; its error says which step of the verify failed. */
+async function step<T>(what: string, signal: AbortSignal, work: () => Promise<T>): Promise<T> {
   try {
+    signal.throwIfAborted();
     return await work();
   } catch (error) {
     throw new Error(`${what}: ${(error as Error).message || String(error)}`);
@@ -138,7 +139,7 @@ export class BackupVerifier {
     this.record(row.id, { status: "running", checks: [], error: null, startedAt, finishedAt: null });
     const started = this.backups.viewOf(row.id);
     const done = operation
-      .run(() => this.check(database, row, startedAt))
+      .run(() => this.check(database, row, startedAt, operation.signal))
       .catch(() => {
         // Recorded on the backup and its operation.
       })
@@ -152,9 +153,9 @@ export class BackupVerifier {
   }
 
   /** The verify itself: records its result on the backup, and throws (failing the operation) when it failed. */
-  private async check(database: DatabaseRow, row: BackupRow, startedAt: string) {
+  private async check(database: DatabaseRow, row: BackupRow, startedAt: string, signal: AbortSignal) {
     try {
-      const checks = await this.restoreAndCount(database, row);
+      const checks = await this.restoreAndCount(database, row, signal);
       this.record(row.id, { status: "passed", checks, error: null, startedAt, finishedAt: this.isoNow() }, this.service.now());
     } catch (error) {
       const reason = (error as Error).message || String(error);
@@ -163,7 +164,11 @@ export class BackupVerifier {
     }
   }
 
-  private async restoreAndCount(database: DatabaseRow, row: BackupRow): Promise<InventoryCount[]> {
+  /**
+   * Preempted (`signal`, a delete of the database), the throwaway copy is removed at once, which
+   * ends the step in progress; the next one is not taken.
+   */
+  private async restoreAndCount(database: DatabaseRow, row: BackupRow, signal: AbortSignal): Promise<InventoryCount[]> {
     const definition = this.service.definitionOf(database);
     if (row.engine !== database.engine || row.format !== definition.dumpFormat) {
       throw new Error(`the backup is a ${row.engine} ${row.format} dump; this database is ${database.engine}`);
@@ -174,8 +179,11 @@ export class BackupVerifier {
     const credentials = { username: database.username, password: randomBase62(PASSWORD_LENGTH), databaseName: database.databaseName };
     const target = this.service.targetOf(database, credentials);
     const spec = verifySpecOf(target, row.id);
+    let removedEarly: Promise<void> | undefined;
+    const removeNow = () => void (removedEarly = removeThrowaway(target.driver, row.id).catch(() => undefined));
+    signal.addEventListener("abort", removeNow, { once: true });
     try {
-      await step("the throwaway copy could not be made", async () => {
+      await step("the throwaway copy could not be made", signal, async () => {
         await removeThrowaway(target.driver, row.id); // a leftover of an earlier run would hold the name
         await target.driver.ensureImage(spec.image);
         for (const volume of spec.volumes ?? []) await target.driver.createVolume(volume.volumeName, spec.labels);
@@ -183,12 +191,15 @@ export class BackupVerifier {
         await writeConfigFiles(target, spec.name);
         await target.driver.startContainer(spec.name);
       });
-      await step("the throwaway copy did not come up", () => waitUntilReady(target, spec.name, READY_TIMEOUT_MS));
-      await step("loading the backup failed", () => this.restores.loadInto(target, spec.name, row));
-      return await step("counting what the restored copy holds failed", () => countsOf(target, spec.name));
+      await step("the throwaway copy did not come up", signal, () => waitUntilReady(target, spec.name, READY_TIMEOUT_MS, signal));
+      await step("loading the backup failed", signal, () => this.restores.loadInto(target, spec.name, row));
+      return await step("counting what the restored copy holds failed", signal, () => countsOf(target, spec.name));
     } catch (error) {
       throw new Error(redact((error as Error).message, [credentials.password]));
     } finally {
+      signal.removeEventListener("abort", removeNow);
+      // Again after an early removal: a step it raced may have made something since.
+      await removedEarly;
       await removeThrowaway(target.driver, row.id).catch((error: Error) => {
         console.warn(`[verify] could not remove ${spec.name} (removed at the next start): ${error.message}`);
       });

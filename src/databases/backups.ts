@@ -241,16 +241,19 @@ export class DatabaseBackups {
     try {
       room = openRoom ? await openRoom() : null;
       if (command.files) await writeConfigFiles(target, containerId, command.files);
-      let exec = await target.driver.execStream(containerId, { command: command.argv, env: command.env });
+      const idleTimeoutMs = this.service.config.backups.idleTimeoutSeconds * 1000;
+      let exec;
       if (command.outputFile) {
         // The tool writes a file in the container: once it is done, the file is what is read out.
-        const [, made] = await Promise.all([new Response(exec.stdout).arrayBuffer(), exec.done]);
+        const made = await target.driver.exec(containerId, { command: command.argv, env: command.env, idleTimeoutMs, discardStdout: true });
         if (made.exitCode !== 0) throw new Error(`${command.argv[0]} exited with ${made.exitCode}: ${lastLine(made.stderr) || "no message"}`);
         if (command.outputCheck) {
-          const checked = await target.driver.exec(containerId, { command: command.outputCheck });
+          const checked = await target.driver.exec(containerId, { command: command.outputCheck, idleTimeoutMs });
           if (checked.exitCode !== 0) throw new Error(`${command.outputCheck[0]} rejected the snapshot: ${lastLine(checked.stdout) || lastLine(checked.stderr) || `exit code ${checked.exitCode}`}`);
         }
-        exec = await target.driver.execStream(containerId, { command: ["cat", command.outputFile] });
+        exec = await target.driver.execStream(containerId, { command: ["cat", command.outputFile], idleTimeoutMs });
+      } else {
+        exec = await target.driver.execStream(containerId, { command: command.argv, env: command.env, idleTimeoutMs });
       }
       const [stored, result] = await Promise.all([this.storage.write(row.storageKey, exec.stdout, room?.add), exec.done]);
       const problem =

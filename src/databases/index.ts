@@ -296,7 +296,9 @@ export function databasesRoutes(ctx: ServerContext) {
           description:
             "Removes the container and its volumes permanently, then the database and its operations history. Answers " +
             "`deleted: true` and `database` as it was (masked). Its backups go too; `keepBackups=true` keeps their files " +
-            "under the data dir (`backups/<databaseId>/`), no longer listed. Its backup schedule stops and goes.",
+            "under the data dir (`backups/<databaseId>/`), no longer listed. Its backup schedule stops and goes. An operation in " +
+            "progress (a create, a verify, a restore...) is preempted: it is canceled and what it made is removed before the " +
+            "answer. 409 `BUSY` only while another delete of it runs.",
         },
       },
     )

@@ -1,5 +1,5 @@
 // Start, stop, settings and delete of a database. Each is one operation in the history and holds
-// the database while it runs (a second operation meanwhile gets 409 BUSY). Start and stop answer
+// the database while it runs (a second operation meanwhile gets 409 BUSY; a delete preempts it). Start and stop answer
 // at once and finish in the background; the others finish before answering.
 import { eq } from "drizzle-orm";
 import { databases } from "../db/schema";
@@ -23,6 +23,8 @@ import {
 import type { DatabaseService } from "./service";
 
 const START_READY_TIMEOUT_MS = 120_000;
+/** How long a delete waits for the operations it preempted to end before it goes on without them. */
+const PREEMPTED_WAIT_MS = 30_000;
 
 /** The container, created again on the kept volumes when it has gone missing. */
 async function ensureContainer(service: DatabaseService, target: DatabaseTarget): Promise<string> {
@@ -118,16 +120,21 @@ export async function updateSettings(service: DatabaseService, workspaceId: stri
 
 /**
  * Removes the container and the volumes for good, then the row (its operations history goes
- * with it). `keepBackups` is accepted for when backups exist; there are none to keep yet.
+ * with it). Operations still running (a create, a verify, a restore...) are preempted: the
+ * container goes first, which ends whatever runs in it, each of them is awaited (a verify removes
+ * its throwaway copy), then what a late step of theirs may have made is removed too.
  */
 export async function deleteDatabase(service: DatabaseService, workspaceId: string, databaseId: string, actor: OperationActor) {
   const row = service.find(workspaceId, databaseId);
   const target = service.targetOf(row);
-  const operation = service.operations.begin(row, "delete", actor);
+  const { operation, preempted } = service.operations.takeOver(row, "delete", actor, "canceled: the database was deleted");
   try {
     await operation.run(async () => {
       service.update(row.id, { status: "deleting", statusReason: null });
       await removeEverything(target);
+      const ended = await Promise.race([preempted, Bun.sleep(PREEMPTED_WAIT_MS).then(() => -1)]);
+      if (ended === -1) console.warn(`[databases] operations of ${row.id} still run ${PREEMPTED_WAIT_MS / 1000} s after its delete preempted them`);
+      if (ended !== 0) await removeEverything(target);
       service.db.delete(databases).where(eq(databases.id, row.id)).run();
     });
   } catch (error) {

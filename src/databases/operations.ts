@@ -1,7 +1,7 @@
 // The operations history of databases and the rule that one database runs one operation at a
 // time. Every operation is a database_operations row (pending -> running -> succeeded | failed,
 // with the error text, the actor and its times); while it runs, the database is held in memory
-// and a second operation gets 409 BUSY. The platform is one process, so an in-memory hold is the
+// and a second operation gets 409 BUSY, except a delete, which preempts whatever runs. The platform is one process, so an in-memory hold is the
 // whole truth; rows left pending or running by a crash are closed as failed at the next start.
 import { and, desc, eq, inArray, sql } from "drizzle-orm";
 import type { PlatformDb } from "../db";
@@ -36,6 +36,12 @@ function operationView(row: typeof databaseOperations.$inferSelect): Static<type
 export const INTERRUPTED = "interrupted: the platform stopped while this operation ran";
 
 export class Operation {
+  private readonly controller = new AbortController();
+  /** Aborted (with the reason as an Error) when a delete of the database preempts this operation. */
+  readonly signal = this.controller.signal;
+  private settle!: () => void;
+  /** Resolves once the operation has ended (run to its end, or released without running). */
+  readonly ended = new Promise<void>((resolve) => (this.settle = resolve));
   private finished = false;
 
   constructor(
@@ -44,6 +50,10 @@ export class Operation {
     private readonly operations: Operations,
     private readonly databaseId: string,
   ) {}
+
+  preempt(reason: string) {
+    this.controller.abort(new Error(reason));
+  }
 
   /** Runs the work as this operation: marks it running, then succeeded or failed, and frees the database. */
   async run<T>(work: () => Promise<T>): Promise<T> {
@@ -69,12 +79,15 @@ export class Operation {
   release() {
     if (this.finished) return;
     this.finished = true;
-    this.operations.release(this.databaseId, this.id);
+    this.operations.release(this.databaseId, this);
+    this.settle();
   }
 }
 
 export class Operations {
   private readonly held = new Map<string, { operationId: string; type: OperationType }>();
+  /** Database id -> its operations that have not ended, exclusive or not. */
+  private readonly unfinished = new Map<string, Set<Operation>>();
 
   constructor(
     private readonly db: PlatformDb,
@@ -117,7 +130,27 @@ export class Operations {
       this.held.delete(database.id);
       throw error;
     }
-    return new Operation(id, type, this, database.id);
+    const operation = new Operation(id, type, this, database.id);
+    const unfinished = this.unfinished.get(database.id) ?? new Set();
+    this.unfinished.set(database.id, unfinished.add(operation));
+    return operation;
+  }
+
+  /**
+   * Claims the database for `type` even while other operations run (a delete): each of them is
+   * preempted (its signal aborted with `reason`) and `preempted` resolves once all have ended.
+   * Refused with 409 BUSY only while another operation of the same type holds it.
+   */
+  takeOver(database: { id: string; workspaceId: string }, type: OperationType, actor: OperationActor, reason: string) {
+    const current = this.held.get(database.id);
+    if (current?.type === type) {
+      throw new ApiError("BUSY", `The database is busy with a '${current.type}' operation (${current.operationId}); try again when it has finished`);
+    }
+    const running = [...(this.unfinished.get(database.id) ?? [])];
+    for (const operation of running) operation.preempt(reason);
+    this.held.delete(database.id);
+    const operation = this.begin(database, type, actor);
+    return { operation, preempted: Promise.all(running.map((preempted) => preempted.ended)).then(() => running.length) };
   }
 
   isBusy(databaseId: string): boolean {
@@ -152,8 +185,11 @@ export class Operations {
     this.db.update(databaseOperations).set({ error }).where(eq(databaseOperations.id, operationId)).run();
   }
 
-  release(databaseId: string, operationId: string) {
-    if (this.held.get(databaseId)?.operationId === operationId) this.held.delete(databaseId);
+  release(databaseId: string, operation: Operation) {
+    if (this.held.get(databaseId)?.operationId === operation.id) this.held.delete(databaseId);
+    const unfinished = this.unfinished.get(databaseId);
+    unfinished?.delete(operation);
+    if (unfinished?.size === 0) this.unfinished.delete(databaseId);
   }
 
   list(databaseId: string) {

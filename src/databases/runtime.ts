@@ -143,12 +143,13 @@ async function recentLogs(target: DatabaseTarget, containerId: string): Promise<
   }
 }
 
-/** Polls the engine with a real query until it answers, the container dies, or time runs out. */
-export async function waitUntilReady(target: DatabaseTarget, containerId: string, timeoutMs: number): Promise<void> {
+/** Polls the engine with a real query until it answers, the container dies, time runs out, or `signal` aborts. */
+export async function waitUntilReady(target: DatabaseTarget, containerId: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
   const { definition, credentials } = target;
   const deadline = Date.now() + timeoutMs;
   let lastProblem = "no answer yet";
   for (;;) {
+    signal?.throwIfAborted();
     const container = await target.driver.inspectContainer(containerId);
     if (!container.running || container.state === "restarting") {
       const logs = await recentLogs(target, containerId);

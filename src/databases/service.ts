@@ -335,7 +335,7 @@ export class DatabaseService {
     }
     const operation = this.operations.begin(row, "create", actor);
     const target: DatabaseTarget = { driver, definition, row, credentials, config: this.config };
-    this.track(operation.run(() => this.provision(target)));
+    this.track(operation.run(() => this.provision(target, operation.signal)));
     return { database: this.view(row, { masked: false }), operationId: operation.id };
   }
 
@@ -343,14 +343,18 @@ export class DatabaseService {
    * Makes the database's Docker side and waits until the engine answers: running, or failed with
    * the reason and nothing left in Docker. A first start that failed holds no data, and a
    * half-initialised data dir would only make the next attempt fail: POST start makes it all anew.
+   * Preempted (`signal`, a delete), it stops at its next step and removes what it made; the
+   * status is then the delete's.
    */
-  private async provision(target: DatabaseTarget): Promise<void> {
+  private async provision(target: DatabaseTarget, signal: AbortSignal): Promise<void> {
     const { row, credentials } = target;
     try {
       const containerId = await createContainer(target);
+      signal.throwIfAborted();
       this.update(row.id, { containerId });
       await startContainer(target, containerId);
-      await waitUntilReady(target, containerId, CREATE_READY_TIMEOUT_MS);
+      signal.throwIfAborted();
+      await waitUntilReady(target, containerId, CREATE_READY_TIMEOUT_MS, signal);
       this.update(row.id, { status: "running", statusReason: null });
     } catch (error) {
       let reason = `Create failed: ${(error as Error).message}`;
@@ -358,7 +362,7 @@ export class DatabaseService {
         reason += `; what was made could not be removed (${cleanup.message}): DELETE removes it`;
       });
       reason = redact(reason, [credentials.password]);
-      this.update(row.id, { status: "failed", statusReason: reason, containerId: null });
+      if (!signal.aborted) this.update(row.id, { status: "failed", statusReason: reason, containerId: null });
       throw new Error(reason);
     }
   }

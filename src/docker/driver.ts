@@ -11,10 +11,10 @@ import { statsFromSample, type ContainerStats } from "./stats";
 import { FrameDemuxer, LineSplitter, demuxToLines, type Frame, type LogLine } from "./stream";
 import { BuildFailed, DockerNotFound, labelFilter, SLOW_CALL_TIMEOUT_MS, type Engine } from "./engine";
 import * as images from "./images";
-import { runExec, streamExec, type ExecOptions, type ExecStream } from "./exec";
+import { runExec, streamExec, type ExecOptions, type ExecStream, type RunOptions } from "./exec";
 
 export { BuildFailed, DockerNotFound } from "./engine";
-export { ExecTimedOut } from "./exec";
+export { ExecStopped } from "./exec";
 
 /** After a failed connection, calls fail at once for this long instead of waiting on the engine again. */
 const UNAVAILABLE_GRACE_MS = 2_000;
@@ -332,13 +332,13 @@ export class DockerDriver {
 
   // ---- exec (./exec.ts) ---------------------------------------------------------------------
 
-  /** Runs argv in a running container with stdout streamed back; past `timeoutMs` the command is killed. */
+  /** Runs argv in a running container with stdout streamed back; past one of its limits the command is killed. */
   execStream(id: string, options: ExecOptions): Promise<ExecStream> {
     return streamExec(this.engine, id, options);
   }
 
-  /** Runs argv and collects its output. */
-  exec(id: string, options: ExecOptions): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+  /** Runs argv and collects its output (bounded); past one of its limits the command is killed. */
+  exec(id: string, options: RunOptions): Promise<{ exitCode: number; stdout: string; stderr: string }> {
     return runExec(this.engine, id, options);
   }
 

@@ -1,7 +1,7 @@
 // The driver against the real local engine, with the node stand-in image chosen through
 // PLATFORM_IMAGE_NODE like the platform itself would.
 import { afterAll, describe, expect, test } from "bun:test";
-import { BuildFailed, DockerDriver, DockerNotFound, ExecTimedOut } from "../../../src/docker/driver";
+import { BuildFailed, DockerDriver, DockerNotFound, ExecStopped } from "../../../src/docker/driver";
 import { ApiError } from "../../../src/http/errors";
 import { tempDir } from "../../helpers/temp";
 import { LABEL_MANAGED, type ContainerSpec } from "../../../src/docker/container-spec";
@@ -158,7 +158,7 @@ describe("docker driver on the real engine", () => {
     const id = await run();
     const started = performance.now();
     const failure = await driver.exec(id, { command: ["sh", "-c", "sleep 4242 & sleep 4243; echo never"], timeoutMs: 1_000 }).catch((error) => error);
-    expect(failure).toBeInstanceOf(ExecTimedOut);
+    expect(failure).toBeInstanceOf(ExecStopped);
     expect(performance.now() - started).toBeLessThan(10_000);
     const processes = await driver.exec(id, { command: ["ps", "-eo", "args"] });
     expect(processes.stdout).not.toContain("sleep 424"); // the command and the child it started

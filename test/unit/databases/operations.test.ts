@@ -72,4 +72,26 @@ describe("operations", () => {
     afterRestart.failInterrupted();
     expect(afterRestart.get(operation.id)).toMatchObject({ status: "failed", error: INTERRUPTED, finishedAt: new Date(5_000).toISOString() });
   });
+
+  test("a delete takes over: running operations (exclusive or not) are aborted with the reason, and it holds the database once they ended", async () => {
+    const verify = operations.begin(database, "verify", actor, { exclusive: false });
+    const create = operations.begin(database, "create", actor);
+    const seen: string[] = [];
+    const work = (operation: typeof create) =>
+      operation.run(() => new Promise((_, reject) => operation.signal.addEventListener("abort", () => reject(operation.signal.reason)))).catch((error: Error) => {
+        seen.push(`${operation.type}: ${error.message}`);
+      });
+    const running = [work(create), work(verify)];
+    const { operation: deletion, preempted } = operations.takeOver(database, "delete", actor, "canceled: the database was deleted");
+    expect(await preempted).toBe(2);
+    await Promise.all(running);
+    expect(seen.sort()).toEqual(["create: canceled: the database was deleted", "verify: canceled: the database was deleted"]);
+    expect(operations.get(create.id)).toMatchObject({ status: "failed", error: "canceled: the database was deleted" });
+    // The preempted ones' ends free nothing: the delete holds the database until it ends.
+    expect(() => operations.begin(database, "start", actor)).toThrow("busy with a 'delete' operation");
+    expect(() => operations.takeOver(database, "delete", actor, "again")).toThrow("busy with a 'delete' operation");
+    await deletion.run(async () => undefined);
+    expect(operations.isBusy(database.id)).toBe(false);
+    expect(await operations.takeOver(database, "delete", actor, "nothing runs").preempted).toBe(0);
+  });
 });
