@@ -6,6 +6,7 @@ import { toOpenApi31 } from "./openapi-31";
 import { withSharedErrors } from "./shared-errors";
 import { RESOURCES } from "./resources";
 import { ERROR, ERROR_CODE, RETRY_AFTER_HEADER, componentsOf } from "../http/responses";
+import { MAX_BODY_DEPTH } from "../http/body-guard";
 import scalarBundlePath from "../../node_modules/@scalar/api-reference/dist/browser/standalone.js" with { type: "file" };
 
 const SCALAR_SCRIPT_PATH = "/api/docs/assets/scalar.js";
@@ -32,6 +33,9 @@ Request bodies are JSON of at most 1 MiB with a Content-Length (413 \`PAYLOAD_TO
 \`LENGTH_REQUIRED\` for chunked bodies), except the two uploads (\`POST /api/apps/deploy\`,
 \`POST /api/apps/inspect-env\`): multipart, streamed, up to \`uploadLimits.maxUploadBytes\` of
 \`GET /api/platform/config\`.
+No body may nest arrays and objects more than ${MAX_BODY_DEPTH} levels deep (the body's own object is
+level 1; in forms, a field's JSON text counts from its field): 400 \`BODY_TOO_DEEP\`, on every
+route, before authentication.
 
 A single resource is answered under its own name (\`apiKey\`, \`app\`, \`database\`, \`operation\`...) and
 lists under the plural. Timestamps are ISO 8601 strings.`;

@@ -3,6 +3,7 @@
 // keeps only the small text fields, so memory stays flat whatever the upload's size.
 import { open, unlink } from "node:fs/promises";
 import { ApiError } from "./errors";
+import { fieldTooDeep, TOO_DEEP_MESSAGE } from "./body-guard";
 
 export interface MultipartResult {
   fields: Record<string, string>;
@@ -97,7 +98,9 @@ export async function readMultipart(request: Request, options: MultipartOptions)
     } else if (part.filename === null) {
       fieldCount += 1;
       if (fieldCount > MAX_FIELDS) throw new ApiError("VALIDATION_FAILED", `At most ${MAX_FIELDS} form fields`);
-      fields[part.name] = Buffer.concat(part.chunks).toString("utf8");
+      const value = Buffer.concat(part.chunks).toString("utf8");
+      if (fieldTooDeep(part.name, value)) throw new ApiError("BODY_TOO_DEEP", TOO_DEEP_MESSAGE);
+      fields[part.name] = value;
     }
     part = null;
   };

@@ -1,9 +1,11 @@
 // Builds the HTTP server: every route module, the OpenAPI docs, the dashboard's static files,
-// and the one global error handler that turns every failure into the error envelope.
+// the screening of request bodies, and the one global error handler that turns every failure
+// into the error envelope.
 import { Elysia } from "elysia";
 import type { ServerContext } from "./context";
-import { ApiError, ERROR_STATUS, type ErrorCode } from "./errors";
-import { errorBody } from "./envelope";
+import { ApiError } from "./errors";
+import { errorResponse } from "./envelope";
+import { screenBody } from "./body-guard";
 import { docsRoutes } from "../docs";
 import { dashboardRoutes } from "../dashboard";
 import { platformRoutes } from "../platform";
@@ -20,13 +22,6 @@ import { appDomainsRoutes } from "../apps/domains/routes";
 import { buildsRoutes } from "../apps/builds-routes";
 import { appHistoryRoutes } from "../apps/history";
 
-function errorResponse(code: ErrorCode, message: string, headers: Record<string, string> = {}) {
-  return new Response(JSON.stringify(errorBody(message, code)), {
-    status: ERROR_STATUS[code],
-    headers: { "content-type": "application/json; charset=utf-8", ...headers },
-  });
-}
-
 /** "body.name: Expected string length greater or equal to 1" — names the field at fault. */
 function validationMessage(error: any): string {
   const where = error.type ?? "request";
@@ -35,34 +30,6 @@ function validationMessage(error: any): string {
   const field = String(first.path ?? "").replace(/^\//, "").replaceAll("/", ".") || "(root)";
   const detail = first.schema?.description && first.message?.startsWith("Expected union") ? first.schema.description : first.message;
   return `Invalid ${where} field '${field}': ${detail ?? first.summary ?? "invalid value"}`;
-}
-
-/** Every body but an upload's is a small JSON document. */
-const MAX_JSON_BODY_BYTES = 1024 * 1024;
-/** The uploads stream (through src/http/multipart.ts or straight to disk), and their routes enforce their own limits. */
-const STREAMED_UPLOADS = [/^POST \/api\/apps\/deploy$/, /^POST \/api\/apps\/inspect-env$/, /^POST \/api\/databases\/[^/]+\/backups\/upload$/];
-/** GitHub sends push deliveries of up to 25 MB (a push of many commits): refused, it would go undeployed. */
-const WEBHOOK_DELIVERY = /^POST \/api\/webhooks\/github$/;
-const MAX_WEBHOOK_BODY_BYTES = 25 * 1024 * 1024;
-
-/**
- * Elysia parses a body before the routes' authentication runs, and the server's own limit is the
- * upload limit: without this an anonymous caller could have hundreds of MB held in memory. Runs
- * on the headers alone, before anything is read.
- */
-function refuseOversizedBody(request: Request): Response | undefined {
-  const length = request.headers.get("content-length");
-  const chunked = length === null && request.headers.has("transfer-encoding");
-  if (!chunked && (length === null || Number(length) <= MAX_JSON_BODY_BYTES)) return undefined;
-  const path = new URL(request.url).pathname.replace(/\/+$/, "");
-  const route = `${request.method} ${path}`;
-  if (STREAMED_UPLOADS.some((upload) => upload.test(route))) return undefined;
-  if (chunked) {
-    return errorResponse("LENGTH_REQUIRED", "Send a Content-Length: request bodies without one (chunked) are refused, except for uploads");
-  }
-  const limit = WEBHOOK_DELIVERY.test(route) ? MAX_WEBHOOK_BODY_BYTES : MAX_JSON_BODY_BYTES;
-  if (Number(length) <= limit) return undefined;
-  return errorResponse("PAYLOAD_TOO_LARGE", `Request body is larger than ${limit} bytes; only uploads may be larger`);
 }
 
 /**
@@ -74,10 +41,16 @@ function refuseOversizedBody(request: Request): Response | undefined {
 const IDLE_TIMEOUT_SECONDS = 120;
 
 export function createServer(ctx: ServerContext) {
-  // Bun's own body limit would answer with an empty 413; the limits are enforced above and by the
-  // upload reader, both with the error envelope and its code.
+  // Bun's own body limit would answer with an empty 413; the limits are enforced by ./body-guard.ts
+  // and by the upload reader, both with the error envelope and its code.
   return new Elysia({ serve: { maxRequestBodySize: Number.MAX_SAFE_INTEGER, idleTimeout: IDLE_TIMEOUT_SECONDS } })
-    .onRequest(({ request }) => refuseOversizedBody(request))
+    // Around the whole handler, so that it runs before Elysia parses anything (./body-guard.ts).
+    .wrap((handle) => (request: Request) => {
+      const refusal = screenBody(request);
+      if (refusal === undefined) return handle(request);
+      if (refusal instanceof Response) return refusal;
+      return refusal.then((refused) => refused ?? handle(request));
+    })
     .onError({ as: "global" }, ({ code, error, request }) => {
       if (error instanceof ApiError) return errorResponse(error.code, error.message, error.headers);
       switch (code) {
