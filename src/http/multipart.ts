@@ -33,11 +33,13 @@ const MAX_FIELDS = 50;
  */
 const GC_HINT_BYTES = 8 * 1024 * 1024;
 
+/** Another media type is 415; multipart/form-data without a usable boundary is a malformed body, 400. */
 function boundaryOf(contentType: string | null): string {
-  const match = /^multipart\/form-data\s*;(?:.*;)?\s*boundary=(?:"([^"]+)"|([^\s;]+))/i.exec(contentType ?? "");
+  if (!/^multipart\/form-data\s*(;|$)/i.test(contentType ?? "")) throw new ApiError("UNSUPPORTED_MEDIA_TYPE", "Send the upload as multipart/form-data");
+  const match = /;(?:.*;)?\s*boundary=(?:"([^"]+)"|([^\s;]+))/i.exec(contentType!);
   const boundary = match?.[1] ?? match?.[2];
   if (!boundary || boundary.length > 70) {
-    throw new ApiError("UNSUPPORTED_MEDIA_TYPE", "Send the upload as multipart/form-data");
+    throw new ApiError("VALIDATION_FAILED", "Malformed multipart body: the Content-Type names no boundary (1 to 70 characters)");
   }
   return boundary;
 }

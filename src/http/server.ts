@@ -1,11 +1,12 @@
 // Builds the HTTP server: every route module, the OpenAPI docs, the dashboard's static files,
-// the screening of request bodies, and the one global error handler that turns every failure
+// the screening of request heads and bodies, and the one global error handler that turns every failure
 // into the error envelope.
 import { Elysia } from "elysia";
 import type { ServerContext } from "./context";
 import { ApiError } from "./errors";
 import { errorResponse } from "./envelope";
 import { screenBody } from "./body-guard";
+import { raiseServerHeadLimit, refuseLargeHead } from "./request-head";
 import { docsRoutes } from "../docs";
 import { dashboardRoutes } from "../dashboard";
 import { platformRoutes } from "../platform";
@@ -41,12 +42,13 @@ function validationMessage(error: any): string {
 const IDLE_TIMEOUT_SECONDS = 120;
 
 export function createServer(ctx: ServerContext) {
+  raiseServerHeadLimit();
   // Bun's own body limit would answer with an empty 413; the limits are enforced by ./body-guard.ts
   // and by the upload reader, both with the error envelope and its code.
   return new Elysia({ serve: { maxRequestBodySize: Number.MAX_SAFE_INTEGER, idleTimeout: IDLE_TIMEOUT_SECONDS } })
     // Around the whole handler, so that it runs before Elysia parses anything (./body-guard.ts).
     .wrap((handle) => (request: Request) => {
-      const refusal = screenBody(request);
+      const refusal = refuseLargeHead(request) ?? screenBody(request);
       if (refusal === undefined) return handle(request);
       if (refusal instanceof Response) return refusal;
       return refusal.then((refused) => refused ?? handle(request));
