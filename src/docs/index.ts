@@ -37,6 +37,10 @@ Request bodies are JSON of at most 1 MiB with a Content-Length (413 \`PAYLOAD_TO
 No body may nest arrays and objects more than ${MAX_BODY_DEPTH} levels deep (the body's own object is
 level 1; in forms, a field's JSON text counts from its field): 400 \`BODY_TOO_DEEP\`, on every
 route, before authentication.
+A body is an object of the documented fields (400 \`VALIDATION_FAILED\` for a bare value, \`null\` or an
+array). Routes that take JSON also take the same fields as a URL-encoded or multipart form, each
+read as its documented type: \`true\`/\`false\`, numbers, an empty field as \`null\` where a number may
+be null, JSON text where an object is expected.
 The request line and headers together may take ${MAX_HEAD_BYTES / 1024} KiB: past that, 431
 \`HEADERS_TOO_LARGE\`; past ${SERVER_HEAD_LIMIT_BYTES / 1024} KiB the server closes the connection with a bare 431.
 

@@ -7,6 +7,7 @@ import { ApiError } from "./errors";
 import { errorResponse } from "./envelope";
 import { screenBody } from "./body-guard";
 import { raiseServerHeadLimit, refuseLargeHead } from "./request-head";
+import { bodySchemasOf, conformedBody, type BodySchemas } from "./body-shape";
 import { docsRoutes } from "../docs";
 import { dashboardRoutes } from "../dashboard";
 import { platformRoutes } from "../platform";
@@ -41,17 +42,33 @@ function validationMessage(error: any): string {
  */
 const IDLE_TIMEOUT_SECONDS = 120;
 
+/**
+ * The parsed body, read and written under a key Elysia's analysis of hook sources does not see: a
+ * hook naming `context.body` makes every route parse its body, bodiless ones and those that read
+ * the request themselves included. Made at run time, so that no minifier folds it into `.body`.
+ */
+const PARSED_BODY = ["bo", "dy"].join("") as "body";
+
 export function createServer(ctx: ServerContext) {
   raiseServerHeadLimit();
+  // Filled once every route is registered, below.
+  let bodySchemas: BodySchemas = new Map();
   // Bun's own body limit would answer with an empty 413; the limits are enforced by ./body-guard.ts
-  // and by the upload reader, both with the error envelope and its code.
-  return new Elysia({ serve: { maxRequestBodySize: Number.MAX_SAFE_INTEGER, idleTimeout: IDLE_TIMEOUT_SECONDS } })
+  // and by the upload reader, both with the error envelope and its code. `typebox` cleans bodies
+  // without converting them: the default reads the text "abc" where an object is expected as
+  // {"0":"a","1":"b","2":"c"}.
+  const server = new Elysia({ normalize: "typebox", serve: { maxRequestBodySize: Number.MAX_SAFE_INTEGER, idleTimeout: IDLE_TIMEOUT_SECONDS } })
     // Around the whole handler, so that it runs before Elysia parses anything (./body-guard.ts).
     .wrap((handle) => (request: Request) => {
       const refusal = refuseLargeHead(request) ?? screenBody(request);
       if (refusal === undefined) return handle(request);
       if (refusal instanceof Response) return refusal;
       return refusal.then((refused) => refused ?? handle(request));
+    })
+    // Before validation (./body-shape.ts); before authentication too, as a body that is not JSON is.
+    .onTransform({ as: "global" }, (context) => {
+      const schema = bodySchemas.get(`${context.request.method} ${context.route}`);
+      if (schema) context[PARSED_BODY] = conformedBody(schema, context[PARSED_BODY], context.request.headers.get("content-type"));
     })
     .onError({ as: "global" }, ({ code, error, request }) => {
       if (error instanceof ApiError) return errorResponse(error.code, error.message, error.headers);
@@ -85,6 +102,8 @@ export function createServer(ctx: ServerContext) {
     .use(appDomainsRoutes(ctx))
     .use(webhooksRoutes(ctx))
     .use(appHistoryRoutes(ctx));
+  bodySchemas = bodySchemasOf(server.routes);
+  return server;
 }
 
 export type PlatformServer = ReturnType<typeof createServer>;

@@ -2,19 +2,35 @@
 // a route added later is held to the same rules: each must answer the 400 its documentation lists,
 // in the envelope, and the server must stay well (no 500, nothing dumped into its log).
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { createHmac } from "node:crypto";
 import { TestServer } from "../helpers/server";
 import { AUTH_MATRIX_ENV } from "../helpers/auth-matrix";
+import { deleteAllApps } from "../helpers/apps";
+import { removeWorkspaceNetworks } from "../helpers/databases";
+
+const WEBHOOK_SECRET = "contract-webhook-secret";
 
 let server: TestServer;
 let key: string;
+let workspaceId: string;
 let document: any;
+/** A real app, for the routes that look their app up before they read the body. */
+let appId: string;
 
 beforeAll(async () => {
-  server = await TestServer.start(AUTH_MATRIX_ENV);
-  key = (await server.createKey("contract bodies")).key;
+  // Nothing listens on the discard port: the app's clone fails at once and nothing ever runs.
+  server = await TestServer.start({ ...AUTH_MATRIX_ENV, PLATFORM_GIT_BASE_URL: "http://127.0.0.1:9", PLATFORM_GITHUB_WEBHOOK_SECRET: WEBHOOK_SECRET });
+  ({ key, workspaceId } = await server.createKey("contract bodies"));
   document = (await server.request("GET", "/api/docs/json")).body;
+  const repository = { id: "1", owner: "nobody", name: "nothing", branch: "main" };
+  const deployed = await server.request("POST", "/api/apps/deploy-from-repo", { key, body: { name: "contract", runtime: "node", memoryMB: 64, repository } });
+  appId = deployed.body.app.id;
 });
-afterAll(() => server.stop());
+afterAll(async () => {
+  await deleteAllApps(server, key);
+  await server.stop();
+  removeWorkspaceNetworks(workspaceId);
+});
 
 interface BodyRoute {
   method: string;
@@ -38,7 +54,7 @@ function bodyRoutes(): BodyRoute[] {
         const properties = Object.keys(content["application/json"]?.schema?.properties ?? {});
         return {
           method: method.toUpperCase(),
-          path: template.replace(/\{[^}]+\}/g, "contract_0000"),
+          path: template.replace(/\{([^}]+)\}/g, (_, name: string) => (name === "appId" ? appId : "contract_0000")),
           template,
           mediaTypes: Object.keys(content),
           property: properties[0] ?? "field",
@@ -58,7 +74,8 @@ async function misanswered(routes: BodyRoute[], bodyOf: (route: BodyRoute) => st
   for (const route of routes) {
     const where = `${route.method} ${route.template} (${contentType.split(";")[0]})`;
     try {
-      const answer = await server.request(route.method, route.path, { key, body: bodyOf(route), headers: { "content-type": contentType } });
+      const body = bodyOf(route);
+      const answer = await server.request(route.method, route.path, { key, body, headers: { "content-type": contentType, ...signatureOf(route, body) } });
       if (answer.status !== expected.status || answer.body?.code !== expected.code || answer.body?.success !== false) {
         wrong.push(`${where}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 200)}`);
       }
@@ -67,6 +84,12 @@ async function misanswered(routes: BodyRoute[], bodyOf: (route: BodyRoute) => st
     }
   }
   return wrong;
+}
+
+/** The headers of a signed GitHub push, for the route that reads nothing unsigned. */
+function signatureOf(route: BodyRoute, body: string): Record<string, string> {
+  if (route.template !== "/api/webhooks/github") return {};
+  return { "x-github-event": "push", "x-hub-signature-256": `sha256=${createHmac("sha256", WEBHOOK_SECRET).update(body).digest("hex")}` };
 }
 
 /** An array inside an array... `levels` deep. */
@@ -115,4 +138,42 @@ test("an upload's form fields are held to the same depth (POST /api/apps/deploy,
   form.set("file", new Blob([new Uint8Array(22)]), "app.zip");
   const answer = await server.request("POST", "/api/apps/deploy", { key, body: form });
   expect({ status: answer.status, code: answer.body.code }).toEqual({ status: 400, code: "BODY_TOO_DEEP" });
+});
+
+test("every JSON route answers a body that is a bare number, null or [] with the documented 400 VALIDATION_FAILED", async () => {
+  for (const body of ["12345", "null", "[]"]) {
+    expect({ body, wrong: await misanswered(jsonRoutes(), () => body, "application/json", { status: 400, code: "VALIDATION_FAILED" }) }).toEqual({ body, wrong: [] });
+  }
+});
+
+test("a field that must be an object is refused as anything else, in JSON and in forms", async () => {
+  const env = (body: string, type = "application/json") => server.request("PUT", `/api/apps/${appId}/env`, { key, body, headers: { "content-type": type } });
+  for (const answer of [await env('{"envVars":"abc"}'), await env('{"envVars":12345}'), await env("envVars=abc", "application/x-www-form-urlencoded")]) {
+    expect({ status: answer.status, code: answer.body.code, error: answer.body.error }).toEqual({ status: 400, code: "VALIDATION_FAILED", error: expect.stringContaining("envVars") });
+  }
+  const settings = await server.request("PUT", `/api/apps/${appId}/settings`, { key, body: { rateLimits: 5 } });
+  expect({ status: settings.status, code: settings.body.code }).toEqual({ status: 400, code: "VALIDATION_FAILED" });
+  const repository = { id: "1", owner: "nobody", name: "nothing", branch: "main" };
+  const deploy = await server.request("POST", "/api/apps/deploy-from-repo", { key, body: { name: "contract", runtime: "node", memoryMB: 64, repository, envVars: 12345 } });
+  expect({ status: deploy.status, code: deploy.body.code }).toEqual({ status: 400, code: "VALIDATION_FAILED" });
+  // Nothing was stored by any of them.
+  expect((await server.request("GET", `/api/apps/${appId}/env`, { key })).body.envVars).toEqual({});
+});
+
+test("form fields are read as the schema's types: JSON text for objects, true/false for booleans, \"\" as null for nullable numbers", async () => {
+  const form = "application/x-www-form-urlencoded";
+  const env = await server.request("PUT", `/api/apps/${appId}/env`, { key, body: `envVars=${encodeURIComponent('{"GREETING":"hello"}')}`, headers: { "content-type": form } });
+  expect(env.status).toBe(200);
+  expect((await server.request("GET", `/api/apps/${appId}/env`, { key })).body.envVars).toEqual({ GREETING: "hello" });
+
+  const changed = await server.request("PUT", `/api/apps/${appId}/settings`, { key, body: "autoRestart=false&exposePort=8080&memoryMB=96", headers: { "content-type": form } });
+  expect({ status: changed.status, autoRestart: changed.body.app?.autoRestart, exposePort: changed.body.app?.exposePort, memoryMB: changed.body.app?.memoryMB }).toEqual({ status: 200, autoRestart: false, exposePort: 8080, memoryMB: 96 });
+  const multipart = new FormData();
+  multipart.set("autoRestart", "true");
+  multipart.set("exposePort", "");
+  const reset = await server.request("PUT", `/api/apps/${appId}/settings`, { key, body: multipart });
+  expect({ status: reset.status, autoRestart: reset.body.app?.autoRestart, exposePort: reset.body.app?.exposePort }).toEqual({ status: 200, autoRestart: true, exposePort: 3000 });
+
+  const wrong = await server.request("PUT", `/api/apps/${appId}/settings`, { key, body: "autoRestart=maybe", headers: { "content-type": form } });
+  expect({ status: wrong.status, code: wrong.body.code, error: wrong.body.error }).toEqual({ status: 400, code: "VALIDATION_FAILED", error: expect.stringContaining("autoRestart") });
 });
