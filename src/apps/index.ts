@@ -223,7 +223,8 @@ export function appsRoutes(ctx: ServerContext) {
       async ({ principal, params, query, request }) => {
         const options = { tail: query.tail ?? 100, timestamps: query.timestamps ?? false };
         if (query.follow) {
-          const followed = followAppLogs(ctx, service.get(principal.workspaceId, params.appId), options, request.signal);
+          const current = () => service.find(principal.workspaceId, params.appId);
+          const followed = followAppLogs(ctx, service.get(principal.workspaceId, params.appId), current, options, request.signal);
           return new Response(withHeartbeat(followed), {
             headers: { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store", "x-content-type-options": "nosniff" },
           });
@@ -242,7 +243,9 @@ export function appsRoutes(ctx: ServerContext) {
             "`lines`: the last `tail` lines (0-5000, default 100) of stdout and stderr as clean text, each prefixed with its " +
             "RFC 3339 time when `timestamps=true`. With `follow=true` the answer is text/plain instead: those lines, then every " +
             "new line as the app writes it, until the client disconnects; after 15 s without output an empty line is sent " +
-            "as a heartbeat, so neither the server nor a proxy closes a quiet stream.",
+            "as a heartbeat, so neither the server nor a proxy closes a quiet stream. An app without a container yet (never " +
+            "deployed, its first build running or failed) answers as without `follow`, with nothing: an empty stream that " +
+            "waits and follows its first container once one starts; it ends when the app is deleted.",
         },
       },
     )

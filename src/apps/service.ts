@@ -118,9 +118,15 @@ export class AppsService {
 
   /** An app of the workspace; another workspace's app is "not found", never "forbidden". */
   get(workspaceId: string, appId: string): AppRow {
-    const app = this.ctx.db.select().from(apps).where(and(eq(apps.id, appId), eq(apps.workspaceId, workspaceId))).get();
-    if (!app || app.status === "deleting") throw new ApiError("NOT_FOUND", "App not found");
+    const app = this.find(workspaceId, appId);
+    if (!app) throw new ApiError("NOT_FOUND", "App not found");
     return app;
+  }
+
+  /** The app, or null when the workspace has no such app (or it is being deleted). */
+  find(workspaceId: string, appId: string): AppRow | null {
+    const app = this.ctx.db.select().from(apps).where(and(eq(apps.id, appId), eq(apps.workspaceId, workspaceId))).get();
+    return app && app.status !== "deleting" ? app : null;
   }
 
   /** POST /api/apps/deploy: streams the upload to disk, checks it, and starts the build in the background. */

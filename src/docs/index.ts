@@ -6,6 +6,8 @@ import { toOpenApi31 } from "./openapi-31";
 import { withSharedErrors } from "./shared-errors";
 import { RESOURCES } from "./resources";
 import { ERROR, ERROR_CODE, RETRY_AFTER_HEADER, componentsOf } from "../http/responses";
+import { MAX_BODY_DEPTH } from "../http/body-guard";
+import { MAX_HEAD_BYTES, SERVER_HEAD_LIMIT_BYTES } from "../http/request-head";
 import scalarBundlePath from "../../node_modules/@scalar/api-reference/dist/browser/standalone.js" with { type: "file" };
 
 const SCALAR_SCRIPT_PATH = "/api/docs/assets/scalar.js";
@@ -33,6 +35,15 @@ Request bodies are JSON of at most 1 MiB with a Content-Length (413 \`PAYLOAD_TO
 \`LENGTH_REQUIRED\` for chunked bodies), except the two uploads (\`POST /api/apps/deploy\`,
 \`POST /api/apps/inspect-env\`): multipart, streamed, up to \`uploadLimits.maxUploadBytes\` of
 \`GET /api/platform/config\`.
+No body may nest arrays and objects more than ${MAX_BODY_DEPTH} levels deep (the body's own object is
+level 1; in forms, a field's JSON text counts from its field): 400 \`BODY_TOO_DEEP\`, on every
+route, before authentication.
+A body is an object of the documented fields (400 \`VALIDATION_FAILED\` for a bare value, \`null\` or an
+array). Routes that take JSON also take the same fields as a URL-encoded or multipart form, each
+read as its documented type: \`true\`/\`false\`, numbers, an empty field as \`null\` where a number may
+be null, JSON text where an object is expected.
+The request line and headers together may take ${MAX_HEAD_BYTES / 1024} KiB: past that, 431
+\`HEADERS_TOO_LARGE\`; past ${SERVER_HEAD_LIMIT_BYTES / 1024} KiB the server closes the connection with a bare 431.
 
 A single resource is answered under its own name (\`apiKey\`, \`app\`, \`database\`, \`operation\`...) and
 lists under the plural. Timestamps are ISO 8601 strings.`;

@@ -1,6 +1,7 @@
 // The errors a route can answer because of the layers every request passes through, not because
-// of what the route itself does: the body limit (src/http/server.ts), input validation, the auth
-// plugin and its permission matrix (src/http/auth.ts, permissions.ts), and the last-resort 500.
+// of what the route itself does: the head and body limits (src/http/request-head.ts,
+// body-guard.ts), input validation, the auth plugin and its permission matrix (src/http/auth.ts,
+// permissions.ts), and the last-resort 500.
 // Routes list only their own codes (src/http/responses.ts); these are merged into each operation
 // of the document, so no route can forget them.
 import type { ErrorCode } from "../http/errors";
@@ -43,6 +44,9 @@ export function sharedErrorCodes(method: string, path: string, operation: Operat
   // uploads (multipart only) stream under their own limit and list PAYLOAD_TOO_LARGE themselves.
   const upload = content !== undefined && !content["application/json"];
   if (!upload) codes.push("PAYLOAD_TOO_LARGE", "LENGTH_REQUIRED");
+  // A body nesting past MAX_BODY_DEPTH is refused before routing too; uploads check their form fields.
+  // So is a request line and headers over MAX_HEAD_BYTES.
+  codes.push("BODY_TOO_DEEP", "HEADERS_TOO_LARGE");
   return codes;
 }
 

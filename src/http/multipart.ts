@@ -3,6 +3,7 @@
 // keeps only the small text fields, so memory stays flat whatever the upload's size.
 import { open, unlink } from "node:fs/promises";
 import { ApiError } from "./errors";
+import { fieldTooDeep, TOO_DEEP_MESSAGE } from "./body-guard";
 
 export interface MultipartResult {
   fields: Record<string, string>;
@@ -32,11 +33,13 @@ const MAX_FIELDS = 50;
  */
 const GC_HINT_BYTES = 8 * 1024 * 1024;
 
+/** Another media type is 415; multipart/form-data without a usable boundary is a malformed body, 400. */
 function boundaryOf(contentType: string | null): string {
-  const match = /^multipart\/form-data\s*;(?:.*;)?\s*boundary=(?:"([^"]+)"|([^\s;]+))/i.exec(contentType ?? "");
+  if (!/^multipart\/form-data\s*(;|$)/i.test(contentType ?? "")) throw new ApiError("UNSUPPORTED_MEDIA_TYPE", "Send the upload as multipart/form-data");
+  const match = /;(?:.*;)?\s*boundary=(?:"([^"]+)"|([^\s;]+))/i.exec(contentType!);
   const boundary = match?.[1] ?? match?.[2];
   if (!boundary || boundary.length > 70) {
-    throw new ApiError("UNSUPPORTED_MEDIA_TYPE", "Send the upload as multipart/form-data");
+    throw new ApiError("VALIDATION_FAILED", "Malformed multipart body: the Content-Type names no boundary (1 to 70 characters)");
   }
   return boundary;
 }
@@ -97,7 +100,9 @@ export async function readMultipart(request: Request, options: MultipartOptions)
     } else if (part.filename === null) {
       fieldCount += 1;
       if (fieldCount > MAX_FIELDS) throw new ApiError("VALIDATION_FAILED", `At most ${MAX_FIELDS} form fields`);
-      fields[part.name] = Buffer.concat(part.chunks).toString("utf8");
+      const value = Buffer.concat(part.chunks).toString("utf8");
+      if (fieldTooDeep(part.name, value)) throw new ApiError("BODY_TOO_DEEP", TOO_DEEP_MESSAGE);
+      fields[part.name] = value;
     }
     part = null;
   };

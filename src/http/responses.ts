@@ -104,6 +104,7 @@ const STATUS_MEANING: Record<number, string> = {
   416: "Range not satisfiable",
   422: "Cannot be processed",
   429: "Too many requests",
+  431: "Request header fields too large",
   500: "Internal error",
   503: "Unavailable for now",
   504: "Timed out",

@@ -1,9 +1,13 @@
 // Builds the HTTP server: every route module, the OpenAPI docs, the dashboard's static files,
-// and the one global error handler that turns every failure into the error envelope.
+// the screening of request heads and bodies, and the one global error handler that turns every failure
+// into the error envelope.
 import { Elysia } from "elysia";
 import type { ServerContext } from "./context";
-import { ApiError, ERROR_STATUS, type ErrorCode } from "./errors";
-import { errorBody } from "./envelope";
+import { ApiError } from "./errors";
+import { errorResponse } from "./envelope";
+import { screenBody } from "./body-guard";
+import { raiseServerHeadLimit, refuseLargeHead } from "./request-head";
+import { bodySchemasOf, conformedBody, type BodySchemas } from "./body-shape";
 import { docsRoutes } from "../docs";
 import { dashboardRoutes } from "../dashboard";
 import { platformRoutes } from "../platform";
@@ -19,17 +23,9 @@ import { repositoryRoutes } from "../apps/repository/routes";
 import { webhooksRoutes } from "../webhooks/routes";
 import { appWebhookRoutes } from "../webhooks/app-routes";
 import { githubAppRoutes } from "../git/routes";
-import { MAX_DELIVERY_BYTES } from "../webhooks/github";
 import { appDomainsRoutes } from "../apps/domains/routes";
 import { buildsRoutes } from "../apps/builds-routes";
 import { appHistoryRoutes } from "../apps/history";
-
-function errorResponse(code: ErrorCode, message: string, headers: Record<string, string> = {}) {
-  return new Response(JSON.stringify(errorBody(message, code)), {
-    status: ERROR_STATUS[code],
-    headers: { "content-type": "application/json; charset=utf-8", ...headers },
-  });
-}
 
 /** "body.name: Expected string length greater or equal to 1" — names the field at fault. */
 function validationMessage(error: any): string {
@@ -41,33 +37,6 @@ function validationMessage(error: any): string {
   return `Invalid ${where} field '${field}': ${detail ?? first.summary ?? "invalid value"}`;
 }
 
-/** Every body but an upload's is a small JSON document. */
-const MAX_JSON_BODY_BYTES = 1024 * 1024;
-/** The uploads stream (through src/http/multipart.ts or straight to disk), and their routes enforce their own limits. */
-const STREAMED_UPLOADS = [/^POST \/api\/apps\/deploy$/, /^POST \/api\/apps\/inspect-env$/, /^POST \/api\/databases\/[^/]+\/backups\/upload$/];
-/** Webhook deliveries may be larger than other bodies (src/webhooks/github.ts says why), and their route reads them bounded. */
-const WEBHOOK_DELIVERY = /^POST \/api\/webhooks\/github(\/[^/]+)?$/;
-
-/**
- * Elysia parses a body before the routes' authentication runs, and the server's own limit is the
- * upload limit: without this an anonymous caller could have hundreds of MB held in memory. Runs
- * on the headers alone, before anything is read.
- */
-function refuseOversizedBody(request: Request): Response | undefined {
-  const length = request.headers.get("content-length");
-  const chunked = length === null && request.headers.has("transfer-encoding");
-  if (!chunked && (length === null || Number(length) <= MAX_JSON_BODY_BYTES)) return undefined;
-  const path = new URL(request.url).pathname.replace(/\/+$/, "");
-  const route = `${request.method} ${path}`;
-  if (STREAMED_UPLOADS.some((upload) => upload.test(route))) return undefined;
-  if (chunked) {
-    return errorResponse("LENGTH_REQUIRED", "Send a Content-Length: request bodies without one (chunked) are refused, except for uploads");
-  }
-  const limit = WEBHOOK_DELIVERY.test(route) ? MAX_DELIVERY_BYTES : MAX_JSON_BODY_BYTES;
-  if (Number(length) <= limit) return undefined;
-  return errorResponse("PAYLOAD_TOO_LARGE", `Request body is larger than ${limit} bytes; only uploads may be larger`);
-}
-
 /**
  * Bun closes a connection silent for this long (its default, 10 s, cut slow requests). Long work
  * answers at once and runs in the background; what may still be slow is an upload's check after
@@ -76,11 +45,34 @@ function refuseOversizedBody(request: Request): Response | undefined {
  */
 const IDLE_TIMEOUT_SECONDS = 120;
 
+/**
+ * The parsed body, read and written under a key Elysia's analysis of hook sources does not see: a
+ * hook naming `context.body` makes every route parse its body, bodiless ones and those that read
+ * the request themselves included. Made at run time, so that no minifier folds it into `.body`.
+ */
+const PARSED_BODY = ["bo", "dy"].join("") as "body";
+
 export function createServer(ctx: ServerContext) {
-  // Bun's own body limit would answer with an empty 413; the limits are enforced above and by the
-  // upload reader, both with the error envelope and its code.
-  return new Elysia({ serve: { maxRequestBodySize: Number.MAX_SAFE_INTEGER, idleTimeout: IDLE_TIMEOUT_SECONDS } })
-    .onRequest(({ request }) => refuseOversizedBody(request))
+  raiseServerHeadLimit();
+  // Filled once every route is registered, below.
+  let bodySchemas: BodySchemas = new Map();
+  // Bun's own body limit would answer with an empty 413; the limits are enforced by ./body-guard.ts
+  // and by the upload reader, both with the error envelope and its code. `typebox` cleans bodies
+  // without converting them: the default reads the text "abc" where an object is expected as
+  // {"0":"a","1":"b","2":"c"}.
+  const server = new Elysia({ normalize: "typebox", serve: { maxRequestBodySize: Number.MAX_SAFE_INTEGER, idleTimeout: IDLE_TIMEOUT_SECONDS } })
+    // Around the whole handler, so that it runs before Elysia parses anything (./body-guard.ts).
+    .wrap((handle) => (request: Request) => {
+      const refusal = refuseLargeHead(request) ?? screenBody(request);
+      if (refusal === undefined) return handle(request);
+      if (refusal instanceof Response) return refusal;
+      return refusal.then((refused) => refused ?? handle(request));
+    })
+    // Before validation (./body-shape.ts); before authentication too, as a body that is not JSON is.
+    .onTransform({ as: "global" }, (context) => {
+      const schema = bodySchemas.get(`${context.request.method} ${context.route}`);
+      if (schema) context[PARSED_BODY] = conformedBody(schema, context[PARSED_BODY], context.request.headers.get("content-type"));
+    })
     .onError({ as: "global" }, ({ code, error, request }) => {
       if (error instanceof ApiError) return errorResponse(error.code, error.message, error.headers);
       switch (code) {
@@ -116,6 +108,8 @@ export function createServer(ctx: ServerContext) {
     .use(appWebhookRoutes(ctx))
     .use(githubAppRoutes(ctx))
     .use(appHistoryRoutes(ctx));
+  bodySchemas = bodySchemasOf(server.routes);
+  return server;
 }
 
 export type PlatformServer = ReturnType<typeof createServer>;

@@ -66,6 +66,16 @@ describe("streaming multipart reader", () => {
     });
   });
 
+  test("multipart without a boundary: a malformed body, 400", async () => {
+    for (const contentType of ["multipart/form-data", "multipart/form-data; charset=utf-8", `multipart/form-data; boundary=${"b".repeat(71)}`]) {
+      const request = new Request("http://x/", { method: "POST", body: "--b--", headers: { "content-type": contentType } });
+      await expect(readMultipart(request, { fileField: "file", destinationFile: `${tempDir()}/x`, maxBytes: 10 })).rejects.toMatchObject({
+        code: "VALIDATION_FAILED",
+        message: expect.stringContaining("boundary"),
+      });
+    }
+  });
+
   test("a body with no opening boundary is refused early, not searched to the end", async () => {
     const boundary = "----platform-test";
     const junk = new Uint8Array(5 * 1024 * 1024).fill(65);
