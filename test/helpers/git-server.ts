@@ -3,6 +3,9 @@
 // and fetches of single commits behave as on a real host. Repos are public unless made private;
 // a private one wants the server's token as the HTTP Basic password. The helper commits in a work
 // tree of its own per repo and pushes over HTTP, so its pushes are among the recorded requests.
+// Repos whose objects no work tree can make (tree bombs, huge messages) are written with git's
+// plumbing in the bare repo (rawRepo). Answers can be slowed to a byte rate (setRate), and the
+// bytes each answer sent are recorded, to see where a client stopped reading.
 import type { Server } from "bun";
 import { mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -14,13 +17,21 @@ export interface RecordedRequest {
   url: string;
   /** Lowercase names. */
   headers: Record<string, string>;
+  /** Bytes of the answer's body sent so far. */
+  responseBytes: number;
 }
 
 export interface GitServer {
   /** Repos are at `${baseUrl}/<owner>/<name>.git`. */
   baseUrl: string;
   /** Makes a bare repo <owner>/<name> and a work tree to commit in; files written, committed, pushed to `branch`. Answers the commit SHA. */
-  createRepo(owner: string, name: string, options: { branch?: string; files: Record<string, string>; message?: string; private?: boolean }): Promise<string>;
+  createRepo(owner: string, name: string, options: { branch?: string; files: Record<string, string | Uint8Array>; message?: string; private?: boolean }): Promise<string>;
+  /**
+   * Makes a public bare repo <owner>/<name> without a work tree and answers a function running git
+   * in it with `input` on its stdin (hash-object, mktree, commit-tree, update-ref...), answering
+   * its output trimmed. `commit` does not work on such a repo.
+   */
+  rawRepo(owner: string, name: string): Promise<(args: string[], input?: string | Uint8Array) => Promise<string>>;
   /**
    * Writes (string) or deletes (null) files in the work tree on `branch` (default: the branch the
    * repo was made with; created from the current head when new), commits with `message`, pushes.
@@ -33,6 +44,8 @@ export interface GitServer {
   readonly token: string;
   /** Makes the next requests wait `ms` before answering (to test clone timeouts); 0 turns it off. */
   setDelay(ms: number): void;
+  /** Sends the next answers' bodies at most at this many bytes a second; 0 turns it off. */
+  setRate(bytesPerSecond: number): void;
   /** Stops the server and deletes its temp dirs. */
   stop(): Promise<void>;
 }
@@ -42,6 +55,7 @@ const SAFE_NAME = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
 const REPO_PATH = /^\/([^/]+)\/([^/]+\.git)(?:\/|$)/;
 
 interface Repo {
+  /** "" for a raw repo. */
   workTree: string;
   defaultBranch: string;
   isPrivate: boolean;
@@ -61,6 +75,7 @@ export async function startGitServer(): Promise<GitServer> {
   const requests: RecordedRequest[] = [];
   const backends = new Set<ReturnType<typeof Bun.spawn>>();
   let delayMs = 0;
+  let bytesPerSecond = 0;
   let stopped = false;
 
   const server: Server<undefined> = Bun.serve({
@@ -70,7 +85,8 @@ export async function startGitServer(): Promise<GitServer> {
     idleTimeout: 0,
     async fetch(request, server) {
       const url = new URL(request.url);
-      requests.push({ method: request.method, url: url.pathname + url.search, headers: Object.fromEntries(request.headers) });
+      const recorded: RecordedRequest = { method: request.method, url: url.pathname + url.search, headers: Object.fromEntries(request.headers), responseBytes: 0 };
+      requests.push(recorded);
       if (delayMs > 0) await Bun.sleep(delayMs);
       // A client that gave up while delayed, or a server stopped meanwhile, gets no backend run.
       if (request.signal.aborted || stopped) return new Response(null, { status: 503 });
@@ -116,12 +132,16 @@ export async function startGitServer(): Promise<GitServer> {
       backends.add(backend);
       backend.exited.then(() => backends.delete(backend));
       const errors = new Response(backend.stderr).text();
-      return cgiResponse(backend, errors);
+      return cgiResponse(backend, errors, async (bytes) => {
+        recorded.responseBytes += bytes;
+        if (bytesPerSecond > 0) await Bun.sleep((bytes / bytesPerSecond) * 1000);
+      });
     },
   });
 
-  async function git(args: string[], cwd: string): Promise<string> {
-    const child = Bun.spawn(["git", ...args], { cwd, env: gitEnv, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  async function git(args: string[], cwd: string, input?: string | Uint8Array): Promise<string> {
+    const stdin = typeof input === "string" ? new TextEncoder().encode(input) : (input ?? "ignore");
+    const child = Bun.spawn(["git", ...args], { cwd, env: gitEnv, stdin, stdout: "pipe", stderr: "pipe" });
     const [output, errors, exitCode] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
     if (exitCode !== 0) throw new Error(`git ${args.join(" ")} failed (${exitCode}): ${errors.trim()}`);
     return output.trim();
@@ -135,6 +155,17 @@ export async function startGitServer(): Promise<GitServer> {
     return git(["rev-parse", "HEAD"], repo.workTree);
   }
 
+  async function makeBare(owner: string, name: string, branch: string): Promise<string> {
+    for (const part of [owner, name]) if (!SAFE_NAME.test(part)) throw new Error(`Not a repo name part: ${part}`);
+    if (repos.has(`${owner}/${name}.git`)) throw new Error(`Repo ${owner}/${name}.git exists already`);
+    const bare = join(projectRoot, owner, `${name}.git`);
+    mkdirSync(bare, { recursive: true });
+    await git(["init", "--quiet", "--bare", "--initial-branch", branch], bare);
+    // git-http-backend serves receive-pack only to an authenticated REMOTE_USER unless told to.
+    await git(["config", "http.receivepack", "true"], bare);
+    return bare;
+  }
+
   const baseUrl = `http://127.0.0.1:${server.port}`;
 
   return {
@@ -145,16 +176,22 @@ export async function startGitServer(): Promise<GitServer> {
       delayMs = ms;
     },
 
+    setRate(rate) {
+      bytesPerSecond = rate;
+    },
+
+    async rawRepo(owner, name) {
+      const bare = await makeBare(owner, name, "main");
+      await git(["config", "user.name", "Test Author"], bare);
+      await git(["config", "user.email", "author@example.test"], bare);
+      repos.set(`${owner}/${name}.git`, { workTree: "", defaultBranch: "main", isPrivate: false });
+      return (args, input) => git(args, bare, input);
+    },
+
     async createRepo(owner, name, options) {
-      for (const part of [owner, name]) if (!SAFE_NAME.test(part)) throw new Error(`Not a repo name part: ${part}`);
       const key = `${owner}/${name}.git`;
-      if (repos.has(key)) throw new Error(`Repo ${key} exists already`);
       const branch = options.branch ?? "main";
-      const bare = join(projectRoot, owner, `${name}.git`);
-      mkdirSync(bare, { recursive: true });
-      await git(["init", "--quiet", "--bare", "--initial-branch", branch], bare);
-      // git-http-backend serves receive-pack only to an authenticated REMOTE_USER unless told to.
-      await git(["config", "http.receivepack", "true"], bare);
+      await makeBare(owner, name, branch);
 
       const repo: Repo = { workTree: join(workTrees, owner, name), defaultBranch: branch, isPrivate: options.private ?? false };
       mkdirSync(repo.workTree, { recursive: true });
@@ -168,7 +205,7 @@ export async function startGitServer(): Promise<GitServer> {
 
     async commit(owner, name, options) {
       const repo = repos.get(`${owner}/${name}.git`);
-      if (!repo) throw new Error(`No repo ${owner}/${name}`);
+      if (!repo?.workTree) throw new Error(`No repo ${owner}/${name} with a work tree`);
       const branch = options.branch ?? repo.defaultBranch;
       const branchExists = await git(["branch", "--list", branch], repo.workTree);
       await git(branchExists ? ["switch", "--quiet", branch] : ["switch", "--quiet", "--create", branch], repo.workTree);
@@ -187,7 +224,7 @@ export async function startGitServer(): Promise<GitServer> {
   };
 }
 
-function writeFiles(workTree: string, files: Record<string, string | null>) {
+function writeFiles(workTree: string, files: Record<string, string | Uint8Array | null>) {
   for (const [path, content] of Object.entries(files)) {
     const file = join(workTree, path);
     if (!file.startsWith(`${workTree}/`)) throw new Error(`File outside the work tree: ${path}`);
@@ -220,7 +257,7 @@ function basicUser(authorization: string | null, token: string): string | null {
  * line) becomes status and headers, the rest is streamed as the body. A backend that dies before
  * its head is a 500 carrying what it wrote to stderr.
  */
-async function cgiResponse(backend: Bun.Subprocess<"ignore" | Uint8Array, "pipe", "pipe">, errors: Promise<string>): Promise<Response> {
+async function cgiResponse(backend: Bun.Subprocess<"ignore" | Uint8Array, "pipe", "pipe">, errors: Promise<string>, sent: (bytes: number) => Promise<void>): Promise<Response> {
   const reader = backend.stdout.getReader();
   let buffered: Uint8Array = new Uint8Array(0);
   let headEnd = -1;
@@ -254,13 +291,15 @@ async function cgiResponse(backend: Bun.Subprocess<"ignore" | Uint8Array, "pipe"
 
   const rest = buffered.subarray(headEnd + separatorLength);
   const body = new ReadableStream<Uint8Array>({
-    start(controller) {
+    async start(controller) {
       if (rest.byteLength) controller.enqueue(rest);
+      await sent(rest.byteLength);
     },
     async pull(controller) {
       const { done, value } = await reader.read();
-      if (done) controller.close();
-      else controller.enqueue(value);
+      if (done) return controller.close();
+      controller.enqueue(value);
+      await sent(value.byteLength);
     },
     cancel() {
       backend.kill();

@@ -3,11 +3,13 @@
 // out as plain files holding their target, so nothing in the tree points outside it. Git gets no
 // system or user config and may never prompt; a token travels as an HTTP header set through the
 // environment (GIT_CONFIG_*), so it is in no URL, argv or message. The download is bounded in
-// time and size, the checked-out tree in size and entries, like an uploaded archive.
+// time and size, the checked-out tree in size and entries, like an uploaded archive; git's output
+// is read as it streams (./git-process.ts), so the limits hold however far a tree would expand.
 import { mkdir, readdir, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { BuildFailed } from "../../docker/driver";
 import { redact } from "../../crypto/redact";
+import { ENOUGH, GitLimitReached, runGitCommand, type GitCommand } from "./git-process";
 
 export type CommitRef = { branch: string } | { commit: string };
 
@@ -33,9 +35,14 @@ export interface ClonedCommit {
   message: string;
 }
 
-const SIZE_CHECK_MS = 500;
-const STDERR_KEPT_CHARS = 4096;
 const MAX_MESSAGE_CHARS = 300;
+/** Enough of `git log`'s output for the SHA and MAX_MESSAGE_CHARS of the subject, at 4 bytes a character. */
+const LOG_HEAD_BYTES = 2048;
+/** Linux's PATH_MAX: a longer path could not be checked out anyway. */
+const MAX_PATH_BYTES = 4096;
+/** `<mode> <type> <object> <size>` of an ls-tree record: well under this even with SHA-256. */
+const MAX_RECORD_HEAD_BYTES = 256;
+const [TAB, SPACE, DIGIT_0, DIGIT_9] = [0x09, 0x20, 0x30, 0x39];
 
 /** Git's environment: nothing from the machine's or a user's config, no prompts, stable messages. */
 function gitEnvironment(home: string, token: string | undefined): Record<string, string> {
@@ -81,64 +88,158 @@ async function folderBytes(folder: string): Promise<number> {
   return sizes.reduce((sum, size) => sum + size, 0);
 }
 
-async function runGit(args: string[], cwd: string, env: Record<string, string>, request: CloneRequest, watchPacks?: string): Promise<string> {
-  // In a process group of its own: git's HTTP helper (git-remote-http) is killed with it, else it
-  // would hold the pipes open, and the build, on a server that never answers.
-  const child = Bun.spawn(["git", ...args], { cwd, env, stdin: "ignore", stdout: "pipe", stderr: "pipe", detached: true });
-  let stopped: string | undefined;
-  const stop = (why: string) => {
-    stopped ??= why;
-    try {
-      process.kill(-child.pid, "SIGKILL");
-    } catch {
-      // Already gone.
+const megabytes = (bytes: number) => Math.round(bytes / 1024 / 1024);
+
+/**
+ * Counts the records of `git ls-tree -r -t -l -z` as they stream in: files and folders, and the
+ * bytes the files will take checked out. Nothing is kept of a record but its place in the head
+ * (`<mode> <type> <object> <size>`) and the size read so far; its path is skipped, its length
+ * bounded. Nothing is allocated per record either: a tree of a billion paths must not leave
+ * megabytes of garbage behind for the collector. The first limit passed stops git.
+ */
+export class TreeTally {
+  entries = 0;
+  bytes = 0;
+  private inPath = false;
+  private headBytes = 0;
+  /** 1 mode, 2 type, 3 object, 4 size: the field of the head the last byte was in (0 before the first). */
+  private field = 0;
+  private inField = false;
+  private size = 0;
+  /** False once the size field holds anything but digits (folders and submodules show "-"). */
+  private sizeIsNumber = true;
+  private pathBytes = 0;
+
+  constructor(private readonly request: Pick<CloneRequest, "label" | "limits">) {}
+
+  /** Reads one piece of the listing; answers why to stop, if a limit is passed. */
+  read(chunk: Uint8Array): string | undefined {
+    const { label, limits } = this.request;
+    for (let at = 0; at < chunk.length; ) {
+      if (!this.inPath) {
+        const tab = chunk.indexOf(TAB, at);
+        const end = tab < 0 ? chunk.length : tab;
+        this.headBytes += end - at;
+        if (this.headBytes > MAX_RECORD_HEAD_BYTES) return `git listed the tree of ${label} in a form the platform does not know`;
+        for (let index = at; index < end; index++) this.readHeadByte(chunk[index]!);
+        if (tab < 0) return undefined;
+        if (this.field === 4 && this.sizeIsNumber) this.bytes += this.size;
+        this.inPath = true;
+        at = tab + 1;
+      } else {
+        const nul = chunk.indexOf(0, at);
+        const end = nul < 0 ? chunk.length : nul;
+        this.pathBytes += end - at;
+        if (this.pathBytes > MAX_PATH_BYTES) return `${label} holds a path longer than ${MAX_PATH_BYTES} bytes`;
+        if (nul < 0) return undefined;
+        this.entries++;
+        if (this.entries > limits.maxEntries) return `${label} has more than ${limits.maxEntries} files and folders (PLATFORM_MAX_ARCHIVE_ENTRIES)`;
+        if (this.bytes > limits.maxBytes) return `${label} is larger than ${megabytes(limits.maxBytes)} MB checked out (PLATFORM_MAX_UNCOMPRESSED_BYTES)`;
+        this.nextRecord();
+        at = nul + 1;
+      }
     }
-  };
-  const onAbort = () => stop("aborted");
-  request.signal.addEventListener("abort", onAbort, { once: true });
-  const timer = setTimeout(() => stop(`fetching ${request.label} took longer than ${Math.round(request.timeoutMs / 1000)} s (PLATFORM_GIT_CLONE_TIMEOUT_SECONDS)`), request.timeoutMs);
-  // Git writes the incoming pack into objects/pack: its size is what the download has brought so far.
-  const sizeWatch = watchPacks
-    ? setInterval(async () => {
-        if ((await folderBytes(watchPacks)) > request.limits.maxBytes) {
-          stop(`${request.label} is larger than ${Math.round(request.limits.maxBytes / 1024 / 1024)} MB (PLATFORM_MAX_UNCOMPRESSED_BYTES)`);
-        }
-      }, SIZE_CHECK_MS)
-    : undefined;
-  try {
-    const [stdout, stderr, exitCode] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
-    if (request.signal.aborted) throw request.signal.reason;
-    if (stopped) throw new BuildFailed(stopped);
-    if (exitCode !== 0) {
-      const secrets = request.token ? [request.token, btoa(`x-access-token:${request.token}`)] : [];
-      throw new BuildFailed(explain(redact(stderr.slice(-STDERR_KEPT_CHARS), secrets), request));
+    return undefined;
+  }
+
+  private readHeadByte(byte: number) {
+    if (byte === SPACE) {
+      this.inField = false;
+      return;
     }
-    return stdout;
-  } finally {
-    clearTimeout(timer);
-    clearInterval(sizeWatch);
-    request.signal.removeEventListener("abort", onAbort);
+    if (!this.inField) {
+      this.inField = true;
+      this.field++;
+    }
+    if (this.field !== 4) return;
+    if (byte >= DIGIT_0 && byte <= DIGIT_9) this.size = this.size * 10 + (byte - DIGIT_0);
+    else this.sizeIsNumber = false;
+  }
+
+  private nextRecord() {
+    this.inPath = this.inField = false;
+    this.headBytes = this.field = this.size = this.pathBytes = 0;
+    this.sizeIsNumber = true;
   }
 }
 
-/**
- * The fetched tree against the upload limits, before anything is written: files (their sizes as
- * checked out) and folders, from git's own listing. A small pack can hold a huge file of zeros.
- */
-async function checkTree(destination: string, env: Record<string, string>, request: CloneRequest): Promise<{ bytes: number; entries: number }> {
-  const listing = await runGit(["ls-tree", "-r", "-t", "-l", "-z", "FETCH_HEAD"], destination, env, request);
-  let bytes = 0;
-  let entries = 0;
-  const { limits, label } = request;
-  for (const line of listing.split("\0")) {
-    if (!line) continue;
-    entries++;
-    const size = Number(line.slice(0, line.indexOf("\t")).trim().split(/\s+/)[3]);
-    if (Number.isFinite(size)) bytes += size;
+/** One clone: every git command it runs shares the clone's environment, deadline and abort signal. */
+class CloneRun {
+  private readonly deadline: number;
+
+  constructor(private readonly request: CloneRequest) {
+    this.deadline = Date.now() + request.timeoutMs;
   }
-  if (entries > limits.maxEntries) throw new BuildFailed(`${label} has more than ${limits.maxEntries} files and folders (PLATFORM_MAX_ARCHIVE_ENTRIES)`);
-  if (bytes > limits.maxBytes) throw new BuildFailed(`${label} is larger than ${Math.round(limits.maxBytes / 1024 / 1024)} MB checked out (PLATFORM_MAX_UNCOMPRESSED_BYTES)`);
-  return { bytes, entries };
+
+  /** Runs git; a limit, the deadline or a failure fails the build with a message for the log. */
+  async git(args: string[], cwd: string, env: Record<string, string>, options: Pick<GitCommand, "read" | "watch"> = {}): Promise<void> {
+    const { request } = this;
+    let result;
+    try {
+      result = await runGitCommand({
+        argv: ["git", ...args],
+        cwd,
+        env,
+        signal: request.signal,
+        deadline: this.deadline,
+        timeoutMessage: `fetching ${request.label} took longer than ${Math.round(request.timeoutMs / 1000)} s (PLATFORM_GIT_CLONE_TIMEOUT_SECONDS)`,
+        ...options,
+      });
+    } catch (error) {
+      if (error instanceof GitLimitReached) throw new BuildFailed(error.message);
+      throw error;
+    }
+    if (result.exitCode !== null && result.exitCode !== 0) {
+      const secrets = request.token ? [request.token, btoa(`x-access-token:${request.token}`)] : [];
+      throw new BuildFailed(explain(redact(result.stderrTail, secrets), request));
+    }
+  }
+
+  /** The fetch, with the download's size watched as it lands: every object stays in one pack file (no loose objects), so its size is all that was brought. */
+  fetch(destination: string, env: Record<string, string>): Promise<void> {
+    const { request } = this;
+    const refspec = "branch" in request.ref ? `refs/heads/${request.ref.branch}` : request.ref.commit;
+    const packs = join(destination, ".git", "objects", "pack");
+    return this.git(
+      [
+        ...["-c", "protocol.version=2", "-c", "fetch.unpackLimit=1", "-c", "transfer.unpackLimit=1"],
+        // A server that stops sending for a minute fails the fetch before the clone timeout has to.
+        ...["-c", "http.lowSpeedLimit=1", "-c", "http.lowSpeedTime=60"],
+        ...["fetch", "--depth", "1", "--no-tags", "--no-recurse-submodules", "--quiet", "--", request.url, refspec],
+      ],
+      destination,
+      env,
+      {
+        watch: async () =>
+          (await folderBytes(packs)) > request.limits.maxBytes
+            ? `${request.label} is larger than ${megabytes(request.limits.maxBytes)} MB to download (PLATFORM_MAX_UNCOMPRESSED_BYTES)`
+            : undefined,
+      },
+    );
+  }
+
+  /** The fetched tree against the upload limits, before anything is written. A small pack can hold a huge file of zeros, or a billion paths. */
+  async checkTree(destination: string, env: Record<string, string>): Promise<TreeTally> {
+    const tally = new TreeTally(this.request);
+    await this.git(["ls-tree", "-r", "-t", "-l", "-z", "FETCH_HEAD"], destination, env, { read: (chunk) => tally.read(chunk) });
+    return tally;
+  }
+
+  /** The checked-out commit's SHA and subject, reading no more of them than is kept. */
+  async commit(destination: string, env: Record<string, string>): Promise<ClonedCommit> {
+    const head = new Uint8Array(LOG_HEAD_BYTES);
+    let filled = 0;
+    await this.git(["log", "-1", "--format=%H%x00%s"], destination, env, {
+      read: (chunk) => {
+        const taken = Math.min(chunk.byteLength, LOG_HEAD_BYTES - filled);
+        head.set(chunk.subarray(0, taken), filled);
+        filled += taken;
+        return filled === LOG_HEAD_BYTES ? ENOUGH : undefined;
+      },
+    });
+    const [sha = "", subject = ""] = new TextDecoder().decode(head.subarray(0, filled)).trim().split("\0");
+    return { sha, message: subject.replace(/[\0-\x1f\x7f-\x9f]/g, " ").slice(0, MAX_MESSAGE_CHARS) };
+  }
 }
 
 /**
@@ -151,22 +252,14 @@ export async function cloneCommit(request: CloneRequest): Promise<ClonedCommit &
   await mkdir(home, { recursive: true, mode: 0o700 });
   try {
     const env = gitEnvironment(home, undefined);
-    const refspec = "branch" in request.ref ? `refs/heads/${request.ref.branch}` : request.ref.commit;
+    const run = new CloneRun(request);
     request.log(`==> Fetching ${request.label} ${"branch" in request.ref ? `branch ${request.ref.branch}` : `commit ${request.ref.commit}`} from ${request.url}`);
-    await runGit(["init", "--quiet", "--template=", destination], home, env, request);
-    await runGit(
-      // A server that stops sending for a minute fails the fetch before the clone timeout has to.
-      ["-c", "protocol.version=2", "-c", "http.lowSpeedLimit=1", "-c", "http.lowSpeedTime=60", "fetch", "--depth", "1", "--no-tags", "--no-recurse-submodules", "--quiet", "--", request.url, refspec],
-      destination,
-      gitEnvironment(home, request.token),
-      request,
-      join(destination, ".git", "objects", "pack"),
-    );
-    const { bytes, entries } = await checkTree(destination, env, request);
-    await runGit(["-c", "core.symlinks=false", "checkout", "--quiet", "--detach", "FETCH_HEAD"], destination, env, request);
-    const [sha = "", subject = ""] = (await runGit(["log", "-1", "--format=%H%x00%s"], destination, env, request)).trim().split("\0");
+    await run.git(["init", "--quiet", "--template=", destination], home, env);
+    await run.fetch(destination, gitEnvironment(home, request.token));
+    const { bytes, entries } = await run.checkTree(destination, env);
+    await run.git(["-c", "core.symlinks=false", "checkout", "--quiet", "--detach", "FETCH_HEAD"], destination, env);
+    const { sha, message } = await run.commit(destination, env);
     await rm(join(destination, ".git"), { recursive: true, force: true });
-    const message = subject.replace(/[\0-\x1f\x7f-\x9f]/g, " ").slice(0, MAX_MESSAGE_CHARS);
     request.log(`==> Commit ${sha.slice(0, 12)} "${message}" (${entries} files and folders, ${(bytes / 1024 / 1024).toFixed(1)} MB)`);
     return { sha, message, bytes };
   } finally {

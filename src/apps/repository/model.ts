@@ -20,7 +20,7 @@ export const deployFromRepoBody = t.Object({
   repository: repositoryReferenceBody,
   envVars: t.Optional(t.Union([t.Record(t.String(), t.String()), t.String({ description: "A JSON object as text (forms)" })])),
   autoDeploy: t.Optional(t.Boolean({ default: false, description: "A push to the branch (POST /api/webhooks/github) starts a new deploy" })),
-  accessToken: t.Optional(t.String({ maxLength: 1024, description: "Access token the git server accepts as the HTTP password (GitHub/GitLab/Gitea personal or project token); stored encrypted, never shown. \"\" removes the stored one" })),
+  accessToken: t.Optional(t.String({ maxLength: 1024, description: "Access token the git server accepts as the HTTP password (GitHub/GitLab/Gitea personal or project token); stored encrypted, never shown. \"\" removes the stored one; pointing the app at another repository without it removes it too" })),
 });
 
 export const DeployHookSchema = resource(

@@ -18,9 +18,9 @@ export function repositoryRoutes(ctx: ServerContext) {
     .post(
       "/deploy-from-repo",
       async ({ principal, request, set }) => {
-        const { app, buildId, created } = await deploys.deploy(principal, request);
+        const { app, buildId, created, accessTokenDropped } = await deploys.deploy(principal, request);
         set.status = 202;
-        return ok({ app, buildId, created });
+        return ok({ app, buildId, created, accessTokenDropped });
       },
       {
         auth: true,
@@ -29,7 +29,16 @@ export function repositoryRoutes(ctx: ServerContext) {
           operationId: "deployAppFromRepository",
           requestBody: formsBody(deployFromRepoBody, "JSON, or a URL-encoded or multipart form with `repository` as JSON text or as `repository[owner]`… fields"),
           responses: responses(
-            { 202: json("Accepted: the clone and build run in the background", { app: ref(AppSchema), buildId: t.String(), created: t.Boolean({ description: "A new app (false: a new release of an existing one)" }) }) },
+            {
+              202: json("Accepted: the clone and build run in the background", {
+                app: ref(AppSchema),
+                buildId: t.String(),
+                created: t.Boolean({ description: "A new app (false: a new release of an existing one)" }),
+                accessTokenDropped: t.Boolean({
+                  description: "The app's stored access token was removed: the request points the app at another repository (owner or name) and gives no `accessToken`",
+                }),
+              }),
+            },
             "VALIDATION_FAILED", "INVALID_JSON", "UNSUPPORTED_MEDIA_TYPE", "GITHUB_APP_NOT_CONFIGURED", "INSTALLATION_NOT_YOURS", "UNKNOWN_MACHINE", "NAME_TAKEN", "SUBDOMAIN_TAKEN", "QUOTA_EXCEEDED",
           ),
           summary: "Deploy an app from a git repository",
@@ -37,7 +46,8 @@ export function repositoryRoutes(ctx: ServerContext) {
             "The fields of a ZIP deploy (name, runtime, memoryMB, cpus, startupCommand, envVars, exposePort, subdomain, autoRestart, " +
             "builder, machineId) without `file`, plus `repository` {id, owner, name, branch, path?, repoHostInstallationId?}, " +
             "`autoDeploy` and `accessToken`. Deploying a name that exists in the workspace releases a new version of that app " +
-            "and makes it follow the given repository. Answers 202 at once with `app`, `buildId` (trigger `repository`) and " +
+            "and makes it follow the given repository; pointing it at another repository (owner or name) removes its stored " +
+            "access token unless `accessToken` is given again (`accessTokenDropped: true`). Answers 202 at once with `app`, `buildId` (trigger `repository`) and " +
             "`created`. The build clones `branch` of `PLATFORM_GIT_BASE_URL/owner/name.git` (depth 1, git run without a shell; " +
             "symbolic links are checked out as plain files), takes `path` as the app's root, records `commitSha` and " +
             "`commitMessage` on the build, then builds and releases as a ZIP deploy does. A private repository is reached with " +

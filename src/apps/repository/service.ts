@@ -47,7 +47,12 @@ export class RepositoryDeploys {
     return this.ctx.db.select().from(apps).where(eq(apps.id, appId)).get();
   }
 
-  /** POST /api/apps/deploy-from-repo: the app (new, or the workspace's app of that name) and its first build, cloned in the background. */
+  /**
+   * POST /api/apps/deploy-from-repo: the app (new, or the workspace's app of that name) and its
+   * first build, cloned in the background. An app re-pointed at another repository loses its
+   * stored access token unless the request gives one: a token an admin stored for one repository
+   * must not read whichever repository a member points the app at next.
+   */
   async deploy(principal: Principal, request: Request) {
     const input = repositoryDeployInput(await readFields(request));
     const { repository } = input;
@@ -56,6 +61,9 @@ export class RepositoryDeploys {
     }
     if (repository.repoHostInstallationId) assertInstallationOf(this.ctx.db, principal.workspaceId, repository.repoHostInstallationId);
     const machineId = this.ctx.machines.place(input.machineId).machineId;
+    const before = this.apps.records.findByName(principal.workspaceId, input.name);
+    const accessTokenDropped =
+      input.accessToken === undefined && before?.repoTokenEncrypted != null && (before.repoOwner !== repository.owner || before.repoName !== repository.name);
     const { appId, existing } = this.apps.records.accept(
       principal.workspaceId,
       input,
@@ -68,6 +76,7 @@ export class RepositoryDeploys {
         repoPath: repository.path,
         repoInstallationId: repository.repoHostInstallationId ?? null,
         ...(input.autoDeploy !== undefined && { autoDeploy: input.autoDeploy }),
+        ...(accessTokenDropped && { repoTokenEncrypted: null }),
       },
       (app, subdomain) => this.apps.moveRoute(app, subdomain),
     );
@@ -77,8 +86,9 @@ export class RepositoryDeploys {
     }
     const buildId = this.apps.records.newBuild(appId, "repository");
     this.ctx.buildLogs.append(appId, buildId, `==> Deploy of ${repository.owner}/${repository.name} branch ${repository.branch}${repository.path ? `, folder ${repository.path}` : ""} accepted`);
+    if (accessTokenDropped) this.ctx.buildLogs.append(appId, buildId, `==> The stored access token was dropped: it was given for ${before!.repoOwner}/${before!.repoName}, not ${repository.owner}/${repository.name}`);
     this.scheduleHead(this.row(appId)!, buildId);
-    return { app: this.apps.publicApp(this.apps.get(principal.workspaceId, appId)), buildId, created: !existing };
+    return { app: this.apps.publicApp(this.apps.get(principal.workspaceId, appId)), buildId, created: !existing, accessTokenDropped };
   }
 
   /** The branch head's build, coalescing into it until it starts. */

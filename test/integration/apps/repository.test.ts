@@ -352,6 +352,39 @@ describe("repository options", () => {
     expect((await finished(cleared.body.app.id, cleared.body.buildId)).build.error).toContain("asked for credentials");
   });
 
+  test("an app re-pointed at another repository loses its stored token unless it is given again", async () => {
+    await git.createRepo("acme", "tokened", { files: site("tokened code"), private: true });
+    await git.createRepo("acme", "elsewhere", { files: site("elsewhere code"), private: true });
+    const tokened = { id: "13", owner: "acme", name: "tokened", branch: "main" };
+    const elsewhere = { id: "14", owner: "acme", name: "elsewhere", branch: "main" };
+    const first = await deployFromRepo({ name: "git-repointed", repository: tokened, accessToken: git.token });
+    expect(first.body.accessTokenDropped).toBe(false);
+    expect((await finished(first.body.app.id, first.body.buildId)).build.status).toBe("succeeded");
+    // The same repository keeps the token.
+    const again = await deployFromRepo({ name: "git-repointed", repository: tokened });
+    expect(again.body).toMatchObject({ accessTokenDropped: false, app: { repository: { hasAccessToken: true } } });
+    expect((await finished(again.body.app.id, again.body.buildId)).build.status).toBe("succeeded");
+
+    const fetchedBefore = git.requests.length;
+    const moved = await deployFromRepo({ name: "git-repointed", repository: elsewhere });
+    expect(moved.status).toBe(202);
+    expect(moved.body).toMatchObject({ created: false, accessTokenDropped: true, app: { repository: { name: "elsewhere", hasAccessToken: false } } });
+    const refused = await finished(moved.body.app.id, moved.body.buildId);
+    expect(refused.build.error).toContain("asked for credentials for acme/elsewhere");
+    expect(refused.log).toContain("The stored access token was dropped: it was given for acme/tokened, not acme/elsewhere");
+    const toElsewhere = git.requests.slice(fetchedBefore).filter((request) => request.url.startsWith("/acme/elsewhere.git/"));
+    expect(toElsewhere.length).toBeGreaterThan(0);
+    for (const request of toElsewhere) expect(request.headers.authorization).toBeUndefined();
+
+    // Given again with the move, the token stays and reads the new repository.
+    const withToken = await deployFromRepo({ name: "git-repointed", repository: tokened, accessToken: git.token });
+    const back = await deployFromRepo({ name: "git-repointed", repository: elsewhere, accessToken: git.token });
+    expect(withToken.body.accessTokenDropped).toBe(false);
+    expect(back.body).toMatchObject({ accessTokenDropped: false, app: { repository: { hasAccessToken: true } } });
+    expect((await finished(back.body.app.id, back.body.buildId)).build.status).toBe("succeeded");
+    await serves(back.body.app.subdomain, "elsewhere code");
+  });
+
   test("owner, name, branch and path that could act as options or leave the clone are refused with 400", async () => {
     const cases: [Record<string, string>, string][] = [
       [{ branch: "--upload-pack=touch /tmp/pwned" }, "repository.branch"],
