@@ -2,6 +2,7 @@
 // the signature and delivery-id headers), the bounded read, the signature check (X-Hub-Signature-256,
 // HMAC-SHA256 of the raw body, compared in constant time) and what a push names.
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { MAX_BODY_DEPTH, textNestsDeeperThan, TOO_DEEP_MESSAGE } from "../http/body-guard";
 import { ApiError } from "../http/errors";
 
 /**
@@ -98,6 +99,8 @@ export interface PushDelivery {
 export function deliveryPayload(body: Uint8Array, contentType: string | null): unknown {
   let text = new TextDecoder().decode(body);
   if (contentType?.toLowerCase().startsWith("application/x-www-form-urlencoded")) text = new URLSearchParams(text).get("payload") ?? "";
+  // Read by this route, not screened by the request pipeline (it reads nothing unsigned): the same depth rule, once signed.
+  if (textNestsDeeperThan(text, MAX_BODY_DEPTH)) throw new ApiError("BODY_TOO_DEEP", TOO_DEEP_MESSAGE);
   try {
     return JSON.parse(text);
   } catch {

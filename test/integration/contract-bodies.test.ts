@@ -8,7 +8,7 @@ import { AUTH_MATRIX_ENV } from "../helpers/auth-matrix";
 import { deleteAllApps } from "../helpers/apps";
 import { removeWorkspaceNetworks } from "../helpers/databases";
 
-const WEBHOOK_SECRET = "contract-webhook-secret";
+const GITHUB_APP_WEBHOOK_SECRET = "contract-webhook-secret";
 
 let server: TestServer;
 let key: string;
@@ -16,15 +16,19 @@ let workspaceId: string;
 let document: any;
 /** A real app, for the routes that look their app up before they read the body. */
 let appId: string;
+/** The secret each webhook route checks deliveries against: the GitHub App's, and the app's own. */
+const webhookSecrets = new Map([["/api/webhooks/github", GITHUB_APP_WEBHOOK_SECRET]]);
 
 beforeAll(async () => {
   // Nothing listens on the discard port: the app's clone fails at once and nothing ever runs.
-  server = await TestServer.start({ ...AUTH_MATRIX_ENV, PLATFORM_GIT_BASE_URL: "http://127.0.0.1:9", PLATFORM_GITHUB_WEBHOOK_SECRET: WEBHOOK_SECRET });
+  server = await TestServer.start({ ...AUTH_MATRIX_ENV, PLATFORM_GIT_BASE_URL: "http://127.0.0.1:9", PLATFORM_GITHUB_APP_WEBHOOK_SECRET: GITHUB_APP_WEBHOOK_SECRET });
   ({ key, workspaceId } = await server.createKey("contract bodies"));
   document = (await server.request("GET", "/api/docs/json")).body;
   const repository = { id: "1", owner: "nobody", name: "nothing", branch: "main" };
   const deployed = await server.request("POST", "/api/apps/deploy-from-repo", { key, body: { name: "contract", runtime: "node", memoryMB: 64, repository } });
   appId = deployed.body.app.id;
+  const webhook = await server.request("GET", `/api/apps/${appId}/webhook`, { key });
+  webhookSecrets.set("/api/webhooks/github/{appId}", webhook.body.webhook.secret);
 });
 afterAll(async () => {
   await deleteAllApps(server, key);
@@ -89,13 +93,18 @@ async function misanswered(routes: BodyRoute[], bodyOf: (route: BodyRoute) => st
   return wrong;
 }
 
-/** Signed with the platform's webhook secret, the one secret the walk knows. */
-const PLATFORM_SIGNED = "/api/webhooks/github";
-
-/** The headers of a signed GitHub push, for the route that reads nothing unsigned. */
+/**
+ * The headers of a signed GitHub push (a new delivery id each time: a repeated one is a replay),
+ * for the routes that read nothing unsigned.
+ */
 function signatureOf(route: BodyRoute, body: string): Record<string, string> {
-  if (route.template !== PLATFORM_SIGNED) return {};
-  return { "x-github-event": "push", "x-hub-signature-256": `sha256=${createHmac("sha256", WEBHOOK_SECRET).update(body).digest("hex")}` };
+  const secret = webhookSecrets.get(route.template);
+  if (secret === undefined) return {};
+  return {
+    "x-github-event": "push",
+    "x-github-delivery": crypto.randomUUID(),
+    "x-hub-signature-256": `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`,
+  };
 }
 
 /** An array inside an array... `levels` deep. */
@@ -147,8 +156,8 @@ test("an upload's form fields are held to the same depth (POST /api/apps/deploy,
 });
 
 test("every JSON route answers a body that is a bare number, null or [] with the documented 400 VALIDATION_FAILED", async () => {
-  // A route signed with a secret of its own (not the platform's) reads no unsigned body: its 401 comes first.
-  const routes = jsonRoutes().filter((route) => !route.signed || route.template === PLATFORM_SIGNED);
+  const routes = jsonRoutes();
+  expect(routes.filter((route) => route.signed && !webhookSecrets.has(route.template)).map((route) => route.template)).toEqual([]);
   for (const body of ["12345", "null", "[]"]) {
     expect({ body, wrong: await misanswered(routes, () => body, "application/json", { status: 400, code: "VALIDATION_FAILED" }) }).toEqual({ body, wrong: [] });
   }
