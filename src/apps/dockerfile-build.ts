@@ -213,7 +213,7 @@ export interface DockerfileBuild {
   sourceDir: string;
   tag: string;
   settings: DockerfileSettings;
-  /** Image registries a Dockerfile may name whatever their address (PLATFORM_BUILD_REGISTRIES). */
+  /** Image registries builds may pull from besides the public ones, whatever their address (PLATFORM_BUILD_REGISTRIES). */
   registries: readonly string[];
   /** Put on the image (so cleanup finds it) and on its containers. */
   labels: Record<string, string>;

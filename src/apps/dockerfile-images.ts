@@ -4,11 +4,15 @@
 // never resolves a name nor contacts a registry during the build; the only registry contact is the
 // platform's own pull, made after the registry host was checked.
 //
-// A reference's registry host must be a name (no IP literal, not localhost); before a pull it
-// must resolve to public addresses only (no loopback, private, link-local or unique-local one):
-// the engine pulls from the host's network, past the workspace's egress rules. Registries the
-// administrator lists (PLATFORM_BUILD_REGISTRIES) are exempt. Not covered: a name that resolves
-// differently for the engine a moment later (DNS rebinding).
+// The engine pulls from the host's network, past the workspace's egress rules, and follows what
+// the registry answers: the token realm it names, the redirects of its blob downloads. A registry
+// the tenant runs could send it anywhere (the host's loopback, a metadata endpoint), whatever its
+// own name resolves to, now or a moment later. So a missing image is pulled only from a short list
+// of public registries run by their operators (PUBLIC_REGISTRIES) and from those the administrator
+// lists (PLATFORM_BUILD_REGISTRIES, trusted whatever their address); any other registry is refused
+// before a pull. An image already on the engine under the name the reference gives needs no pull.
+// Names not listed by the administrator must besides be host names (no IP literal, not localhost),
+// and a public registry's name must resolve to public addresses only.
 import { promises as dns } from "node:dns";
 import { isIPv4, isIPv6 } from "node:net";
 import { isPublicIpv4, isPublicIpv6 } from "../certificates/dns-check";
@@ -18,8 +22,20 @@ import type { ImageConfig } from "../docker/images";
 import { ApiError } from "../http/errors";
 
 const DEFAULT_REGISTRY = "docker.io";
+/** Registries a build pulls from without the administrator listing them: public ones, run by their operators. */
+export const PUBLIC_REGISTRIES: readonly string[] = [
+  DEFAULT_REGISTRY,
+  "registry-1.docker.io",
+  "ghcr.io",
+  "quay.io",
+  "gcr.io",
+  "registry.gitlab.com",
+  "public.ecr.aws",
+  "mcr.microsoft.com",
+];
 const LEGACY_DEFAULT_REGISTRY = "index.docker.io";
 const LOOKUP_TIMEOUT_MS = 5_000;
+const MAX_PULL_FAILURE_LENGTH = 300;
 
 /** The platform's own image names (src/apps/builder.ts), under any registry: another app's image, or a build's, is never a starting point. */
 const PLATFORM_IMAGE_NAME = /platform-(?:app|build)-[a-z0-9_]/i;
@@ -98,7 +114,14 @@ export const lookupHost: HostLookup = async (host) => {
 
 const isPublicAddress = (address: string) => (isIPv6(address) ? isPublicIpv6(address) : isPublicIpv4(address));
 
-/** Why the engine may not pull from this registry, or undefined: its name must resolve, to public addresses only. */
+/** Why a build may not pull from this registry, or undefined: only public registries and those listed (PLATFORM_BUILD_REGISTRIES) are. */
+export function registryPullRefusal(registry: string, registries: readonly string[]): string | undefined {
+  const name = registry.toLowerCase();
+  if (PUBLIC_REGISTRIES.includes(name) || registries.includes(name)) return undefined;
+  return `names the registry ${registry}, which builds do not pull from: only ${PUBLIC_REGISTRIES.join(", ")} and the registries listed in PLATFORM_BUILD_REGISTRIES`;
+}
+
+/** Why the engine may not pull from this registry, or undefined: unless listed, its name must resolve, to public addresses only. */
 export async function registryAddressRefusal(registry: string, lookup: HostLookup, registries: readonly string[]): Promise<string | undefined> {
   if (registry === DEFAULT_REGISTRY || registries.includes(registry.toLowerCase())) return undefined;
   let addresses: string[];
@@ -122,8 +145,8 @@ export interface PinOptions {
 }
 
 /**
- * The image `reference` names, made present on the engine (pulled when missing, after the
- * registry check), as its full ID; or why it may not be built from (a string for the log).
+ * The image `reference` names, made present on the engine (pulled when missing, from a listed
+ * registry only), as its full ID; or why it may not be built from (a string for the log).
  * Engine outages (ApiError) are thrown.
  */
 export async function pinImage(driver: DockerDriver, reference: string, options: PinOptions): Promise<{ id: string } | { refused: string }> {
@@ -131,14 +154,14 @@ export async function pinImage(driver: DockerDriver, reference: string, options:
   if (typeof parsed === "string") return { refused: parsed };
   let image = await inspectIfPresent(driver, reference);
   if (!image) {
-    const refused = await registryAddressRefusal(parsed.registry, options.lookup, options.registries);
+    const refused = registryPullRefusal(parsed.registry, options.registries) ?? (await registryAddressRefusal(parsed.registry, options.lookup, options.registries));
     if (refused) return { refused };
     options.log(`    pulling ${reference}`);
     try {
       await driver.pullImage(reference, { signal: options.signal });
     } catch (error) {
       if (error instanceof ApiError || options.signal.aborted) throw error;
-      return { refused: `names the image ${reference}, which is not on the engine and could not be pulled: ${(error as Error).message}` };
+      return { refused: `names the image ${reference}, which is not on the engine and could not be pulled: ${pullFailure(error as Error)}` };
     }
     image = await inspectIfPresent(driver, reference);
     if (!image) return { refused: `names the image ${reference}, which was pulled but is not on the engine` };
@@ -150,6 +173,15 @@ export async function pinImage(driver: DockerDriver, reference: string, options:
     return { refused: `names the image ${reference}, which has ONBUILD instructions (${image.onBuild.join("; ").slice(0, 200)}): they would run unchecked in this build; start from an image without them` };
   }
   return { id: image.id };
+}
+
+/**
+ * The engine's reason for a failed pull, as the tenant's log shows it: its first line, cut short.
+ * It may quote what the registry (a public one or the administrator's) or its token realm answered.
+ */
+function pullFailure(error: Error): string {
+  const [firstLine = ""] = error.message.split("\n", 1);
+  return firstLine.length > MAX_PULL_FAILURE_LENGTH ? `${firstLine.slice(0, MAX_PULL_FAILURE_LENGTH)}…` : firstLine;
 }
 
 async function inspectIfPresent(driver: DockerDriver, reference: string): Promise<ImageConfig | undefined> {

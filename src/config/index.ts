@@ -106,7 +106,7 @@ export interface Config {
   images: Record<Runtime | Engine, string>;
   buildCaFile: string | undefined;
   buildNpmRegistry: string | undefined;
-  /** Image registries (`host` or `host:port`) a Dockerfile may name whatever their address (PLATFORM_BUILD_REGISTRIES). */
+  /** Image registries (`host` or `host:port`) builds may pull from besides the public ones, whatever their address: the administrator's own, trusted (PLATFORM_BUILD_REGISTRIES). */
   buildRegistries: string[];
   buildMemoryMB: number;
   buildCpus: number;

@@ -1,7 +1,8 @@
 // Dockerfile builds never reach the host's network: the recipes of issue 32 (a directive with a
 // non-breaking space, a line ending in `\\`, an ONBUILD trigger of a base image, a registry at a
-// loopback address, image-ID prefixes hidden the same ways) each fail the build with a clear
-// reason while a loopback-only listener on the host sees no connection; a normal multi-stage
+// loopback address, a registry not on the list whose token realm points at the host's loopback,
+// image-ID prefixes hidden the same ways) each fail the build with a clear reason while a
+// loopback-only listener on the host sees no connection; a normal multi-stage
 // Dockerfile still builds, from images pinned by ID, and serves; a registry the administrator
 // lists is pulled from by the platform, and a failed pull is a clear build error; a Dockerfile of
 // the largest size, shaped to be slow to read, does not stall the server.
@@ -106,6 +107,28 @@ describe("recipes that reached the host's loopback", () => {
     );
   });
 
+  test("a registry not on the list is refused before any pull: neither it nor the token realm it names is reached", async () => {
+    const realm = loopbackWitness();
+    const registry = loopbackWitness({ tokenRealm: `http://127.0.0.1:${realm.port}/token` });
+    try {
+      const host = `registry.test-tenant.example:${registry.port}`;
+      const { status, log } = await build("egress-unlisted-registry", { Dockerfile: `FROM ${host}/x\nCMD ["node"]\n` });
+      expect(status).toBe("failed");
+      expect(log).toContain(
+        `==> Build failed: the Dockerfile's line "FROM ${host}/x" names the registry ${host}, which builds do not pull from: ` +
+          "only docker.io, registry-1.docker.io, ghcr.io, quay.io, gcr.io, registry.gitlab.com, public.ecr.aws, mcr.microsoft.com and the registries listed in PLATFORM_BUILD_REGISTRIES",
+      );
+      expect(log).not.toContain("pulling");
+      expect(log).not.toContain(registry.secret);
+      expect(log).not.toContain(realm.secret);
+      expect(registry.connections()).toBe(0);
+      expect(realm.connections()).toBe(0);
+    } finally {
+      registry.stop();
+      realm.stop();
+    }
+  });
+
   test("image-ID prefixes in FROM and COPY --from are refused, also behind a line ending in `\\\\`", async () => {
     const [python, bun] = [await shortId("platform-test/python:latest"), await shortId("platform-test/bun:latest")];
     const { status, log } = await build("egress-by-id", {
@@ -155,8 +178,9 @@ createServer((req, res) => res.end(readFileSync("/srv/message.txt", "utf8").trim
   expect(stepImages.filter((id) => dangling.some((full) => full.startsWith(`sha256:${id}`)))).toEqual([]);
 });
 
-test("a registry listed in PLATFORM_BUILD_REGISTRIES is pulled from by the platform; a failed pull fails the build clearly", async () => {
-  const registry = `127.0.0.1:${witness.port}`;
+test("a registry listed in PLATFORM_BUILD_REGISTRIES is pulled from by the platform, token realm included; a failed pull fails the build clearly", async () => {
+  const registryWitness = loopbackWitness({ tokenRealm: `http://127.0.0.1:${witness.port}/token` });
+  const registry = `127.0.0.1:${registryWitness.port}`;
   const listing = await TestServer.start({ PLATFORM_BUILD_REGISTRIES: registry });
   try {
     const { key: listingKey } = await listing.createKey("dockerfile-registries");
@@ -168,9 +192,12 @@ test("a registry listed in PLATFORM_BUILD_REGISTRIES is pulled from by the platf
     expect(log).toContain(`    pulling ${registry}/team/base:1`);
     expect(log).toContain(`==> Build failed: the Dockerfile's line "FROM ${registry}/team/base:1" names the image ${registry}/team/base:1, which is not on the engine and could not be pulled: `);
     expect(log).not.toContain("Step 1/");
+    // What the registry stub stands for: the engine follows the token realm a registry names.
+    expect(registryWitness.connections()).toBeGreaterThan(0);
     expect(witness.connections()).toBeGreaterThan(0);
     await deleteAllApps(listing, listingKey);
   } finally {
+    registryWitness.stop();
     await listing.stop();
   }
 });

@@ -2,7 +2,7 @@
 // (one instruction a line, no directive, continuation or comment, images pinned by ID), the lines
 // it refuses, and the checks on the images it names (reference, registry host, ONBUILD, labels).
 import { describe, expect, test } from "bun:test";
-import { imageReferenceRefusal, parseImageReference, pinImage, registryAddressRefusal, type HostLookup } from "../../../src/apps/dockerfile-images";
+import { imageReferenceRefusal, parseImageReference, pinImage, registryAddressRefusal, registryPullRefusal, type HostLookup } from "../../../src/apps/dockerfile-images";
 import { rewriteDockerfile } from "../../../src/apps/dockerfile-rewrite";
 import { DockerNotFound, type DockerDriver } from "../../../src/docker/driver";
 import type { ImageConfig } from "../../../src/docker/images";
@@ -190,6 +190,33 @@ describe("image references", () => {
     expect(parseImageReference(`registry.example:5000/x:1@${digest}`)).toEqual({ registry: "registry.example:5000", engineName: `registry.example:5000/x@${digest}` });
   });
 
+  test("builds pull only from the public registries and those the administrator lists (PLATFORM_BUILD_REGISTRIES)", () => {
+    const pullRefusal = (reference: string, registries: string[] = []) => {
+      const parsed = parseImageReference(reference);
+      if (typeof parsed === "string") throw new Error(`${reference} ${parsed}`);
+      return registryPullRefusal(parsed.registry, registries);
+    };
+    const publicOnes = ["node:20", "library/node:20", "docker.io/library/node:20", "index.docker.io/team/app", "registry-1.docker.io/library/node:20", "ghcr.io/team/app:1"];
+    publicOnes.push("quay.io/team/app", "gcr.io/distroless/static", "registry.gitlab.com/team/app", "public.ecr.aws/team/app", "mcr.microsoft.com/dotnet/runtime:8.0", "GHCR.io/team/app");
+    for (const reference of publicOnes) expect(pullRefusal(reference)).toBeUndefined();
+    expect(pullRefusal("registry.example:5000/team/x:1", ["registry.example:5000"])).toBeUndefined();
+    expect(pullRefusal("10.0.0.5:5000/team/x:1", ["10.0.0.5:5000"])).toBeUndefined();
+    expect(pullRefusal("registry.test-tenant.example/x")).toBe(
+      "names the registry registry.test-tenant.example, which builds do not pull from: only docker.io, registry-1.docker.io, ghcr.io, quay.io, gcr.io, " +
+        "registry.gitlab.com, public.ecr.aws, mcr.microsoft.com and the registries listed in PLATFORM_BUILD_REGISTRIES",
+    );
+    for (const [reference, registries] of [
+      ["registry.example:5000/team/x:1", ["registry.example"]],
+      ["registry.example/team/x:1", ["registry.example:5000"]],
+      ["ghcr.io:8443/team/x", []],
+      ["ghcr.io.evil.example/team/x", []],
+      ["evil.example/ghcr.io/x", []],
+      ["docker.io.evil.example/library/node:20", []],
+    ] as const) {
+      expect(pullRefusal(reference, [...registries])).toContain("which builds do not pull from");
+    }
+  });
+
   test("before a pull, the registry's name must resolve, to public addresses only", async () => {
     const resolvesTo = (...addresses: string[]): HostLookup => async () => addresses;
     expect(await registryAddressRefusal("registry.example", resolvesTo("10.0.0.5"), [])).toBe(
@@ -246,19 +273,33 @@ describe("pinning an image", () => {
     expect(engine.calls).toEqual([`inspect ${REFERENCE}`]);
   });
 
-  test("a missing image is pulled after the registry check; a failed pull is a clear refusal", async () => {
-    const pulled = driver(undefined, image());
-    expect(await pinImage(pulled.driver, REFERENCE, options())).toEqual({ id: `sha256:${"c".repeat(64)}` });
-    expect(pulled.calls).toEqual([`inspect ${REFERENCE}`, `pull ${REFERENCE}`, `inspect ${REFERENCE}`]);
-    expect(await pinImage(driver(undefined).driver, REFERENCE, options())).toEqual({
-      refused: `names the image ${REFERENCE}, which is not on the engine and could not be pulled: docker pull ${REFERENCE} failed: manifest unknown`,
+  test("a missing image is pulled from a public registry after the registry check; a failed pull is a clear refusal, the engine's first line", async () => {
+    const reference = "ghcr.io/team/base:1";
+    const pulled = driver(undefined, image({ names: [reference] }));
+    expect(await pinImage(pulled.driver, reference, options())).toEqual({ id: `sha256:${"c".repeat(64)}` });
+    expect(pulled.calls).toEqual([`inspect ${reference}`, `pull ${reference}`, `inspect ${reference}`]);
+    expect(await pinImage(driver(undefined).driver, reference, options())).toEqual({
+      refused: `names the image ${reference}, which is not on the engine and could not be pulled: docker pull ${reference} failed: manifest unknown`,
     });
+    const wordy = { ...driver(undefined).driver, pullImage: async () => Promise.reject(new Error(`${"x".repeat(400)}\nsecond line`)) } as unknown as DockerDriver;
+    expect(await pinImage(wordy, reference, options())).toEqual({ refused: `names the image ${reference}, which is not on the engine and could not be pulled: ${"x".repeat(300)}…` });
   });
 
-  test("a registry that resolves to a private address is never pulled from", async () => {
+  test("a registry not on the list is never pulled from, nor its name looked up, whatever it resolves to; an image on the engine under its name needs no pull", async () => {
     const engine = driver(undefined, image());
-    expect(await pinImage(engine.driver, REFERENCE, options(["192.168.1.20"]))).toEqual({ refused: expect.stringContaining("resolves to 192.168.1.20") });
+    const lookups: string[] = [];
+    const publicAddress = { ...options(), lookup: async (host: string) => (lookups.push(host), ["203.0.114.1"]) };
+    expect(await pinImage(engine.driver, REFERENCE, publicAddress)).toEqual({ refused: expect.stringContaining("which builds do not pull from") });
     expect(engine.calls).toEqual([`inspect ${REFERENCE}`]);
+    expect(lookups).toEqual([]);
+    expect(await pinImage(driver(image()).driver, REFERENCE, publicAddress)).toEqual({ id: `sha256:${"c".repeat(64)}` });
+  });
+
+  test("a public registry whose name resolves to a private address is never pulled from", async () => {
+    const reference = "quay.io/team/base:1";
+    const engine = driver(undefined, image({ names: [reference] }));
+    expect(await pinImage(engine.driver, reference, options(["192.168.1.20"]))).toEqual({ refused: expect.stringContaining("resolves to 192.168.1.20") });
+    expect(engine.calls).toEqual([`inspect ${reference}`]);
   });
 
   test("a registry the administrator lists (PLATFORM_BUILD_REGISTRIES) is pulled from whatever its address", async () => {
