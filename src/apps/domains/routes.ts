@@ -78,8 +78,8 @@ export function appDomainsRoutes(ctx: ServerContext) {
             "the app's `subdomain`) or a host of the dashboard (PLATFORM_API_HOSTS); 409 `DOMAIN_TAKEN` when an app of this " +
             "workspace has it, or another workspace removed it less than PLATFORM_DOMAIN_RESERVATION_HOURS ago. Claims of other " +
             "workspaces do not stop a claim: of pending ones the first to verify wins, and a name another workspace holds " +
-            "verified is answered `pending` (`verification.message` says so) and taken over only when this workspace's record " +
-            "is found while the holder's is no longer published; 409 `QUOTA_EXCEEDED` past " +
+            "verified is taken over only when this workspace's record is found while the holder's is no longer published (at " +
+            "once, or later: until then it is `pending` and `verification.message` says who holds it); 409 `QUOTA_EXCEEDED` past " +
             `${MAX_DOMAINS_PER_APP} per app or PLATFORM_MAX_DOMAINS_PER_WORKSPACE (default 100) per workspace.`,
         },
       },
