@@ -86,7 +86,7 @@ export interface CustomDomainSettings {
   reservationMs: number;
   /** Domains (any state) the apps of one workspace may have together. */
   maxPerWorkspace: number;
-  /** Croner schedule of the background TXT check of pending domains. */
+  /** Croner schedule of the background TXT check of every domain claim. */
   checkSchedule: string;
 }
 

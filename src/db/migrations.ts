@@ -16,6 +16,7 @@ import m0010 from "./migrations/0010_certificates.sql" with { type: "text" };
 import m0011 from "./migrations/0011_two_factor.sql" with { type: "text" };
 import m0012 from "./migrations/0012_domains.sql" with { type: "text" };
 import m0013 from "./migrations/0013_webhooks.sql" with { type: "text" };
+import m0014 from "./migrations/0014_domains_takeover.sql" with { type: "text" };
 
 export const EMBEDDED_MIGRATIONS: Record<string, string> = {
   "0000_init": m0000,
@@ -32,6 +33,7 @@ export const EMBEDDED_MIGRATIONS: Record<string, string> = {
   "0011_two_factor": m0011,
   "0012_domains": m0012,
   "0013_webhooks": m0013,
+  "0014_domains_takeover": m0014,
 };
 
 export interface MigrationMeta {

@@ -282,6 +282,10 @@ export const appDomains = sqliteTable(
     /** The last TXT lookup, and what it found wrong (null: nothing, or not looked up yet). */
     checkedAt: integer("checked_at"),
     checkProblem: text("check_problem"),
+    /** Whether the last lookup found the workspace's token; null: not looked up yet, or no answer. */
+    recordPresent: integer("record_present", { mode: "boolean" }),
+    /** When another workspace's proof took the verified name from this claim; null otherwise. */
+    lostAt: integer("lost_at"),
     createdAt: integer("created_at").notNull(),
   },
   (table) => [
@@ -290,7 +294,7 @@ export const appDomains = sqliteTable(
   ],
 );
 
-/** Each workspace's secret value of the TXT record that proves its domains; made on first need. */
+/** Each workspace's value of the TXT record that proves its domains; made with its first claim. */
 export const domainVerificationTokens = sqliteTable("domain_verification_tokens", {
   workspaceId: text("workspace_id").primaryKey().references(() => workspaces.id, { onDelete: "cascade" }),
   token: text("token").notNull(),

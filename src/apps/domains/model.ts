@@ -13,9 +13,13 @@ export const DomainVerificationSchema = resource(
   {
     status: oneOf(
       ["pending", "verified", "lost"],
-      "`verified`: the TXT record below was found: the domain routes to the app and gets certificates. `pending`: not yet found " +
-        "(looked up again in the background, or at once by POST …/verify); the domain neither routes nor gets certificates. " +
-        "`lost`: another workspace verified this name first, or removed it lately and holds it reserved: it stays unrouted.",
+      "`verified`: the TXT record below was found: the domain routes to the app and gets certificates. It stays verified while " +
+        "no other workspace proves the name, even if the record goes (`recordPresent` says whether it is still there). " +
+        "`pending`: not proved yet (looked up again in the background, or at once by POST …/verify); the domain neither routes " +
+        "nor gets certificates. When another workspace holds the name (`message` says so), this claim takes it over only when " +
+        "its record is found and the holder's is no longer published; a name another workspace removed lately stays reserved to it. " +
+        "`lost`: this claim was verified, and another workspace proved the name while this workspace's record was not published: " +
+        "it no longer routes nor gets certificates; publishing the record again takes it back once the other workspace's is gone.",
     ),
     record: t.Object(
       {
@@ -25,9 +29,17 @@ export const DomainVerificationSchema = resource(
       },
       { description: "The DNS record to create to prove the workspace controls the domain" },
     ),
+    recordPresent: t.Nullable(
+      t.Boolean({
+        description:
+          "Whether the last lookup found the workspace's value at the record (every claim, verified ones too, is looked up again on " +
+          "PLATFORM_DOMAIN_CHECK_SCHEDULE); null: not looked up yet (domains from before verification existed) or no answer. " +
+          "Keep the record published: a verified domain whose record is gone is taken over by another workspace that proves it.",
+      }),
+    ),
     verifiedAt: t.Nullable(timestamp("When the record was found (domains from before verification existed: when they were added)")),
     checkedAt: t.Nullable(timestamp("The last lookup of the record")),
-    message: t.Nullable(t.String({ description: "What the last lookup found wrong, or who holds the name; null once verified" })),
+    message: t.Nullable(t.String({ description: "Who else holds or took the name, and what the last lookup found wrong (a verified domain: that its record is gone); null when all is well" })),
   },
   "Whether the workspace has proved it controls a domain, and how to prove it.",
 );

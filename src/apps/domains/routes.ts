@@ -45,9 +45,11 @@ export function appDomainsRoutes(ctx: ServerContext) {
         summary: "Look up a domain's TXT record now",
         description:
           "Looks up `verification.record` (`_platform-challenge.<domain>`, TXT, the workspace's token) at once instead of " +
-          "waiting for the background check (PLATFORM_DOMAIN_CHECK_SCHEDULE, every 5 minutes). When found, and no other " +
-          "workspace holds the name, the domain is verified: it routes to the app from now on and its certificate is ordered. " +
-          "Otherwise `verification.message` says what was found. A verified domain is answered as it is.",
+          "waiting for the background check (PLATFORM_DOMAIN_CHECK_SCHEDULE, every 5 minutes). When found, the domain is " +
+          "verified (it routes to the app from now on and its certificate is ordered) unless another workspace removed the " +
+          "name lately or holds it with its own record still published; a holder whose record is gone loses the name to this " +
+          "claim (its claim shows `lost`). Otherwise `verification.message` says what was found. A verified domain stays " +
+          "verified: the lookup updates `verification.recordPresent`.",
       },
     })
     .post(
@@ -74,8 +76,10 @@ export function appDomainsRoutes(ctx: ServerContext) {
             "as punycode (`unicodeDomain` shows it as written). 400 `VALIDATION_FAILED` for what is not a host name of two or " +
             "more parts, an IP address or a wildcard; 400 `DOMAIN_RESERVED` for PLATFORM_DOMAIN and the names under it (use " +
             "the app's `subdomain`) or a host of the dashboard (PLATFORM_API_HOSTS); 409 `DOMAIN_TAKEN` when an app of this " +
-            "workspace has it, another workspace has verified it, or removed it less than PLATFORM_DOMAIN_RESERVATION_HOURS " +
-            "ago (pending claims of other workspaces do not stop a claim: the first to verify wins); 409 `QUOTA_EXCEEDED` past " +
+            "workspace has it, or another workspace removed it less than PLATFORM_DOMAIN_RESERVATION_HOURS ago. Claims of other " +
+            "workspaces do not stop a claim: of pending ones the first to verify wins, and a name another workspace holds " +
+            "verified is taken over only when this workspace's record is found while the holder's is no longer published (at " +
+            "once, or later: until then it is `pending` and `verification.message` says who holds it); 409 `QUOTA_EXCEEDED` past " +
             `${MAX_DOMAINS_PER_APP} per app or PLATFORM_MAX_DOMAINS_PER_WORKSPACE (default 100) per workspace.`,
         },
       },

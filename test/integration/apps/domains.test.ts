@@ -1,7 +1,8 @@
 // An app's own domains: claimed pending, proved by a TXT record with the workspace's token on a DNS
 // server of the test's own (loopback), then routed by the public proxy as the app's subdomain is,
-// through subdomain changes, a stop and a platform restart. A verified claim wins over pending ones,
-// a removed domain stays reserved to its workspace, and a workspace has a cap on domains.
+// through subdomain changes, a stop and a platform restart. A verified claim wins over pending ones
+// while its record is published, and is taken over by another workspace's proof once it is gone; a
+// removed domain stays reserved to its workspace, and a workspace has a cap on domains.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { TestServer } from "../../helpers/server";
 import { appZip, deleteAllApps, deployZip, waitForStatus } from "../../helpers/apps";
@@ -119,22 +120,28 @@ describe("an app's own domains", () => {
     }
   });
 
-  test("a second workspace cannot take a name the first has verified, even with its own token in the record", async () => {
+  test("a second workspace may claim a name the first has verified, but not take it while the first's record is published", async () => {
     const again = await addDomain("www.shop.example.test");
     expect([again.status, again.body.code]).toEqual([409, "DOMAIN_TAKEN"]);
     // The rival's token, read from a claim of its own, published at the name too.
     const rivalToken = (await addDomain("rival.example.test", rivalKey, rivalAppId)).body.domain.verification.record.value;
     const ownToken = (await server.request("GET", `/api/apps/${appId}/domains`, { key })).body.domains[0].verification.record.value;
     expect(rivalToken).not.toBe(ownToken);
+    const claimed = await addDomain("www.shop.example.test", rivalKey, rivalAppId);
+    expect([claimed.status, claimed.body.domain.verification.status]).toEqual([201, "pending"]);
+    expect(claimed.body.domain.verification.message).toContain("held by another workspace");
     await dns.addTxt("_platform-challenge.www.shop.example.test", rivalToken);
-    const taken = await addDomain("www.shop.example.test", rivalKey, rivalAppId);
-    expect([taken.status, taken.body.code, taken.body.error]).toEqual([409, "DOMAIN_TAKEN", expect.stringContaining("another workspace")]);
+    const checked = (await verifyNow(claimed.body.domain.id, rivalKey, rivalAppId)).body.domain;
+    expect(checked.verification).toMatchObject({ status: "pending", recordPresent: true, verifiedAt: null, message: expect.stringContaining("The other workspace's record is still published") });
     expect(await (await asHost("www.shop.example.test")).text()).toBe("<p>the shop</p>");
+    const holder = (await server.request("GET", `/api/apps/${appId}/domains`, { key })).body.domains[0];
+    expect(holder.verification).toMatchObject({ status: "verified", recordPresent: true, message: null });
+    await server.request("DELETE", `/api/apps/${rivalAppId}/domains/${claimed.body.domain.id}`, { key: rivalKey });
     // Another workspace's app is not found through this route.
     expect((await addDomain("rival2.example.test", rivalKey, appId)).status).toBe(404);
   });
 
-  test("of two pending claims the one verified wins: the other shows lost and never routes", async () => {
+  test("of two pending claims the one verified wins: the other stays pending, never routes, and its own record changes nothing", async () => {
     const rivalClaim = await addDomain("contested.example.test", rivalKey, rivalAppId);
     expect([rivalClaim.status, rivalClaim.body.domain.verification.status]).toEqual([201, "pending"]);
     expect((await asHost("contested.example.test")).status).toBe(404);
@@ -143,17 +150,41 @@ describe("an app's own domains", () => {
 
     await proveDomain(server, key, dns, appId, ownClaim.body.domain);
     expect(await (await asHost("contested.example.test")).text()).toBe("<p>the shop</p>");
-    const lost = (await getDomain(rivalClaim.body.domain.id, rivalKey, rivalAppId)).body.domain;
-    expect(lost.verification).toMatchObject({ status: "lost", verifiedAt: null, message: expect.stringContaining("another workspace") });
-    expect(lost.certificate.status).toBe("none");
+    const outrun = (await getDomain(rivalClaim.body.domain.id, rivalKey, rivalAppId)).body.domain;
+    expect(outrun.verification).toMatchObject({ status: "pending", verifiedAt: null, message: expect.stringContaining("another workspace") });
+    expect(outrun.certificate.status).toBe("none");
 
-    // The rival's own record changes nothing now.
-    await dns.addTxt(lost.verification.record.name, lost.verification.record.value);
-    expect((await verifyNow(lost.id, rivalKey, rivalAppId)).body.domain.verification.status).toBe("lost");
+    // The rival's own record changes nothing while the holder's is published.
+    await dns.addTxt(outrun.verification.record.name, outrun.verification.record.value);
+    expect((await verifyNow(outrun.id, rivalKey, rivalAppId)).body.domain.verification.status).toBe("pending");
     expect(await (await asHost("contested.example.test")).text()).toBe("<p>the shop</p>");
     // Nor may it upload a certificate for the name.
-    const upload = await server.request("PUT", `/api/apps/${rivalAppId}/domains/${lost.id}/certificate`, { key: rivalKey, body: { certificate: "-----BEGIN CERTIFICATE-----", privateKey: "-----BEGIN PRIVATE KEY-----" } });
+    const upload = await server.request("PUT", `/api/apps/${rivalAppId}/domains/${outrun.id}/certificate`, { key: rivalKey, body: { certificate: "-----BEGIN CERTIFICATE-----", privateKey: "-----BEGIN PRIVATE KEY-----" } });
     expect([upload.status, upload.body.code]).toEqual([409, "DOMAIN_NOT_VERIFIED"]);
+  });
+
+  test("a verified domain whose record is gone is taken over by a workspace that publishes its own: the proxy routes it to that workspace's app", async () => {
+    const held = await addVerifiedDomain(server, key, dns, appId, "moved.example.test");
+    expect(await (await asHost("moved.example.test")).text()).toBe("<p>the shop</p>");
+    // The name changed hands outside the platform: the old holder's record is gone.
+    await dns.clearTxt(held.verification.record.name);
+    const unpublished = (await verifyNow(held.id)).body.domain;
+    expect(unpublished.verification).toMatchObject({ status: "verified", recordPresent: false, message: expect.stringContaining("does not hold this workspace's value") });
+    expect(await (await asHost("moved.example.test")).text()).toBe("<p>the shop</p>");
+
+    const claimed = await addDomain("moved.example.test", rivalKey, rivalAppId);
+    expect([claimed.status, claimed.body.domain.verification.status]).toEqual([201, "pending"]);
+    const taken = await proveDomain(server, rivalKey, dns, rivalAppId, claimed.body.domain);
+    expect(taken.verification.status).toBe("verified");
+    expect(await (await asHost("moved.example.test")).text()).toBe("rival");
+
+    const lost = (await getDomain(held.id)).body.domain;
+    expect(lost.verification).toMatchObject({ status: "lost", verifiedAt: null, message: expect.stringContaining("taken over by another workspace") });
+    expect(lost.certificate.status).toBe("none");
+    // Publishing its record again does not take the name back while the new holder's is there.
+    await dns.addTxt(held.verification.record.name, held.verification.record.value);
+    expect((await verifyNow(held.id)).body.domain.verification.status).toBe("lost");
+    expect(await (await asHost("moved.example.test")).text()).toBe("rival");
   });
 
   test("the domain follows a subdomain change, says `not running` while the app is stopped, and survives a restart", async () => {

@@ -1,6 +1,6 @@
 // Domains tab: the app's own host names, each with the TXT record that proves the workspace owns it
-// (and whether it was found), its certificate and whether its DNS points here; add one, check its
-// record now, remove one, give a verified one a certificate of its own (PEM) or send it back to
+// (whether it was found, and whether it is still published), its certificate and whether its DNS
+// points here; add one, check its record now, remove one, give a verified one a certificate of its own (PEM) or send it back to
 // automatic ones.
 import { useState } from "preact/hooks";
 import { api, segment } from "../../../api";
@@ -19,6 +19,7 @@ interface AppDomain {
   verification: {
     status: "pending" | "verified" | "lost";
     record: { type: string; name: string; value: string };
+    recordPresent: boolean | null;
     message: string | null;
   };
   certificate: CertificateStatus;
@@ -55,7 +56,8 @@ export function DomainsTab({ app }: TabProps) {
   const checkNow = async (domain: AppDomain) => {
     const { domain: checked } = await api<{ domain: AppDomain }>("POST", `${base}/${segment(domain.id)}/verify`);
     await domains.reload();
-    if (checked.verification.status !== "verified") setError(checked.verification.message ?? `${domain.unicodeDomain} is not verified yet.`);
+    if (checked.verification.message) setError(checked.verification.message);
+    else if (checked.verification.status !== "verified") setError(`${domain.unicodeDomain} is not verified yet.`);
   };
   const remove = async (domain: AppDomain) => {
     if (!confirm(`Remove ${domain.unicodeDomain} from ${app.name}? The proxy stops routing it at once.`)) return;
@@ -114,7 +116,7 @@ export function DomainsTab({ app }: TabProps) {
             return [
               ...cells,
               <span class="domain-actions">
-                {canVerify && domain.verification.status !== "verified" && (
+                {canVerify && (
                   <ActionButton label={`Check now the TXT record of ${domain.unicodeDomain}`} run={() => checkNow(domain)} onError={setError}>
                     Check now
                   </ActionButton>
@@ -157,13 +159,16 @@ export function DomainsTab({ app }: TabProps) {
 
 const ADD_HINT = "Add your own names below, prove each with the TXT record shown, and point their DNS at this server.";
 
-/** Whether the workspace proved it owns the domain; until it has, the record to create. */
+/**
+ * Whether the workspace proved it owns the domain; the record to create until it has, or once it
+ * is gone (another workspace that proves the name then takes it over).
+ */
 function Ownership({ domain }: { domain: AppDomain }) {
-  const { status, record, message } = domain.verification;
+  const { status, record, recordPresent, message } = domain.verification;
   return (
     <div class="domain-status">
       <StatusBadge status={status} />
-      {status === "pending" && (
+      {(status !== "verified" || recordPresent === false) && (
         <dl class="domain-record" aria-label={`TXT record to create for ${domain.unicodeDomain}`}>
           <dt>{record.type} record</dt>
           <dd>
@@ -175,7 +180,7 @@ function Ownership({ domain }: { domain: AppDomain }) {
           </dd>
         </dl>
       )}
-      {message && <small class={status === "lost" ? "error-inline" : undefined}>{message}</small>}
+      {message && <small class={status === "lost" || recordPresent === false ? "error-inline" : undefined}>{message}</small>}
     </div>
   );
 }
