@@ -176,6 +176,13 @@ describe("per-workspace quotas", () => {
     expectQuotaRefusal(refused!, /quota for disk exceeded: .* this needs 4 KB more/, "PLATFORM_QUOTA_DISK_MB");
     expect(files).toBeLessThanOrEqual(256);
     expect(existsSync(join(sourceDir, "empty", `${files - 1}.txt`))).toBe(false);
+    // At the quota, a path that is taken is still told apart: it exists, whatever the room.
+    const again = await fs("file", { path: "empty/0.txt", content: "" });
+    expect(again.status).toBe(409);
+    expect(again.body.code).toBe("FILE_EXISTS");
+    const folderAgain = await fs("folder", { path: "empty" });
+    expect(folderAgain.status).toBe(409);
+    expect(folderAgain.body.code).toBe("FILE_EXISTS");
   });
 
   test("disk: a backup's file shows in the usage and counts; a backup or an upload past the quota is refused and keeps no file", async () => {
