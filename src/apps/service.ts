@@ -29,7 +29,7 @@ import { AppRollbacks } from "./rollback";
 import { appView, type PublicAddresses } from "./view";
 import { rateLimitColumnsAfter, routePolicyOf, sameRateLimits, type RateLimitsInput } from "./rate-limits";
 import { assertWithinQuota, bytesToMB } from "../quotas/limits";
-import { treeBytes, workspaceUsage, WorkspaceDisk } from "../quotas/usage";
+import { MIN_ENTRY_BYTES, treeBytes, workspaceUsage, WorkspaceDisk } from "../quotas/usage";
 
 export interface SettingsInput {
   name?: string;
@@ -82,7 +82,7 @@ export class AppsService {
   };
 
   constructor(private readonly ctx: AppsContext) {
-    this.deployer = new Deployer(ctx);
+    this.deployer = new Deployer(ctx, (workspaceId) => this.assertDiskRoom(workspaceId, MIN_ENTRY_BYTES));
     this.records = new AppRecords(ctx);
     this.repository = new RepositoryDeploys(ctx, this);
     this.builds = new AppBuilds(ctx, this.deployer, (workspaceId, appId) => this.get(workspaceId, appId));
