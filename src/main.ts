@@ -96,7 +96,7 @@ function serve() {
     .catch((error) => console.error("[apps] recovery after restart:", error))
     .then(() => ctx.reconciler.start(config.reconcileSchedule));
   const housekeeping = startHousekeeping(
-    { db, machines: ctx.machines, buildRetention: config.buildRetention, buildLogFile: (appId, buildId) => ctx.storage.buildLogFile(appId, buildId) },
+    { db, machines: ctx.machines, buildRetention: config.buildRetention, removeBuildLog: (appId, buildId) => ctx.apps.removeBuildLog(appId, buildId) },
     config.housekeepingSchedule,
   );
   console.log(`platform ${PLATFORM_VERSION} listening on http://${config.host}:${server.server?.port} (data in ${config.dataDir})`);

@@ -3,8 +3,10 @@
 // its cap: once output passes it, the first part is kept, then a marker line saying how many
 // bytes were dropped, then the most recent output. Lines the platform writes start with `==> `;
 // no text written here can forge one (continuation lines are indented, program output starting
-// with `==>` gets a leading space).
-import { closeSync, existsSync, fstatSync, openSync, readSync, renameSync, statSync, writeFileSync, appendFileSync } from "node:fs";
+// with `==>` gets a leading space). Each file's size is kept as it is written, for the disk quota.
+import { closeSync, existsSync, fstatSync, openSync, readSync, renameSync, rmSync, statSync, writeFileSync, appendFileSync } from "node:fs";
+import { lstat } from "node:fs/promises";
+import { entryCharge } from "../quotas/usage";
 
 type Listener = (text: string | null) => void;
 
@@ -54,6 +56,8 @@ export class BuildLogs {
   /** Builds queued or running, with the readers following each. */
   private readonly live = new Map<string, Set<Listener>>();
   private readonly files = new Map<string, FileState>();
+  /** Bytes of each build's log file, per app (null: no file): from the writes, or measured once. */
+  private readonly sizes = new Map<string, Map<string, number | null>>();
   private readonly headLimit: number;
   private readonly tailKeep: number;
 
@@ -89,6 +93,7 @@ export class BuildLogs {
       appendFileSync(file, text, { mode: 0o600 });
       state.bytes += bytes;
     }
+    this.sizesOf(appId).set(buildId, state.bytes);
     for (const listener of this.live.get(buildId) ?? []) listener(text);
   }
 
@@ -167,6 +172,43 @@ export class BuildLogs {
     } finally {
       closeSync(fd);
     }
+  }
+
+  /**
+   * What the logs of these builds take on disk, each file counted as entryCharge. A file not
+   * written since the platform started is measured once; after that its size is known, so asking
+   * costs no file system access.
+   */
+  async diskBytes(logs: { appId: string; buildId: string }[]): Promise<number> {
+    const sizes = await Promise.all(logs.map(({ appId, buildId }) => this.sizeOf(appId, buildId)));
+    return sizes.reduce<number>((sum, size) => sum + (size === null ? 0 : entryCharge(size)), 0);
+  }
+
+  private async sizeOf(appId: string, buildId: string): Promise<number | null> {
+    const known = this.sizes.get(appId)?.get(buildId);
+    if (known !== undefined) return known;
+    const measured = await lstat(this.fileOf(appId, buildId)).then((stats) => stats.size, () => null);
+    const sizes = this.sizesOf(appId);
+    // A write while it was measured knows better.
+    if (!sizes.has(buildId)) sizes.set(buildId, measured);
+    return sizes.get(buildId)!;
+  }
+
+  private sizesOf(appId: string): Map<string, number | null> {
+    let sizes = this.sizes.get(appId);
+    if (!sizes) this.sizes.set(appId, (sizes = new Map()));
+    return sizes;
+  }
+
+  /** Deletes a finished build's log (retention). */
+  remove(appId: string, buildId: string) {
+    rmSync(this.fileOf(appId, buildId), { force: true });
+    this.sizes.get(appId)?.delete(buildId);
+  }
+
+  /** The app and its logs are gone: their sizes are no longer kept. */
+  forgetApp(appId: string) {
+    this.sizes.delete(appId);
   }
 
   /** The build is over: live readers get the end of their stream. */

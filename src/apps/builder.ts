@@ -93,11 +93,17 @@ export function registrySecrets(registry: string | undefined): string[] {
   return secrets;
 }
 
+/** Refuses (throws 409 QUOTA_EXCEEDED) a build of the workspace that has no room left on the disk for its log. */
+export type BuildRoomCheck = (workspaceId: string) => Promise<void>;
+
 export class Builder {
   private readonly running = new Map<string, RunningBuild>();
   private readonly slots: BuildSlots;
 
-  constructor(private readonly ctx: AppsContext) {
+  constructor(
+    private readonly ctx: AppsContext,
+    private readonly checkRoom: BuildRoomCheck,
+  ) {
     this.slots = new BuildSlots({ perWorkspace: ctx.config.buildsPerWorkspace, total: ctx.config.buildsMax });
   }
 
@@ -181,6 +187,8 @@ export class Builder {
         log(`==> Queued (position ${position}): at most ${this.ctx.config.buildsPerWorkspace} builds run at once per workspace, ${this.ctx.config.buildsMax} on the platform`);
       }
       releaseSlot = await slot;
+      // Logs count against the disk quota: a workspace at its limit does not grow through builds.
+      await this.checkRoom(app.workspaceId);
       const startedAt = Date.now();
       timer = setTimeout(() => controller.abort(new BuildStopped("failed", `timed out after ${timeoutSeconds} s`)), timeoutSeconds * 1000);
       this.ctx.db.update(builds).set({ status: "building" }).where(eq(builds.id, buildId)).run();
@@ -199,7 +207,9 @@ export class Builder {
       if (stopped instanceof BuildStopped) {
         status = stopped.status;
         reason = stopped.message;
-      } else if (stopped instanceof BuildFailed || stopped instanceof DetectionFailed || stopped instanceof ApiError) {
+      } else if (stopped instanceof ApiError) {
+        reason = `${stopped.code}: ${stopped.message}`;
+      } else if (stopped instanceof BuildFailed || stopped instanceof DetectionFailed) {
         reason = stopped.message;
       } else {
         reason = "internal error";

@@ -16,7 +16,7 @@ import { LABEL_APP, LABEL_BUILD, LABEL_MANAGED, LABEL_WORKSPACE } from "../docke
 import { ensureWorkspaceNetwork, workspaceNetworkName } from "../docker/workspace-network";
 import { ApiError } from "../http/errors";
 import { randomBase62 } from "../crypto/tokens";
-import { Builder, type SourceFetch } from "./builder";
+import { Builder, type BuildRoomCheck, type SourceFetch } from "./builder";
 import { readEnvVars } from "./env-vars";
 import type { AppStorage } from "./sources";
 import type { BuildLogs } from "./build-logs";
@@ -67,8 +67,11 @@ export class Deployer {
   /** Runs builds: slots, timeout, cancel (./builder.ts). */
   readonly builder: Builder;
 
-  constructor(private readonly ctx: AppsContext) {
-    this.builder = new Builder(ctx);
+  constructor(
+    private readonly ctx: AppsContext,
+    checkBuildRoom: BuildRoomCheck,
+  ) {
+    this.builder = new Builder(ctx, checkBuildRoom);
   }
 
   /**

@@ -2,7 +2,7 @@
 // settings, env vars, lifecycle, logs and deletion; builds are read in ./builds.ts, routes and
 // restarts recovered in ./recovery.ts. Docker work goes through the Deployer's per-app queue, so
 // two changes to one app never race.
-import { and, eq } from "drizzle-orm";
+import { and, eq, ne } from "drizzle-orm";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { apps, builds } from "../db/schema";
@@ -29,7 +29,7 @@ import { AppRollbacks } from "./rollback";
 import { appView, type PublicAddresses } from "./view";
 import { rateLimitColumnsAfter, routePolicyOf, sameRateLimits, type RateLimitsInput } from "./rate-limits";
 import { assertWithinQuota, bytesToMB } from "../quotas/limits";
-import { treeBytes, workspaceUsage, WorkspaceDisk } from "../quotas/usage";
+import { MIN_ENTRY_BYTES, treeBytes, workspaceUsage, WorkspaceDisk } from "../quotas/usage";
 
 export interface SettingsInput {
   name?: string;
@@ -82,7 +82,7 @@ export class AppsService {
   };
 
   constructor(private readonly ctx: AppsContext) {
-    this.deployer = new Deployer(ctx);
+    this.deployer = new Deployer(ctx, (workspaceId) => this.assertDiskRoom(workspaceId, MIN_ENTRY_BYTES));
     this.records = new AppRecords(ctx);
     this.repository = new RepositoryDeploys(ctx, this);
     this.builds = new AppBuilds(ctx, this.deployer, (workspaceId, appId) => this.get(workspaceId, appId));
@@ -99,11 +99,15 @@ export class AppsService {
       const sizes = await Promise.all(others.map((app) => this.sourceBytesOf(app.id)));
       return sizes.reduce((sum, size) => sum + size, 0);
     });
-    // Measured each time: logs grow while builds run, and retention keeps a few dozen files per app.
-    this.disk.register("buildLogs", async (workspaceId) => {
-      const listed = this.list(workspaceId).filter((app) => app.status !== "deleting");
-      const sizes = await Promise.all(listed.map((app) => treeBytes(this.ctx.storage.buildLogsDir(app.id))));
-      return sizes.reduce((sum, size) => sum + size, 0);
+    // The builds' rows name the log files (retention deletes both); their sizes are kept by BuildLogs.
+    this.disk.register("buildLogs", (workspaceId) => {
+      const logs = this.ctx.db
+        .select({ appId: builds.appId, buildId: builds.id })
+        .from(builds)
+        .innerJoin(apps, eq(apps.id, builds.appId))
+        .where(and(eq(apps.workspaceId, workspaceId), ne(apps.status, "deleting")))
+        .all();
+      return this.ctx.buildLogs.diskBytes(logs);
     });
   }
 
@@ -391,6 +395,7 @@ export class AppsService {
     this.ctx.db.delete(apps).where(eq(apps.id, app.id)).run();
     await this.ctx.storage.removeApp(app.id);
     this.sourceBytes.delete(app.id);
+    this.ctx.buildLogs.forgetApp(app.id);
     // Its hosts' certificates go.
     this.ctx.certificates.hostsChanged();
   }
@@ -437,6 +442,11 @@ export class AppsService {
   async reserveDiskGrowth(workspaceId: string, newBytes: number): Promise<() => void> {
     if (newBytes <= 0) return () => undefined;
     return this.reserveDiskRoom(workspaceId, undefined, newBytes);
+  }
+
+  /** Housekeeping prunes a finished build: its log goes, and stops counting against the disk quota. */
+  removeBuildLog(appId: string, buildId: string) {
+    this.ctx.buildLogs.remove(appId, buildId);
   }
 
   /** The app's source tree was replaced by one of `bytes` (a repository checkout). */

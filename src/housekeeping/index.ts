@@ -11,7 +11,8 @@ export interface HousekeepingContext {
   db: PlatformDb;
   machines: Machines;
   buildRetention: number;
-  buildLogFile: (appId: string, buildId: string) => string;
+  /** Deletes a pruned build's log file. */
+  removeBuildLog: (appId: string, buildId: string) => void;
   now?: () => number;
 }
 
@@ -23,7 +24,7 @@ export interface HousekeepingReport {
 
 export async function runHousekeeping(ctx: HousekeepingContext): Promise<HousekeepingReport> {
   const sessions = pruneExpiredSessions(ctx.db, (ctx.now ?? Date.now)());
-  const pruned = pruneOldBuilds(ctx.db, ctx.buildRetention, ctx.buildLogFile);
+  const pruned = pruneOldBuilds(ctx.db, ctx.buildRetention, ctx.removeBuildLog);
   let images = 0;
   for (const { build, machineId } of pruned) {
     if (!build.image || build.imageRemovedAt !== null || imageStillReferenced(ctx.db, build.appId, build.image)) continue;

@@ -3,7 +3,6 @@
 // each app with their log files (and images, through the caller). A build still queued or
 // running, and the build an app runs (its current build), are always kept.
 import { and, desc, eq, lt } from "drizzle-orm";
-import { rmSync } from "node:fs";
 import type { PlatformDb } from "../db";
 import { apps, builds, sessions } from "../db/schema";
 import { UNFINISHED_BUILD_STATUSES } from "../apps/model";
@@ -25,7 +24,7 @@ export function pruneExpiredSessions(db: PlatformDb, now: number): number {
 export function pruneOldBuilds(
   db: PlatformDb,
   keepPerApp: number,
-  logFileOf: (appId: string, buildId: string) => string,
+  removeLog: (appId: string, buildId: string) => void,
 ): { build: BuildRow; machineId: string }[] {
   const pruned: { build: BuildRow; machineId: string }[] = [];
   for (const app of db.select({ id: apps.id, machineId: apps.machineId, currentBuildId: apps.currentBuildId }).from(apps).all()) {
@@ -33,7 +32,7 @@ export function pruneOldBuilds(
     const old = history.slice(keepPerApp).filter((build) => build.id !== app.currentBuildId && !UNFINISHED.has(build.status));
     for (const build of old) {
       db.delete(builds).where(and(eq(builds.id, build.id), eq(builds.appId, app.id))).run();
-      rmSync(logFileOf(app.id, build.id), { force: true });
+      removeLog(app.id, build.id);
       pruned.push({ build, machineId: app.machineId });
     }
   }

@@ -1,7 +1,8 @@
 // Per-workspace quotas with tiny settings: each refusal is a 409 QUOTA_EXCEEDED naming the quota,
 // the use and the setting; nothing is made by a refused request; other workspaces are unaffected.
-// The disk quota counts file-manager folders and empty files (4 KiB each) and backup files, and
-// manual and uploaded backups are capped per database; GET /api/organization/usage shows the use.
+// The disk quota counts file-manager folders and empty files (4 KiB each), build logs (a build of
+// a workspace at its quota fails) and backup files, and manual and uploaded backups are capped per
+// database; GET /api/organization/usage shows the use.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { RedisClient } from "bun";
 import { existsSync, readdirSync } from "node:fs";
@@ -44,6 +45,16 @@ function expectQuotaRefusal(response: { status: number; body: any }, quotaText: 
   expect(response.body.code).toBe("QUOTA_EXCEEDED");
   expect(response.body.error).toMatch(quotaText);
   expect(response.body.error).toContain(setting);
+}
+
+/** The build once it succeeded or failed (with its log). */
+async function finishedBuild(on: TestServer, key: string, appId: string, buildId: string) {
+  for (let attempt = 0; attempt < 240; attempt++) {
+    const { build, log } = (await on.request("GET", `/api/apps/${appId}/builds/${buildId}`, { key })).body;
+    if (["succeeded", "failed"].includes(build?.status)) return { ...build, log };
+    await Bun.sleep(250);
+  }
+  throw new Error(`build ${buildId} did not finish`);
 }
 
 beforeAll(async () => {
@@ -128,11 +139,7 @@ describe("per-workspace quotas", () => {
     const names = (await server.request("GET", "/api/apps/", { key })).body.apps.map((app: any) => app.name);
     expect(names).toEqual(["heavy"]);
     // After a restart the trees are measured from the files: the 700 KB source is what counts now.
-    const buildPath = `/api/apps/${redeploy.body.app.id}/builds/${redeploy.body.buildId}`;
-    for (let attempt = 0; attempt < 240; attempt++) {
-      if (["succeeded", "failed"].includes((await server.request("GET", buildPath, { key })).body.build?.status)) break;
-      await Bun.sleep(250);
-    }
+    await finishedBuild(server, key, redeploy.body.app.id, redeploy.body.buildId);
     await server.stop();
     await server.boot();
     // At once: recovery moves leftover uploads aside before a new one can arrive.
@@ -176,6 +183,22 @@ describe("per-workspace quotas", () => {
     expectQuotaRefusal(refused!, /quota for disk exceeded: .* this needs 4 KB more/, "PLATFORM_QUOTA_DISK_MB");
     expect(files).toBeLessThanOrEqual(256);
     expect(existsSync(join(sourceDir, "empty", `${files - 1}.txt`))).toBe(false);
+    // At the quota, a path that is taken is still told apart: it exists, whatever the room.
+    const again = await fs("file", { path: "empty/0.txt", content: "" });
+    expect(again.status).toBe(409);
+    expect(again.body.code).toBe("FILE_EXISTS");
+    const folderAgain = await fs("folder", { path: "empty" });
+    expect(folderAgain.status).toBe(409);
+    expect(folderAgain.body.code).toBe("FILE_EXISTS");
+
+    // Build logs count too: a build of a workspace at its quota fails at its start, saying why.
+    const redeploy = await server.request("POST", `/api/apps/${app.id}/redeploy`, { key });
+    expect(redeploy.status).toBe(202);
+    const build = await finishedBuild(server, key, app.id, redeploy.body.buildId);
+    expect(build.status).toBe("failed");
+    expect(build.error).toMatch(/^QUOTA_EXCEEDED: Workspace quota for disk exceeded: .* this needs 4 KB more .*PLATFORM_QUOTA_DISK_MB/);
+    expect(build.log).toContain("==> Build failed: QUOTA_EXCEEDED: Workspace quota for disk exceeded");
+    expect((await server.request("GET", `/api/apps/${app.id}`, { key })).body.app.status).toBe("running");
   });
 
   test("disk: a backup's file shows in the usage and counts; a backup or an upload past the quota is refused and keeps no file", async () => {

@@ -10,6 +10,7 @@ import { apps, builds, sessions, users, workspaces } from "../../src/db/schema";
 import type { DockerDriver } from "../../src/docker/driver";
 import { Machines } from "../../src/machines/service";
 import { runHousekeeping } from "../../src/housekeeping";
+import { BuildLogs } from "../../src/apps/build-logs";
 import { tempDir } from "../helpers/temp";
 
 const NOW = 1_700_000_000_000;
@@ -22,7 +23,7 @@ const logFile = (appId: string, buildId: string) => join(dataDir, "apps", appId,
 
 function context() {
   const driver = { removeImage: async (image: string) => (removedImages.push(image), true) } as unknown as DockerDriver;
-  return { db, machines: new Machines(new Map([["local", driver]])), buildRetention: 3, buildLogFile: logFile, now: () => NOW };
+  return { db, machines: new Machines(new Map([["local", driver]])), buildRetention: 3, removeBuildLog: (appId: string, buildId: string) => new BuildLogs(logFile).remove(appId, buildId), now: () => NOW };
 }
 
 function insertApp(id: string, currentBuildId: string | null) {

@@ -6,7 +6,7 @@ import type { ServerContext } from "../../http/context";
 import { oneOf, ref } from "../../http/responses";
 import type { BulkRenameInput } from "./bodies";
 import { RENAME_ACTIONS, RenameCountsSchema, RenamePlanEntrySchema } from "./model";
-import { DEFAULT_RENAME_LIMITS, planRenames, renameLimitCheck, type PlannedRename, type RenameCounts } from "./rename-plan";
+import { DEFAULT_RENAME_LIMITS, planRenames, Renamer, type PlannedRename, type RenameCounts } from "./rename-plan";
 import { AppTree } from "./tree";
 
 export type RenameResult = "renamed" | "overwritten" | "skipped" | "failed";
@@ -59,8 +59,10 @@ export class BulkRenames {
 
   private async plan(appId: string, input: BulkRenameInput) {
     const tree = new AppTree(this.ctx.storage.sourceDir(appId));
-    const walked = await tree.walk(input.basePath, DEFAULT_RENAME_LIMITS.maxEntries, renameLimitCheck(input));
-    return { tree, plan: planRenames(walked, input, DEFAULT_RENAME_LIMITS) };
+    // The names are made (and their limits checked) as the tree is walked; the plan reuses them.
+    const renamer = new Renamer(input, DEFAULT_RENAME_LIMITS);
+    const walked = await tree.walk(input.basePath, DEFAULT_RENAME_LIMITS.maxEntries, renamer.see);
+    return { tree, plan: planRenames(walked, input, DEFAULT_RENAME_LIMITS, renamer) };
   }
 
   async preview(appId: string, input: BulkRenameInput): Promise<{ entries: RenameEntry[]; counts: RenameCounts }> {

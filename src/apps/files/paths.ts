@@ -87,9 +87,13 @@ async function rootStats(root: string): Promise<Stats> {
   return stats;
 }
 
-/** A missing folder on the way is made (mode 0755 less the umask) instead of refused. */
+/**
+ * A missing folder on the way is made (mode 0755 less the umask) instead of refused; with
+ * `countMissing`, nothing is made: the walk stops there (stats null) and tells how many it would make.
+ */
 export interface ResolveOptions {
   makeParents?: boolean;
+  countMissing?: boolean;
 }
 
 /** Makes a folder; one that another request made meanwhile is found by the lstat that follows. */
@@ -105,7 +109,7 @@ async function makeFolder(absolute: string): Promise<Stats | null> {
  * way must exist (or is made, with `makeParents`) and be a real folder. The last segment may be
  * anything or nothing (see `stats`).
  */
-export async function resolveInTree(root: string, path: string, options: ResolveOptions = {}): Promise<TreePath> {
+export async function resolveInTree(root: string, path: string, options: ResolveOptions = {}): Promise<TreePath & { foldersToMake: number }> {
   const segments = pathSegments(path);
   const rootFolder = await rootStats(root);
   // The system's limit is on the whole path, root included.
@@ -115,28 +119,17 @@ export async function resolveInTree(root: string, path: string, options: Resolve
     absolute = join(absolute, segment);
     let stats = await lstatOrNull(absolute);
     const isLast = index === segments.length - 1;
-    if (isLast) return { path: segments.join("/"), segments, absolute, stats };
+    if (isLast) return { path: segments.join("/"), segments, absolute, stats, foldersToMake: 0 };
     const soFar = segments.slice(0, index + 1).join("/");
+    if (!stats && options.countMissing) {
+      return { path: segments.join("/"), segments, absolute: join(root, ...segments), stats: null, foldersToMake: segments.length - 1 - index };
+    }
     if (!stats && options.makeParents) stats = await makeFolder(absolute);
     if (!stats) throw new ApiError("NOT_FOUND", `Folder ${shown(soFar)} not found`);
     if (stats.isSymbolicLink()) symlinkRefused(soFar);
     if (!stats.isDirectory()) notAFolder(soFar);
   }
-  return { path: "", segments, absolute: root, stats: rootFolder };
-}
-
-/**
- * How many folders on the way to `path` a `makeParents` resolve would make: those from the first
- * missing one on (0 when something else is in the way, which the resolve then refuses).
- */
-export async function foldersToMake(root: string, path: string): Promise<number> {
-  const folders = pathSegments(path).slice(0, -1);
-  let absolute = root;
-  for (const [index, segment] of folders.entries()) {
-    absolute = join(absolute, segment);
-    if (!(await lstatOrNull(absolute))) return folders.length - index;
-  }
-  return 0;
+  return { path: "", segments, absolute: root, stats: rootFolder, foldersToMake: 0 };
 }
 
 /** An existing real folder (the root included). */
@@ -157,7 +150,7 @@ export async function resolveEntry(root: string, path: string, action: string): 
 }
 
 /** A path a new entry may take: not the root, inside a real folder (made first with `makeParents`). */
-export async function resolveNewEntry(root: string, path: string, options: ResolveOptions = {}): Promise<TreePath> {
+export async function resolveNewEntry(root: string, path: string, options: ResolveOptions = {}): Promise<TreePath & { foldersToMake: number }> {
   const resolved = await resolveInTree(root, path, options);
   if (resolved.segments.length === 0) invalidPath(path, "give the path of a file or folder inside the app's root");
   return resolved;

@@ -84,8 +84,13 @@ export interface RenamePlan {
   counts: RenameCounts;
 }
 
-export function planRenames(entries: WalkedEntry[], request: BulkRenameInput, limits: RenameLimits = DEFAULT_RENAME_LIMITS): RenamePlan {
-  const renamer = new Renamer(request, limits);
+/** `renamer`: the one the walk of the tree made the names with (Renamer.see), so that they are not made again. */
+export function planRenames(
+  entries: WalkedEntry[],
+  request: BulkRenameInput,
+  limits: RenameLimits = DEFAULT_RENAME_LIMITS,
+  renamer = new Renamer(request, limits),
+): RenamePlan {
   const basePath = request.basePath.replace(/^\/+|\/+$/g, "");
   const folders = foldersUnder(basePath, entries, limits.maxEntries);
   const candidates = [...folders].map(([parent, children]) => ({ parent, children, moving: renamedChildren(parent, children, renamer) }));
@@ -94,18 +99,6 @@ export function planRenames(entries: WalkedEntry[], request: BulkRenameInput, li
     .sort((a, b) => depth(b.parent) - depth(a.parent) || compareNames(a.parent, b.parent))
     .flatMap((folder) => new FolderPlan(folder.parent, folder.children, request).plan(folder.moving));
   return { entries: planned, counts: countsOf(planned) };
-}
-
-/**
- * The same limits, for each entry as the tree is walked (before any plan is made): the walk of a
- * request over them stops at the first entry over, instead of listing the whole tree first.
- */
-export function renameLimitCheck(request: BulkRenameInput, limits: RenameLimits = DEFAULT_RENAME_LIMITS): (entry: WalkedEntry) => void {
-  const renamer = new Renamer(request, limits);
-  return (entry) => {
-    const slash = entry.path.lastIndexOf("/");
-    renamer.targetOf(slash < 0 ? "" : entry.path.slice(0, slash), entry.path.slice(slash + 1), entry.type);
-  };
 }
 
 // ---- names ----
@@ -208,11 +201,15 @@ interface Candidate {
 /**
  * New names, made one at a time with the plan's limits checked as each is made, so that a request
  * whose names would take gigabytes is refused at the first one over, having held one of them.
+ * Each entry's name is made once: as the tree is walked (`see`, before any plan is made, so the
+ * walk of a request over the limits stops at the first entry over), then read by the plan.
  */
-class Renamer {
+export class Renamer {
   private readonly rewrite: NameRewrite;
   private renames = 0;
   private bytes = 0;
+  /** The new name (null: unchanged) of each included entry by its path. */
+  private readonly made = new Map<string, string | null>();
 
   constructor(
     private readonly request: BulkRenameInput,
@@ -221,15 +218,29 @@ class Renamer {
     this.rewrite = nameRewriter(request);
   }
 
+  /** For the walk of the tree: makes the entry's new name as it is read. */
+  readonly see = (entry: WalkedEntry): void => {
+    const slash = entry.path.lastIndexOf("/");
+    this.targetOf(slash < 0 ? "" : entry.path.slice(0, slash), entry.path.slice(slash + 1), entry.type);
+  };
+
   /** The entry's new name; null when it is not renamed (not included, or unchanged). Throws at the first limit passed. */
   targetOf(parent: string, name: string, type: WalkedEntry["type"]): string | null {
     if (!(type === "file" ? this.request.includeFiles : this.request.includeDirs)) return null;
+    const from = joinPath(parent, name);
+    const known = this.made.get(from);
+    if (known !== undefined) return known;
+    const target = this.newName(from, parent, name);
+    this.made.set(from, target);
+    return target;
+  }
+
+  private newName(from: string, parent: string, name: string): string | null {
     const target = this.rewrite(name);
     if (target === name) return null;
     if (++this.renames > this.limits.maxRenames) {
       throw new ApiError("TOO_MANY_RENAMES", `This would change more than ${this.limits.maxRenames} names; at most ${this.limits.maxRenames} can be changed at once. Narrow find or basePath`);
     }
-    const from = joinPath(parent, name);
     const targetBytes = Buffer.byteLength(target);
     if (targetBytes > MAX_NAME_BYTES) {
       throw new ApiError("RENAME_TOO_LARGE", `The new name of ${shown(from)} would be ${targetBytes} bytes; a name is at most ${MAX_NAME_BYTES} bytes. Nothing was renamed`);

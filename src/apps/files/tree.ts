@@ -11,7 +11,7 @@ import { dirname, join } from "node:path";
 import { ApiError } from "../../http/errors";
 import { shown, utf8 } from "../zip-directory";
 import { entryCharge, MIN_ENTRY_BYTES } from "../../quotas/usage";
-import { foldersToMake, resolveEntry, resolveFolder, resolveInTree, resolveNewEntry, symlinkRefused, type TreePath } from "./paths";
+import { resolveEntry, resolveFolder, resolveInTree, resolveNewEntry, symlinkRefused, type TreePath } from "./paths";
 
 /** Most entries one folder listing returns. */
 export const MAX_FOLDER_ENTRIES = 5000;
@@ -334,7 +334,7 @@ export class AppTree {
   async create(path: string, content = ""): Promise<FileVersion> {
     const bytes = textBytes(path, content);
     return oneChangeAtATime(this.root, async () => {
-      await this.checkGrowth(entryCharge(bytes.length) + (await foldersToMake(this.root, path)) * MIN_ENTRY_BYTES);
+      await this.checkNewEntry(path, entryCharge(bytes.length));
       const target = await resolveNewEntry(this.root, path, { makeParents: true });
       if (target.stats) this.exists(target.path);
       const stats = await writeNewFile(target.absolute, bytes, FILE_MODE).catch((error: NodeJS.ErrnoException) => {
@@ -349,7 +349,7 @@ export class AppTree {
   /** Makes a folder, and the folders missing on its way; refused when anything is at `path`. Answers its canonical path. */
   mkdir(path: string): Promise<string> {
     return oneChangeAtATime(this.root, async () => {
-      await this.checkGrowth((1 + (await foldersToMake(this.root, path))) * MIN_ENTRY_BYTES);
+      await this.checkNewEntry(path, MIN_ENTRY_BYTES);
       const target = await resolveNewEntry(this.root, path, { makeParents: true });
       if (target.stats) this.exists(target.path);
       await mkdir(target.absolute).catch((error: NodeJS.ErrnoException) => {
@@ -358,6 +358,16 @@ export class AppTree {
       });
       return target.path;
     });
+  }
+
+  /**
+   * Before anything is made at `path`: refused as any other resolve would refuse it (FILE_EXISTS
+   * when something is there), then when the entry (`charge`) and the folders on its way do not fit.
+   */
+  private async checkNewEntry(path: string, charge: number): Promise<void> {
+    const planned = await resolveNewEntry(this.root, path, { countMissing: true });
+    if (planned.stats) this.exists(planned.path);
+    await this.checkGrowth(charge + planned.foldersToMake * MIN_ENTRY_BYTES);
   }
 
   private exists(path: string): never {

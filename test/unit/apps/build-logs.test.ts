@@ -1,15 +1,14 @@
 // Build logs on a temp dir: the cap keeps the first and last part with a marker, ranges read only
 // what they return, text cannot forge a platform line, and followers get the file then live lines.
 import { describe, expect, test } from "bun:test";
-import { readFileSync, statSync } from "node:fs";
+import { appendFileSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { BuildLogs } from "../../../src/apps/build-logs";
 import { tempDir } from "../../helpers/temp";
 
-function logsIn(maxBytes?: number) {
-  const dir = tempDir();
+function logsIn(maxBytes?: number, dir = tempDir()) {
   const logs = new BuildLogs((appId, buildId) => join(dir, `${appId}-${buildId}.log`), maxBytes);
-  return { logs, file: (buildId = "b") => join(dir, `a-${buildId}.log`) };
+  return { logs, dir, file: (buildId = "b") => join(dir, `a-${buildId}.log`) };
 }
 
 describe("log cap", () => {
@@ -104,5 +103,33 @@ describe("follow", () => {
     logs.appendOutput("a", "b", line.repeat(3000)); // 300 KB: several chunks
     const text = await new Response(logs.follow("a", "b")).text();
     expect(text.length).toBe(300_000);
+  });
+});
+
+describe("bytes on disk, for the disk quota", () => {
+  test("each file counts its size (at least 4 KiB), kept from the writes and retention without reading the files again, and measured once after a restart", async () => {
+    const cap = 64 * 1024;
+    const { logs, dir, file } = logsIn(cap);
+    const both = [{ appId: "a", buildId: "b1" }, { appId: "a", buildId: "b2" }, { appId: "a", buildId: "none" }];
+    logs.append("a", "b1", "==> Upload accepted");
+    logs.appendOutput("a", "b2", "x".repeat(10_000));
+    expect(await logs.diskBytes(both)).toBe(4096 + statSync(file("b2")).size);
+
+    // Known now: a change made behind its back (no write through it) is not read on each question.
+    appendFileSync(file("b1"), "y".repeat(20_000));
+    expect(await logs.diskBytes(both)).toBe(4096 + statSync(file("b2")).size);
+
+    // Past the cap the file is rewritten smaller: what counts follows it.
+    logs.appendOutput("a", "b2", "z".repeat(200_000));
+    const capped = statSync(file("b2")).size;
+    expect(capped).toBeLessThanOrEqual(cap + 200);
+    expect(await logs.diskBytes(both)).toBe(4096 + capped);
+
+    logs.remove("a", "b2");
+    expect(await logs.diskBytes(both)).toBe(4096);
+
+    // A restart knows nothing yet: the files are measured as they are.
+    const restarted = logsIn(cap, dir).logs;
+    expect(await restarted.diskBytes(both)).toBe(statSync(file("b1")).size);
   });
 });

@@ -2,7 +2,7 @@
 // plan, applied step by step with rename(2) semantics, leaves the tree the user asked for.
 import { describe, expect, test } from "bun:test";
 import type { BulkRenameInput } from "../../../src/apps/files/bodies";
-import { planRenames, type PlannedRename, type RenameLimits } from "../../../src/apps/files/rename-plan";
+import { planRenames, Renamer, type PlannedRename, type RenameLimits } from "../../../src/apps/files/rename-plan";
 import type { WalkedEntry } from "../../../src/apps/files/tree";
 import { ApiError, type ErrorCode } from "../../../src/http/errors";
 
@@ -403,6 +403,16 @@ describe("bounds", () => {
     expect(error.message).toContain("more than 3 names");
     expect(planRenames(many(4), request({ find: "f", replace: "f" }), limits).entries).toEqual([]);
     expect(planRenames(many(3), request({ find: "f", replace: "g" }), limits).counts.renamed).toBe(3);
+  });
+
+  test("the names the walk made are the plan's: each is made and counted once, the walk refusing at the first over", () => {
+    const walked = many(3);
+    const renamer = new Renamer(request({ find: "f", replace: "g" }), limits);
+    walked.forEach(renamer.see);
+    // Made again by the plan, the 3 names would count 6 against maxRenames 3.
+    expect(planRenames(walked, request({ find: "f", replace: "g" }), limits, renamer).counts.renamed).toBe(3);
+    const over = new Renamer(request({ find: "f", replace: "g" }), limits);
+    refusal(() => many(4).forEach(over.see), "TOO_MANY_RENAMES", 422);
   });
 
   test("the paths of a plan past maxPlanBytes: 400 RENAME_TOO_LARGE", () => {
