@@ -4,8 +4,9 @@
 // What stops a restore from leaving the database half restored:
 // - PostgreSQL loads in one transaction that only the platform's last bytes commit: a load cut off
 //   (failure, crash, kill) rolls back by itself;
-// - a load's client is bounded (its output, and how long it may go without moving a byte): one
-//   stopped at a bound is ended with a restart of the engine, so nothing it sent runs on;
+// - a load's client is bounded (its output, how long it may go without moving a byte, and how long
+//   it may run in all for the size of its dump): one stopped at a bound is ended with a restart of
+//   the engine, so nothing it sent runs on;
 // - on any other failure the pre-restore backup is loaded back at once;
 // - a restore cut off by a crash or kill is taken up at the next start: the pre-restore backup is
 //   loaded back (recoverInterrupted), in a `restore` operation of its own.
@@ -30,6 +31,7 @@ const SETTLE_TIMEOUT_MS = 600_000;
  * running queries, not loading data, and would print without end.
  */
 const LOAD_OUTPUT_MAX_BYTES = 16 * 1024 * 1024;
+const MIB = 1024 * 1024;
 /** How long the recovery at start waits for a database to be running again. */
 const RECOVERY_WAIT_MS = 120_000;
 
@@ -135,6 +137,7 @@ export class DatabaseRestores {
         discardStdout: true,
         maxOutputBytes: LOAD_OUTPUT_MAX_BYTES,
         idleTimeoutMs: target.config.backups.idleTimeoutSeconds * 1000,
+        timeoutMs: loadDeadlineSeconds(target, backup) * 1000,
       });
       if (result.exitCode !== 0) {
         throw new Error(redact(`${command.argv[0]} exited with ${result.exitCode}: ${lastLine(result.stderr) || "no message"}`, [target.credentials.password]));
@@ -230,6 +233,17 @@ export class DatabaseRestores {
       await Bun.sleep(1000);
     }
   }
+}
+
+/**
+ * How long a load may run in all: the idle time (its last statement may run that long without a
+ * byte moving) plus PLATFORM_BACKUP_LOAD_SECONDS_PER_MB for each MiB of the backup file. A "dump"
+ * that keeps the client printing a line a second (a loop of RAISE NOTICE) passes neither the idle
+ * nor the output bound, and would otherwise hold the database (or a verify's container) for days.
+ */
+function loadDeadlineSeconds(target: DatabaseTarget, backup: Pick<BackupRow, "sizeBytes">): number {
+  const { idleTimeoutSeconds, loadSecondsPerMB } = target.config.backups;
+  return Math.ceil(idleTimeoutSeconds + (backup.sizeBytes / MIB) * loadSecondsPerMB);
 }
 
 /** `opening`, then the dump, then `closing`: nothing of `closing` is sent unless the whole dump was. */
