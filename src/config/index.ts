@@ -39,6 +39,8 @@ export interface BackupSettings {
   uploadMaxBytes: number;
   /** A dump or a load (restore, verify) whose command moves no byte this long is stopped. */
   idleTimeoutSeconds: number;
+  /** A load may run idleTimeoutSeconds plus this per MiB of its backup file, in all; past it, it is stopped. */
+  loadSecondsPerMB: number;
   /** Null unless PLATFORM_BACKUP_S3_BUCKET is set. */
   s3: BackupBucket | null;
 }
@@ -452,6 +454,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     backups: {
       uploadMaxBytes: integerSetting(env, "PLATFORM_BACKUP_UPLOAD_MAX_MB", 10_240, 1) * 1024 * 1024,
       idleTimeoutSeconds: integerSetting(env, "PLATFORM_BACKUP_IDLE_TIMEOUT_SECONDS", 900, 1),
+      loadSecondsPerMB: integerSetting(env, "PLATFORM_BACKUP_LOAD_SECONDS_PER_MB", 60, 0),
       s3: backupBucketSetting(env),
     },
     housekeepingSchedule: textSetting(env, "PLATFORM_HOUSEKEEPING_SCHEDULE", "0 */15 * * * *"),

@@ -4,9 +4,12 @@
 // What stops a restore from leaving the database half restored:
 // - PostgreSQL loads in one transaction that only the platform's last bytes commit: a load cut off
 //   (failure, crash, kill) rolls back by itself;
-// - a load's client is bounded (its output, and how long it may go without moving a byte): one
-//   stopped at a bound is ended with a restart of the engine, so nothing it sent runs on;
-// - on any other failure the pre-restore backup is loaded back at once;
+// - a load's client is bounded (its output, how long it may go without moving a byte, and how long
+//   it may run in all for the size of its dump): one stopped at a bound is ended with a restart of
+//   the engine, so nothing it sent runs on;
+// - on any other failure the pre-restore backup is loaded back at once (its load bounded and ended
+//   the same way);
+// - a restore a delete preempts stops at the step it is in: the container is gone, nothing to put back;
 // - a restore cut off by a crash or kill is taken up at the next start: the pre-restore backup is
 //   loaded back (recoverInterrupted), in a `restore` operation of its own.
 import { and, eq } from "drizzle-orm";
@@ -30,6 +33,7 @@ const SETTLE_TIMEOUT_MS = 600_000;
  * running queries, not loading data, and would print without end.
  */
 const LOAD_OUTPUT_MAX_BYTES = 16 * 1024 * 1024;
+const MIB = 1024 * 1024;
 /** How long the recovery at start waits for a database to be running again. */
 const RECOVERY_WAIT_MS = 120_000;
 
@@ -59,17 +63,22 @@ export class DatabaseRestores {
     const problem = await this.backups.storage.problemWith(backup.storageKey, backup.sizeBytes, backup.sha256);
     if (problem) throw new ApiError("BACKUP_CORRUPT", `The backup cannot be restored: ${problem}. Nothing was changed`);
     const operation = this.service.operations.begin(database, "restore", actor, { backupId: backup.id });
+    // Preempted by a delete, the container is gone: nothing is left to end or put back, so each
+    // step's failure is the delete's reason and no further step is taken.
+    const { signal } = operation;
     this.service.track(
       operation
         .run(async () => {
           const before = this.backups.newRow(database, "pre-restore", operation.id);
           await this.backups.dump(database, before);
+          signal.throwIfAborted();
           try {
             await this.load(database, backup);
           } catch (error) {
+            signal.throwIfAborted();
             const reason = (error as Error).message;
-            if (error instanceof ExecStopped) await this.restartEngine(database, reason);
-            await this.rollBack(database, before, reason);
+            await this.endLoad(database, error, reason, signal);
+            await this.rollBack(database, before, reason, signal);
             throw new Error(`${reason}; the database was put back as it was, from the pre-restore backup ${before.id}`);
           }
         })
@@ -81,28 +90,34 @@ export class DatabaseRestores {
   }
 
   /**
-   * The client of a load was stopped (inactivity, output), but what it sent may still run in the
-   * engine (a pg_sleep, a loop): a restart ends it, and an open transaction rolls back.
+   * A load whose client was stopped (a limit) may have sent what still runs in the engine (a
+   * pg_sleep, a loop): a restart ends it, and an open transaction rolls back.
    */
-  private async restartEngine(database: DatabaseRow, reason: string) {
+  private async endLoad(database: DatabaseRow, failure: unknown, reason: string, signal: AbortSignal) {
+    if (!(failure instanceof ExecStopped)) return;
     const target = this.service.targetOf(database);
     const containerId = containerNameOf(database.id);
     try {
       await stopContainer(target, containerId);
       await startContainer(target, containerId);
-      await waitUntilReady(target, containerId, BOOT_TIMEOUT_MS);
+      await waitUntilReady(target, containerId, BOOT_TIMEOUT_MS, signal);
     } catch (error) {
+      signal.throwIfAborted();
       throw new Error(`${reason}; restarting the engine to end what the load had started failed: ${(error as Error).message}`);
     }
   }
 
-  private async rollBack(database: DatabaseRow, before: BackupRow, reason: string) {
+  private async rollBack(database: DatabaseRow, before: BackupRow, reason: string, signal: AbortSignal) {
     const row = this.service.db.select().from(databaseBackups).where(eq(databaseBackups.id, before.id)).get();
     if (!row) throw new Error(`${reason}; the pre-restore backup ${before.id} is gone, so nothing could be put back`);
+    signal.throwIfAborted();
     try {
       await this.load(database, row);
     } catch (rollback) {
-      throw new Error(`${reason}; loading the pre-restore backup ${before.id} back failed too: ${(rollback as Error).message}`);
+      signal.throwIfAborted();
+      const why = `${reason}; loading the pre-restore backup ${before.id} back failed too: ${(rollback as Error).message}`;
+      await this.endLoad(database, rollback, why, signal);
+      throw new Error(why);
     }
   }
 
@@ -135,6 +150,7 @@ export class DatabaseRestores {
         discardStdout: true,
         maxOutputBytes: LOAD_OUTPUT_MAX_BYTES,
         idleTimeoutMs: target.config.backups.idleTimeoutSeconds * 1000,
+        timeoutMs: loadDeadlineSeconds(target, backup) * 1000,
       });
       if (result.exitCode !== 0) {
         throw new Error(redact(`${command.argv[0]} exited with ${result.exitCode}: ${lastLine(result.stderr) || "no message"}`, [target.credentials.password]));
@@ -230,6 +246,17 @@ export class DatabaseRestores {
       await Bun.sleep(1000);
     }
   }
+}
+
+/**
+ * How long a load may run in all: the idle time (its last statement may run that long without a
+ * byte moving) plus PLATFORM_BACKUP_LOAD_SECONDS_PER_MB for each MiB of the backup file. A "dump"
+ * that keeps the client printing a line a second (a loop of RAISE NOTICE) passes neither the idle
+ * nor the output bound, and would otherwise hold the database (or a verify's container) for days.
+ */
+function loadDeadlineSeconds(target: DatabaseTarget, backup: Pick<BackupRow, "sizeBytes">): number {
+  const { idleTimeoutSeconds, loadSecondsPerMB } = target.config.backups;
+  return Math.ceil(idleTimeoutSeconds + (backup.sizeBytes / MIB) * loadSecondsPerMB);
 }
 
 /** `opening`, then the dump, then `closing`: nothing of `closing` is sent unless the whole dump was. */

@@ -117,6 +117,8 @@ export async function streamExec(engine: Engine, id: string, options: ExecOption
   const demuxer = new FrameDemuxer();
   const stderr = new ByteTail(STDERR_TAIL_BYTES);
   let stdoutController!: ReadableStreamDefaultController<Uint8Array>;
+  // A stream its reader canceled (killExec giving up) takes no more chunks, nor a close: both would throw.
+  let stdoutCanceled = false;
   let lastProgress = performance.now();
   let outputBytes = 0;
   let stopped: { reason: string; killed: Promise<void> } | null = null;
@@ -135,7 +137,10 @@ export async function streamExec(engine: Engine, id: string, options: ExecOption
         lastProgress = performance.now();
         duplex.resume();
       },
-      cancel: () => void duplex.destroy(),
+      cancel: () => {
+        stdoutCanceled = true;
+        duplex.destroy();
+      },
     },
     { highWaterMark: STDOUT_BUFFER_BYTES, size: (chunk) => chunk?.byteLength ?? 0 },
   );
@@ -150,8 +155,8 @@ export async function streamExec(engine: Engine, id: string, options: ExecOption
       if (options.maxOutputBytes !== undefined && outputBytes > options.maxOutputBytes) {
         return stop(`${name} wrote more than ${mebibytes(options.maxOutputBytes)} of output, more than it may, and was stopped`);
       }
-      if (frame.stream === "stdout") stdoutController.enqueue(frame.payload);
-      else stderr.push(frame.payload);
+      if (frame.stream === "stderr") stderr.push(frame.payload);
+      else if (!stdoutCanceled) stdoutController.enqueue(frame.payload);
     }
     if ((stdoutController.desiredSize ?? 1) <= 0) duplex.pause();
   });
@@ -189,7 +194,7 @@ export async function streamExec(engine: Engine, id: string, options: ExecOption
       throw new ExecStopped(stopped.reason);
     }
     if (failure) throw failure;
-    stdoutController.close();
+    if (!stdoutCanceled) stdoutController.close();
     const info = await engine.call(`exec in ${id}`, () => exec.inspect());
     return { exitCode: info.ExitCode ?? -1, stderr: stderr.text() };
   });

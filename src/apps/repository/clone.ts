@@ -1,11 +1,12 @@
 // Fetches one commit of a repository into a folder with the git CLI, run by argv (never a shell),
 // shallow (depth 1), with no tags, submodules, hooks or templates, and with symbolic links checked
-// out as plain files holding their target, so nothing in the tree points outside it. Git gets no
+// out as plain files holding their target, so nothing in the tree points outside it; every file is
+// written as its blob's bytes, whatever the repository's .gitattributes ask. Git gets no
 // system or user config and may never prompt; a token travels as an HTTP header set through the
 // environment (GIT_CONFIG_*), so it is in no URL, argv or message. The download is bounded in
 // time and size, the checked-out tree in size and entries, like an uploaded archive; git's output
 // is read as it streams (./git-process.ts), so the limits hold however far a tree would expand.
-import { mkdir, readdir, rm, stat } from "node:fs/promises";
+import { mkdir, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { BuildFailed } from "../../docker/driver";
 import { redact } from "../../crypto/redact";
@@ -43,6 +44,12 @@ const MAX_PATH_BYTES = 4096;
 /** `<mode> <type> <object> <size>` of an ls-tree record: well under this even with SHA-256. */
 const MAX_RECORD_HEAD_BYTES = 256;
 const [TAB, SPACE, DIGIT_0, DIGIT_9] = [0x09, 0x20, 0x30, 0x39];
+/**
+ * Written as the clone's info/attributes, which outrank the repository's own .gitattributes: the
+ * size limit counts blob sizes, and eol=crlf (a file of newlines doubles), ident (`$Id$` grows
+ * elevenfold), working-tree-encoding or a filter would write more than that.
+ */
+const BLOB_BYTES_ATTRIBUTES = "* -text -eol -ident -filter -working-tree-encoding\n";
 
 /** Git's environment: nothing from the machine's or a user's config, no prompts, stable messages. */
 function gitEnvironment(home: string, token: string | undefined): Record<string, string> {
@@ -257,6 +264,8 @@ export async function cloneCommit(request: CloneRequest): Promise<ClonedCommit &
     await run.git(["init", "--quiet", "--template=", destination], home, env);
     await run.fetch(destination, gitEnvironment(home, request.token));
     const { bytes, entries } = await run.checkTree(destination, env);
+    await mkdir(join(destination, ".git", "info"), { recursive: true });
+    await writeFile(join(destination, ".git", "info", "attributes"), BLOB_BYTES_ATTRIBUTES);
     await run.git(["-c", "core.symlinks=false", "checkout", "--quiet", "--detach", "FETCH_HEAD"], destination, env);
     const { sha, message } = await run.commit(destination, env);
     await rm(join(destination, ".git"), { recursive: true, force: true });

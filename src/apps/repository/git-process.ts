@@ -77,15 +77,20 @@ export async function runGitCommand(command: GitCommand): Promise<GitResult> {
   const stderr = child.stderr.getReader();
   let failure: string | undefined;
   let enough = false;
+  // Once git is reaped its number is free: a group of that number may be someone else's.
+  let exited = false;
+  const exitCode = child.exited.finally(() => (exited = true));
   const stop = (why?: string) => {
     if (failure === undefined && !enough) {
       if (why === undefined) enough = true;
       else failure = why;
     }
-    try {
-      process.kill(-child.pid, "SIGKILL");
-    } catch {
-      // Already gone.
+    if (!exited) {
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // Already gone.
+      }
     }
     // A grandchild that left the group could still hold a pipe open: stop reading regardless.
     void stdout.cancel().catch(() => {});
@@ -130,10 +135,12 @@ export async function runGitCommand(command: GitCommand): Promise<GitResult> {
   };
 
   try {
-    const [exitCode] = await Promise.all([child.exited, readOutput().catch(() => {}), readErrors().catch(() => {})]);
+    // A reader that fails must stop git: it would otherwise block on a pipe nobody reads until the deadline.
+    const readFailed = (error: Error) => stop(`reading git's output failed: ${error.message}`);
+    const [code] = await Promise.all([exitCode, readOutput().catch(readFailed), readErrors().catch(readFailed)]);
     if (command.signal.aborted) throw command.signal.reason;
     if (failure !== undefined) throw new GitLimitReached(failure);
-    return { exitCode: enough ? null : exitCode, stderrTail: errors.text() };
+    return { exitCode: enough ? null : code, stderrTail: errors.text() };
   } finally {
     clearTimeout(timer);
     clearInterval(watcher);

@@ -35,7 +35,7 @@ export function repositoryRoutes(ctx: ServerContext) {
                 buildId: t.String(),
                 created: t.Boolean({ description: "A new app (false: a new release of an existing one)" }),
                 accessTokenDropped: t.Boolean({
-                  description: "The app's stored access token was removed: the request points the app at another repository (owner or name) and gives no `accessToken`",
+                  description: "The app's stored access token was removed: the request points the app at another repository (owner, name, or `id` where the app has one recorded) and gives no `accessToken`",
                 }),
               }),
             },
@@ -46,7 +46,7 @@ export function repositoryRoutes(ctx: ServerContext) {
             "The fields of a ZIP deploy (name, runtime, memoryMB, cpus, startupCommand, envVars, exposePort, subdomain, autoRestart, " +
             "builder, machineId) without `file`, plus `repository` {id, owner, name, branch, path?, repoHostInstallationId?}, " +
             "`autoDeploy` and `accessToken`. Deploying a name that exists in the workspace releases a new version of that app " +
-            "and makes it follow the given repository; pointing it at another repository (owner or name) removes its stored " +
+            "and makes it follow the given repository; pointing it at another repository (owner, name, or another `id` than the one recorded) removes its stored " +
             "access token unless `accessToken` is given again (`accessTokenDropped: true`). Answers 202 at once with `app`, `buildId` (trigger `repository`) and " +
             "`created`. The build clones `branch` of `PLATFORM_GIT_BASE_URL/owner/name.git` (depth 1, git run without a shell; " +
             "symbolic links are checked out as plain files), takes `path` as the app's root, records `commitSha` and " +

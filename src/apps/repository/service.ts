@@ -51,7 +51,9 @@ export class RepositoryDeploys {
    * POST /api/apps/deploy-from-repo: the app (new, or the workspace's app of that name) and its
    * first build, cloned in the background. An app re-pointed at another repository loses its
    * stored access token unless the request gives one: a token an admin stored for one repository
-   * must not read whichever repository a member points the app at next.
+   * must not read whichever repository a member points the app at next. Another repository is
+   * another owner or name, or another repository id under the same name (the repository deleted
+   * and made again, maybe by someone else).
    */
   async deploy(principal: Principal, request: Request) {
     const input = repositoryDeployInput(await readFields(request));
@@ -62,8 +64,9 @@ export class RepositoryDeploys {
     if (repository.repoHostInstallationId) assertInstallationOf(this.ctx.db, principal.workspaceId, repository.repoHostInstallationId);
     const machineId = this.ctx.machines.place(input.machineId).machineId;
     const before = this.apps.records.findByName(principal.workspaceId, input.name);
-    const accessTokenDropped =
-      input.accessToken === undefined && before?.repoTokenEncrypted != null && (before.repoOwner !== repository.owner || before.repoName !== repository.name);
+    const renamed = before?.repoOwner !== repository.owner || before?.repoName !== repository.name;
+    const remade = Boolean(before?.repoId) && before?.repoId !== repository.id;
+    const accessTokenDropped = input.accessToken === undefined && before?.repoTokenEncrypted != null && (renamed || remade);
     const { appId, existing } = this.apps.records.accept(
       principal.workspaceId,
       input,
@@ -86,7 +89,11 @@ export class RepositoryDeploys {
     }
     const buildId = this.apps.records.newBuild(appId, "repository");
     this.ctx.buildLogs.append(appId, buildId, `==> Deploy of ${repository.owner}/${repository.name} branch ${repository.branch}${repository.path ? `, folder ${repository.path}` : ""} accepted`);
-    if (accessTokenDropped) this.ctx.buildLogs.append(appId, buildId, `==> The stored access token was dropped: it was given for ${before!.repoOwner}/${before!.repoName}, not ${repository.owner}/${repository.name}`);
+    if (accessTokenDropped) {
+      const given = renamed ? `${before!.repoOwner}/${before!.repoName}` : `${before!.repoOwner}/${before!.repoName} with repository id ${before!.repoId}`;
+      const asked = renamed ? `${repository.owner}/${repository.name}` : `repository id ${repository.id}`;
+      this.ctx.buildLogs.append(appId, buildId, `==> The stored access token was dropped: it was given for ${given}, not ${asked}`);
+    }
     this.scheduleHead(this.row(appId)!, buildId);
     return { app: this.apps.publicApp(this.apps.get(principal.workspaceId, appId)), buildId, created: !existing, accessTokenDropped };
   }

@@ -1,6 +1,7 @@
 // Repositories made to expand inside the platform: a tree of a billion paths in a few KB, a commit
 // subject of many megabytes, a big file in a push of a handful of objects (which git would unpack
-// as loose objects, past a guard that only watched pack files). Each is served by a real git
+// as loose objects, past a guard that only watched pack files), a .gitattributes that would make
+// the checkout write more than the listing counted. Each is served by a real git
 // server on loopback; the server's resident memory is sampled through the deploy (a ceiling kills
 // a server that buffers without bound, so the machine survives the bug) and a lag probe checks the
 // server keeps answering.
@@ -147,5 +148,35 @@ describe("the download's size guard sees every byte", () => {
     expect(packBytes).toBeGreaterThan(MAX_UNCOMPRESSED_BYTES);
     expect(packBytes).toBeLessThan(16 * MB);
     expect(processesInDataDir()).toEqual([]);
+  }, 240_000);
+});
+
+describe("the checkout writes what the listing counted", () => {
+  test("a repository's own .gitattributes (eol=crlf, ident, working-tree-encoding) cannot make its files larger on disk than their blobs", async () => {
+    // 6 MB of newlines counts under the 8 MB limit, and would be written as 12 MB with eol=crlf.
+    const repo = await git.rawRepo("acme", "attributes");
+    const blobs = {
+      ".gitattributes": "* text eol=crlf ident\nwide.txt working-tree-encoding=UTF-16\n",
+      "index.html": "<p>attributes</p>\n",
+      "newlines.txt": "\n".repeat(6 * MB),
+      "ident.txt": "a\n$Id$\n",
+      "wide.txt": "ab\n",
+    };
+    const entries = await Promise.all(
+      Object.entries(blobs).map(async ([path, content]) => `100644 blob ${await repo(["hash-object", "-w", "--stdin"], content)}\t${path}\n`),
+    );
+    const commit = await repo(["commit-tree", await repo(["mktree"], entries.join("")), "-m", "Attributes that grow the checkout"]);
+    await repo(["update-ref", "refs/heads/main", commit]);
+
+    const { appId, build } = await deployWatched("attributes", "attributes");
+    expect(build.status).toBe("succeeded");
+    const listed = (await server.request("GET", `/api/apps/${appId}/fs/list`, { key })).body.entries as { name: string; size: number }[];
+    expect(Object.fromEntries(listed.map((entry) => [entry.name, entry.size]))).toEqual(
+      Object.fromEntries(Object.entries(blobs).map(([path, content]) => [path, content.length])),
+    );
+    for (const path of ["ident.txt", "wide.txt"]) {
+      const file = (await server.request("GET", `/api/apps/${appId}/fs/file?path=${path}`, { key })).body.file;
+      expect(file.content).toBe(blobs[path as keyof typeof blobs]);
+    }
   }, 240_000);
 });

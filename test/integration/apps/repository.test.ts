@@ -385,6 +385,19 @@ describe("repository options", () => {
     await serves(back.body.app.subdomain, "elsewhere code");
   });
 
+  test("a repository deleted and made again under the same name (another repository id) loses the stored token too", async () => {
+    await git.createRepo("acme", "remade", { files: site("remade code"), private: true });
+    const original = { id: "21", owner: "acme", name: "remade", branch: "main" };
+    const first = await deployFromRepo({ name: "git-remade", repository: original, accessToken: git.token });
+    expect((await finished(first.body.app.id, first.body.buildId)).build.status).toBe("succeeded");
+
+    const remade = await deployFromRepo({ name: "git-remade", repository: { ...original, id: "22" } });
+    expect(remade.body).toMatchObject({ created: false, accessTokenDropped: true, app: { repository: { hasAccessToken: false } } });
+    const refused = await finished(remade.body.app.id, remade.body.buildId);
+    expect(refused.build.error).toContain("asked for credentials for acme/remade");
+    expect(refused.log).toContain("The stored access token was dropped: it was given for acme/remade with repository id 21, not repository id 22");
+  });
+
   test("owner, name, branch and path that could act as options or leave the clone are refused with 400", async () => {
     const cases: [Record<string, string>, string][] = [
       [{ branch: "--upload-pack=touch /tmp/pwned" }, "repository.branch"],

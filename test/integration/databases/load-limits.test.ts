@@ -2,7 +2,9 @@
 // tool's banner and end marker, so what lies between may print without end or stall. Its client's
 // output is bounded and an idle load is stopped: a verify or restore of such a dump fails with the
 // reason, the server's memory stays put and it keeps answering, and nothing the load started keeps
-// running in the container (a restore restarts the engine; a verify's container is removed).
+// running in the container (a restore restarts the engine; a verify's container is removed). A
+// load that trickles (a notice a second, for ever) is stopped at its deadline: the idle time plus
+// PLATFORM_BACKUP_LOAD_SECONDS_PER_MB per MiB of the backup file.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
@@ -17,6 +19,8 @@ const MAX_RSS_GROWTH_MB = 50;
 const MAX_LAG_MS = 100;
 const FLOOD_REASON = "wrote more than 16 MiB of output, more than it may, and was stopped";
 const IDLE_REASON = `made no progress (no input read, no output written) for ${IDLE_TIMEOUT_SECONDS} s and was stopped`;
+/** A dump of a few hundred bytes: its deadline is the idle time, rounded up to the next second. */
+const DEADLINE_REASON = `did not finish within ${IDLE_TIMEOUT_SECONDS + 1} s and was stopped`;
 
 let server: TestServer;
 let key: string;
@@ -54,6 +58,8 @@ const MYSQL_FLOOD = mysqlDump(
 );
 const POSTGRES_STALL = postgresDump("SELECT pg_sleep(600);");
 const MYSQL_STALL = mysqlDump("SELECT SLEEP(600);");
+/** The recipe: about 30 bytes a second of notices, for days; never idle, never much output. */
+const POSTGRES_TRICKLE = postgresDump("DO $$BEGIN LOOP PERFORM pg_sleep(1); RAISE NOTICE 'x'; END LOOP; END$$;");
 
 async function uploaded(databaseId: string, dump: string): Promise<string> {
   const answer = await uploadDump(server, key, databaseId, gzipSync(dump), "application/gzip");
@@ -197,4 +203,23 @@ describe(`a dump that stalls (PLATFORM_BACKUP_IDLE_TIMEOUT_SECONDS=${IDLE_TIMEOU
       expect(await verifyContainersOf(backupId)).toEqual([]);
     }, 180_000);
   }
+});
+
+describe("a dump that trickles a notice a second without end (its deadline: the idle time plus PLATFORM_BACKUP_LOAD_SECONDS_PER_MB per MiB)", () => {
+  test("PostgreSQL, restored: stopped at its deadline, the data put back, no psql and no query left in the container", async () => {
+    const backupId = await uploaded(postgres.id, POSTGRES_TRICKLE);
+    const started = performance.now();
+    const operation = await restoreToEnd(postgres.id, backupId);
+    expect(operation.status).toBe("failed");
+    expect(operation.error).toStartWith(`psql ${DEADLINE_REASON}; the database was put back as it was, from the pre-restore backup bk_`);
+    expect(performance.now() - started).toBeLessThan(90_000);
+    await expectNothingLeft(postgres, "psql", "kept-pg");
+  }, 180_000);
+
+  test("PostgreSQL, verified: fails at its deadline and its container is gone", async () => {
+    const backupId = await uploaded(postgres.id, POSTGRES_TRICKLE);
+    const verification = await verifyToEnd(postgres.id, backupId);
+    expect(verification).toMatchObject({ status: "failed", error: `loading the backup failed: psql ${DEADLINE_REASON}` });
+    expect(await verifyContainersOf(backupId)).toEqual([]);
+  }, 180_000);
 });

@@ -84,6 +84,15 @@ describe("exec limits", () => {
     expect(busy.stdout.split("\n").filter(Boolean)).toHaveLength(8);
   });
 
+  test("a reader that cancels stdout (as the killer's give-up timer does) gets the end of the exec, not an 'Invalid state' error", async () => {
+    const id = await container();
+    const exec = await driver.execStream(id, { command: ["sh", "-c", "echo started; sleep 1; echo more"] });
+    const reader = exec.stdout.getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toBe("started\n");
+    await reader.cancel();
+    expect(await exec.done).toMatchObject({ exitCode: expect.any(Number), stderr: "" });
+  });
+
   test("stdin taken counts as progress; a command that stops reading it is stopped", async () => {
     const id = await container();
     let sent = 0;

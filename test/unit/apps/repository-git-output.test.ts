@@ -2,7 +2,7 @@
 // listing streams in, however it is cut into pieces, and stops at the first limit; the process
 // runner bounds standard output and error, stops the whole process group at a limit, at the
 // deadline and when the reader has enough.
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { TreeTally } from "../../../src/apps/repository/clone";
 import { ENOUGH, GitLimitReached, runGitCommand, type GitCommand } from "../../../src/apps/repository/git-process";
@@ -94,6 +94,43 @@ describe("the git process runner", () => {
     const slow = Date.now();
     await expect(runGitCommand(command(["sleep", "300"], { deadline: Date.now() + 300 }))).rejects.toThrow(new GitLimitReached("too slow"));
     expect(Date.now() - slow).toBeLessThan(5_000);
+  });
+
+  test("a reader that throws stops git at once with the reason, instead of leaving it blocked on a full pipe until the deadline", async () => {
+    const started = Date.now();
+    const reading = runGitCommand(
+      command(["yes"], {
+        deadline: Date.now() + 20_000,
+        read: () => {
+          throw new Error("the reader broke");
+        },
+      }),
+    );
+    await expect(reading).rejects.toThrow(new GitLimitReached("reading git's output failed: the reader broke"));
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  test("a size check that answers after git has exited kills nothing: git's process group may be someone else's by then", async () => {
+    const kill = spyOn(process, "kill");
+    try {
+      const answered = Promise.withResolvers<void>();
+      const result = await runGitCommand(
+        command(["sleep", "0.1"], {
+          watchMs: 10,
+          watch: async () => {
+            await Bun.sleep(400);
+            answered.resolve();
+            return "too large";
+          },
+        }),
+      );
+      expect(result.exitCode).toBe(0);
+      await answered.promise;
+      await Bun.sleep(50);
+      expect(kill).not.toHaveBeenCalled();
+    } finally {
+      kill.mockRestore();
+    }
   });
 
   test("an abort stops git and rejects with the signal's reason", async () => {

@@ -1,6 +1,7 @@
 // Every engine whose restore feeds a dump to its client (PostgreSQL's psql, MySQL's mysql,
 // MongoDB's mongorestore) runs that client with the load limits: its output discarded and bounded,
-// and an inactivity timeout from PLATFORM_BACKUP_IDLE_TIMEOUT_SECONDS. Against a stand-in driver
+// an inactivity timeout from PLATFORM_BACKUP_IDLE_TIMEOUT_SECONDS, and a deadline that grows with
+// the backup's size (PLATFORM_BACKUP_LOAD_SECONDS_PER_MB). Against a stand-in driver
 // that records each exec (MongoDB cannot run on these machines; the real engines are covered by
 // test/integration/databases/load-limits.test.ts).
 import { describe, expect, test } from "bun:test";
@@ -35,23 +36,23 @@ describe("the client of a load is bounded", () => {
   });
 
   for (const engine of STREAMED) {
-    test(`${engine}: output discarded past 16 MiB, and stopped after PLATFORM_BACKUP_IDLE_TIMEOUT_SECONDS without progress`, async () => {
+    test(`${engine}: output discarded past 16 MiB, stopped after PLATFORM_BACKUP_IDLE_TIMEOUT_SECONDS without progress, and after the idle time plus PLATFORM_BACKUP_LOAD_SECONDS_PER_MB per MiB in all`, async () => {
       const execs: RunOptions[] = [];
       const target: DatabaseTarget = {
         driver: recordingDriver(execs) as unknown as DockerDriver,
         definition: ENGINES[engine],
         row: databaseRowOf(engine),
         credentials,
-        config: loadConfig({ PLATFORM_BACKUP_IDLE_TIMEOUT_SECONDS: "37" }),
+        config: loadConfig({ PLATFORM_BACKUP_IDLE_TIMEOUT_SECONDS: "37", PLATFORM_BACKUP_LOAD_SECONDS_PER_MB: "20" }),
       };
-      await new DatabaseRestores(dumpStorage).loadInto(target, "c1", { storageKey: "k" } as BackupRow);
+      await new DatabaseRestores(dumpStorage).loadInto(target, "c1", { storageKey: "k", sizeBytes: 10.5 * 1024 * 1024 } as BackupRow);
       const load = execs.find((exec) => exec.stdin !== undefined)!;
       expect(load.command).toEqual((planOf(engine) as Extract<RestorePlan, { mode: "stream" }>).command.argv);
-      expect(load).toMatchObject({ discardStdout: true, maxOutputBytes: 16 * 1024 * 1024, idleTimeoutMs: 37_000 });
+      expect(load).toMatchObject({ discardStdout: true, maxOutputBytes: 16 * 1024 * 1024, idleTimeoutMs: 37_000, timeoutMs: (37 + 10.5 * 20) * 1000 });
     });
   }
 
-  test("the default inactivity timeout is 15 minutes", () => {
-    expect(loadConfig({}).backups.idleTimeoutSeconds).toBe(900);
+  test("the default inactivity timeout is 15 minutes, and a load may take a minute more per MiB of its backup", () => {
+    expect(loadConfig({}).backups).toMatchObject({ idleTimeoutSeconds: 900, loadSecondsPerMB: 60 });
   });
 });
