@@ -68,7 +68,7 @@ export class Webhooks {
     const signed = secret === null ? spendSignatureCheck(delivery.body, delivery.headers.signature) : validSignature(secret, delivery.body, delivery.headers.signature);
     if (!app || !signed) throw new ApiError("INVALID_SIGNATURE", "X-Hub-Signature-256 does not match the body signed with this webhook's secret");
     const push = this.newPush(app.id, delivery);
-    if (push && follows(app, push)) this.deploy(app, push, delivery);
+    if (push) this.deployEach([app], push, delivery);
   }
 
   /** A delivery to the GitHub App's webhook: deploys the apps that use its installation, in the workspace it is bound to. */
@@ -87,7 +87,7 @@ export class Webhooks {
       .from(apps)
       .where(and(eq(apps.repoInstallationId, push.installationId), eq(apps.workspaceId, boundTo)))
       .all();
-    for (const app of using) if (follows(app, push)) this.deploy(app, push, delivery);
+    this.deployEach(using, push, delivery);
   }
 
   /** A call of the app's deploy-hook URL started (or joined) a deploy: the audit log says so. */
@@ -102,6 +102,22 @@ export class Webhooks {
     if (!firstDelivery(this.ctx.db, scope, delivery.headers.deliveryId, delivery.body)) return null;
     if (delivery.headers.event !== "push") return null;
     return pushDelivery(deliveryPayload(delivery.body, delivery.contentType));
+  }
+
+  /**
+   * Deploys each app that follows the push on its own. The delivery is already remembered (GitHub's
+   * retry would be a replay), so a deploy that fails to start is logged and keeps neither the other
+   * apps nor the answer, which tells nothing of what the delivery led to, from theirs.
+   */
+  private deployEach(candidates: AppRow[], push: PushDelivery, delivery: Delivery) {
+    for (const app of candidates) {
+      if (!follows(app, push)) continue;
+      try {
+        this.deploy(app, push, delivery);
+      } catch (error) {
+        console.error(`[webhooks] delivery ${delivery.headers.deliveryId}: the deploy of app ${app.id} did not start:`, error);
+      }
+    }
   }
 
   private deploy(app: AppRow, push: PushDelivery, delivery: Delivery) {
