@@ -1,7 +1,8 @@
 // Installation tokens of the platform's GitHub App, with which deploys clone private repositories:
 // the app signs a short-lived JWT with its private key and trades it at GitHub's API for a token of
 // one installation (an account or organization that installed the app), scoped to the one
-// repository the deploy clones. Such a token lives an hour. Also whether GitHub knows an installation.
+// repository the deploy clones. Such a token lives an hour. Also how any request to GitHub is
+// made here: bounded in time and in the bytes of its answer, never following a redirect.
 import { createPrivateKey, sign, type KeyObject } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { redact } from "../crypto/redact";
@@ -23,7 +24,16 @@ const JWT_LIFETIME_SECONDS = 9 * 60;
 /** A cached token is replaced this long before it expires, so that a clone started with it can finish. */
 const REFRESH_BEFORE_EXPIRY_MS = 5 * 60_000;
 const DEFAULT_TIMEOUT_MS = 15_000;
-const GITHUB_MESSAGE_MAX_CHARS = 200;
+export const GITHUB_MESSAGE_MAX_CHARS = 200;
+/** The most of an answer of GitHub's held in memory: a page of 100 installations is a few hundred KB. */
+export const MAX_ANSWER_BYTES = 2 * 1024 * 1024;
+
+/** What GitHub's REST API expects of every request. */
+export const GITHUB_API_HEADERS = {
+  Accept: "application/vnd.github+json",
+  "X-GitHub-Api-Version": "2022-11-28",
+  "User-Agent": "self-hosted-platform",
+};
 
 interface InstallationToken {
   token: string;
@@ -76,15 +86,6 @@ export class GitHubAppTokens {
     return (await untilAborted(request, signal)).token;
   }
 
-  /** Whether GitHub knows the installation (GET /app/installations/{id}). */
-  async installationExists(installationId: string): Promise<boolean> {
-    assertInstallationId(installationId);
-    const { response, body, jwt } = await this.call("GET", `/app/installations/${installationId}`);
-    if (response.status === 404) return false;
-    if (!response.ok) throw this.failure(response, body, installationId, jwt);
-    return true;
-  }
-
   /** The signed app JWT (RS256), valid for 9 minutes. */
   appJwt(): string {
     const nowSeconds = Math.floor(this.now() / 1000);
@@ -97,7 +98,7 @@ export class GitHubAppTokens {
   }
 
   private async requestToken(installationId: string, scope: object, cacheKey: string): Promise<InstallationToken> {
-    const { response, body, jwt } = await this.call("POST", `/app/installations/${installationId}/access_tokens`, scope);
+    const { response, body, jwt } = await this.post(`/app/installations/${installationId}/access_tokens`, scope);
     if (!response.ok) throw this.failure(response, body, installationId, jwt);
     const expiresAt = typeof body?.expires_at === "string" ? Date.parse(body.expires_at) : Number.NaN;
     if (typeof body?.token !== "string" || body.token === "" || Number.isNaN(expiresAt)) {
@@ -108,30 +109,16 @@ export class GitHubAppTokens {
     return token;
   }
 
-  /** A request to GitHub's API as the app (its JWT), bounded in time. */
-  private async call(method: string, path: string, json?: object) {
+  /** A POST to GitHub's API as the app (its JWT). */
+  private async post(path: string, json: object) {
     const jwt = this.appJwt();
-    const apiBaseUrl = this.settings.apiBaseUrl;
-    try {
-      const response = await fetch(`${apiBaseUrl}${path}`, {
-        method,
-        headers: {
-          Authorization: `Bearer ${jwt}`,
-          Accept: "application/vnd.github+json",
-          "X-GitHub-Api-Version": "2022-11-28",
-          "User-Agent": "self-hosted-platform",
-          ...(json && { "Content-Type": "application/json" }),
-        },
-        ...(json && { body: JSON.stringify(json) }),
-        // A redirect would carry the JWT to wherever it points.
-        redirect: "manual",
-        signal: AbortSignal.timeout(this.timeoutMs),
-      });
-      return { response, body: parseJson(await response.text()), jwt };
-    } catch (error) {
-      const reason = (error as Error).name === "TimeoutError" ? `no answer within ${this.timeoutMs / 1000} s` : (error as Error).message;
-      throw new GitHubAppError(`could not reach ${apiBaseUrl}: ${this.withoutSecrets(reason, jwt)}`);
-    }
+    const { response, body } = await requestGitHub(
+      this.settings.apiBaseUrl,
+      path,
+      { method: "POST", headers: { ...GITHUB_API_HEADERS, Authorization: `Bearer ${jwt}`, "Content-Type": "application/json" }, body: JSON.stringify(json) },
+      { signal: AbortSignal.timeout(this.timeoutMs), timeoutMs: this.timeoutMs, secrets: this.knownSecrets(jwt) },
+    );
+    return { response, body, jwt };
   }
 
   /** An answer other than success, in words. */
@@ -146,7 +133,11 @@ export class GitHubAppTokens {
 
   /** Text from GitHub or the network with the JWT and every token known here masked. */
   private withoutSecrets(text: string, jwt: string): string {
-    return redact(text, [jwt, ...[...this.tokens.values()].map(({ token }) => token)]);
+    return redact(text, this.knownSecrets(jwt));
+  }
+
+  private knownSecrets(jwt: string): string[] {
+    return [jwt, ...[...this.tokens.values()].map(({ token }) => token)];
   }
 
   /** Read on first use, so that a platform without deploys from GitHub never needs the file. */
@@ -170,6 +161,51 @@ export class GitHubAppTokens {
     this.privateKey = key;
     return key;
   }
+}
+
+export interface GitHubRequest {
+  method: string;
+  headers: Record<string, string>;
+  body?: string;
+}
+
+/**
+ * A request to GitHub (`baseUrl` + `path`) with its answer read, all within `signal` (a deadline
+ * of `timeoutMs`) and at most MAX_ANSWER_BYTES; the body is the answer's JSON object, if it is one.
+ * A redirect is not followed: it would carry the credentials to wherever it points. Failures are
+ * GitHubAppErrors with `secrets` masked.
+ */
+export async function requestGitHub(
+  baseUrl: string,
+  path: string,
+  request: GitHubRequest,
+  limits: { signal: AbortSignal; timeoutMs: number; secrets: string[] },
+): Promise<{ response: Response; body: Record<string, unknown> | undefined }> {
+  try {
+    const response = await fetch(`${baseUrl}${path}`, { ...request, redirect: "manual", signal: limits.signal });
+    return { response, body: parseJson(await boundedText(response)) };
+  } catch (error) {
+    if (error instanceof GitHubAppError) throw error;
+    const reason = (error as Error).name === "TimeoutError" ? `no answer within ${limits.timeoutMs / 1000} s` : (error as Error).message;
+    throw new GitHubAppError(`could not reach ${baseUrl}: ${redact(reason, limits.secrets)}`);
+  }
+}
+
+/** The answer's text, given up past MAX_ANSWER_BYTES whatever its Content-Length said. */
+async function boundedText(response: Response): Promise<string> {
+  const reader = response.body?.getReader();
+  if (!reader) return "";
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (let next = await reader.read(); !next.done; next = await reader.read()) {
+    total += next.value.byteLength;
+    if (total > MAX_ANSWER_BYTES) {
+      void reader.cancel().catch(() => {});
+      throw new GitHubAppError(`GitHub answered ${response.status} with more than ${MAX_ANSWER_BYTES} bytes`);
+    }
+    chunks.push(next.value);
+  }
+  return Buffer.concat(chunks).toString();
 }
 
 /** It goes into the URL's path. */

@@ -1,10 +1,10 @@
-// Which workspace a GitHub App installation belongs to. GitHub tells the platform nothing of who
-// installed the App, so an installation is bound through the App's setup flow: the platform gives
-// an owner or admin a link to install the App carrying a signed, expiring `state` that names the
-// workspace and the user; GitHub sends the browser back to the setup URL with `installation_id`
-// and that state, and the binding is made when the state is the signed-in user's own and the
-// installation is not already another workspace's. An installation bound elsewhere is answered
-// exactly as one nobody bound.
+// Which workspace a GitHub App installation belongs to. An installation is bound through the App's
+// setup flow: the platform gives an owner or admin a link to install the App carrying a signed,
+// expiring `state` that names the workspace and the user; GitHub sends the browser back to the
+// setup URL with `installation_id`, that state and a `code` of the GitHub user who installed it
+// (./installing-user.ts). The binding is made when the state is the signed-in user's own, GitHub
+// lists the installation among that GitHub user's, and it is not already another workspace's. An
+// installation bound elsewhere is answered exactly as one nobody bound.
 import { timingSafeEqual } from "node:crypto";
 import { eq } from "drizzle-orm";
 import type { PlatformDb } from "../db";

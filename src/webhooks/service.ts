@@ -11,19 +11,17 @@ import type { PlatformDb } from "../db";
 import type { Config } from "../config";
 import type { SecretBox } from "../crypto/secrets";
 import { apps } from "../db/schema";
-import { randomBase62 } from "../crypto/tokens";
 import { ApiError } from "../http/errors";
 import { recordAuditEvent } from "../audit/service";
 import type { AppRow } from "../apps/deployer";
 import type { AppsService } from "../apps/service";
+import { appSecret, rotateAppSecret, storedAppSecret } from "../apps/repository/app-secrets";
 import { installationWorkspace } from "../git/installations";
 import { firstDelivery } from "./deliveries";
 import { deliveryPayload, pushDelivery, spendSignatureCheck, validSignature, type DeliveryHeaders, type PushDelivery } from "./github";
 
 /** The replay memory's scope of the GitHub App's webhook (an app's is the app's id). */
 export const GITHUB_APP_SCOPE = "github-app";
-const WEBHOOK_SECRET_LENGTH = 40;
-const secretData = (appId: string) => `app-webhook-secret:${appId}`;
 
 /** A delivery whose headers passed deliveryHeaders(), with its body read. */
 export interface Delivery {
@@ -45,17 +43,12 @@ export class Webhooks {
 
   /** The secret of the app's webhook, made on first read. */
   appSecret(workspaceId: string, appId: string): string {
-    const app = this.ctx.apps.get(workspaceId, appId);
-    if (app.webhookSecretEncrypted) return this.ctx.secrets.decrypt(app.webhookSecretEncrypted, secretData(app.id));
-    return this.rotateAppSecret(workspaceId, appId);
+    return appSecret(this.ctx, this.ctx.apps.get(workspaceId, appId), "webhook");
   }
 
   /** A new secret: deliveries signed with the old one are refused from now on. */
   rotateAppSecret(workspaceId: string, appId: string): string {
-    const app = this.ctx.apps.get(workspaceId, appId);
-    const secret = randomBase62(WEBHOOK_SECRET_LENGTH);
-    this.ctx.db.update(apps).set({ webhookSecretEncrypted: this.ctx.secrets.encrypt(secret, secretData(app.id)) }).where(eq(apps.id, app.id)).run();
-    return secret;
+    return rotateAppSecret(this.ctx, this.ctx.apps.get(workspaceId, appId), "webhook");
   }
 
   /**
@@ -64,11 +57,11 @@ export class Webhooks {
    */
   receiveForApp(appId: string, delivery: Delivery): void {
     const app = this.ctx.db.select().from(apps).where(eq(apps.id, appId)).get();
-    const secret = app?.webhookSecretEncrypted && app.status !== "deleting" ? this.ctx.secrets.decrypt(app.webhookSecretEncrypted, secretData(app.id)) : null;
+    const secret = app && app.status !== "deleting" ? storedAppSecret(this.ctx.secrets, app, "webhook") : null;
     const signed = secret === null ? spendSignatureCheck(delivery.body, delivery.headers.signature) : validSignature(secret, delivery.body, delivery.headers.signature);
     if (!app || !signed) throw new ApiError("INVALID_SIGNATURE", "X-Hub-Signature-256 does not match the body signed with this webhook's secret");
     const push = this.newPush(app.id, delivery);
-    if (push && follows(app, push)) this.deploy(app, push, delivery);
+    if (push) this.deployEach([app], push, delivery);
   }
 
   /** A delivery to the GitHub App's webhook: deploys the apps that use its installation, in the workspace it is bound to. */
@@ -87,7 +80,7 @@ export class Webhooks {
       .from(apps)
       .where(and(eq(apps.repoInstallationId, push.installationId), eq(apps.workspaceId, boundTo)))
       .all();
-    for (const app of using) if (follows(app, push)) this.deploy(app, push, delivery);
+    this.deployEach(using, push, delivery);
   }
 
   /** A call of the app's deploy-hook URL started (or joined) a deploy: the audit log says so. */
@@ -102,6 +95,22 @@ export class Webhooks {
     if (!firstDelivery(this.ctx.db, scope, delivery.headers.deliveryId, delivery.body)) return null;
     if (delivery.headers.event !== "push") return null;
     return pushDelivery(deliveryPayload(delivery.body, delivery.contentType));
+  }
+
+  /**
+   * Deploys each app that follows the push on its own. The delivery is already remembered (GitHub's
+   * retry would be a replay), so a deploy that fails to start is logged and keeps neither the other
+   * apps nor the answer, which tells nothing of what the delivery led to, from theirs.
+   */
+  private deployEach(candidates: AppRow[], push: PushDelivery, delivery: Delivery) {
+    for (const app of candidates) {
+      if (!follows(app, push)) continue;
+      try {
+        this.deploy(app, push, delivery);
+      } catch (error) {
+        console.error(`[webhooks] delivery ${delivery.headers.deliveryId}: the deploy of app ${app.id} did not start:`, error);
+      }
+    }
   }
 
   private deploy(app: AppRow, push: PushDelivery, delivery: Delivery) {

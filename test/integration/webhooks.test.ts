@@ -10,13 +10,19 @@ import { deleteAllApps } from "../helpers/apps";
 import { RawConnection } from "../helpers/raw-http";
 
 const OLD_SHARED_SECRET = "the-secret-every-tenant-knew";
+/** The GitHub App's own webhook secret, which only the administrator holds. */
+const APP_WEBHOOK_SECRET = "the-github-apps-own-webhook-secret";
 
 let server: TestServer;
 let ownerKey: string;
 let otherTenantKey: string;
 
 beforeAll(async () => {
-  server = await TestServer.start({ PLATFORM_GIT_BASE_URL: `http://127.0.0.1:${freePort()}`, PLATFORM_GITHUB_WEBHOOK_SECRET: OLD_SHARED_SECRET });
+  server = await TestServer.start({
+    PLATFORM_GIT_BASE_URL: `http://127.0.0.1:${freePort()}`,
+    PLATFORM_GITHUB_WEBHOOK_SECRET: OLD_SHARED_SECRET,
+    PLATFORM_GITHUB_APP_WEBHOOK_SECRET: APP_WEBHOOK_SECRET,
+  });
   ownerKey = (await server.createKey("owner", "victims")).key;
   otherTenantKey = (await server.createKey("tenant", "attackers")).key;
 });
@@ -139,11 +145,19 @@ describe("the secret every tenant once shared", () => {
     });
     const appId = deployed.body.app.id;
     const before = await pushBuilds(appId);
-    const followed = await deliver("/api/webhooks/github", OLD_SHARED_SECRET, pushPayload({ id: 6160, name: "other-site" }));
-    const unknown = await deliver("/api/webhooks/github", OLD_SHARED_SECRET, pushPayload({ owner: "nobody", name: "nothing" }));
+    const followedPush = pushPayload({ id: 6160, name: "other-site" });
+    const unknownPush = pushPayload({ owner: "nobody", name: "nothing" });
+    // Signed with the old shared secret: refused, whichever repository it names.
+    const followed = await deliver("/api/webhooks/github", OLD_SHARED_SECRET, followedPush);
+    const unknown = await deliver("/api/webhooks/github", OLD_SHARED_SECRET, unknownPush);
+    expect(followed.status).toBe(401);
     expect(shapeOf(followed)).toBe(shapeOf(unknown));
-    expect(followed.status).toBeGreaterThanOrEqual(400);
-    expect((await deliver(`/api/webhooks/github/${appId}`, OLD_SHARED_SECRET, pushPayload({ id: 6160, name: "other-site" }))).status).toBe(401);
+    // Signed with the GitHub App's secret: received alike, whether a workspace follows the repository or not.
+    const followedSigned = await deliver("/api/webhooks/github", APP_WEBHOOK_SECRET, followedPush);
+    const unknownSigned = await deliver("/api/webhooks/github", APP_WEBHOOK_SECRET, unknownPush);
+    expect(followedSigned.status).toBe(202);
+    expect(shapeOf(followedSigned)).toBe(shapeOf(unknownSigned));
+    expect((await deliver(`/api/webhooks/github/${appId}`, OLD_SHARED_SECRET, followedPush)).status).toBe(401);
     expect(await pushBuilds(appId)).toBe(before);
     expect(server.output).toContain("PLATFORM_GITHUB_WEBHOOK_SECRET is no longer read");
   });

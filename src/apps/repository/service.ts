@@ -9,7 +9,6 @@ import { renameSync } from "node:fs";
 import { join } from "node:path";
 import { timingSafeEqual } from "node:crypto";
 import { apps, builds } from "../../db/schema";
-import { randomBase62 } from "../../crypto/tokens";
 import { ApiError } from "../../http/errors";
 import { BuildFailed } from "../../docker/driver";
 import { GitHubAppError, GitHubAppTokens } from "../../git/github-app";
@@ -22,11 +21,9 @@ import type { AppRow, AppsContext } from "../deployer";
 import type { AppsService } from "../service";
 import { cloneCommit, type CommitRef } from "./clone";
 import { repositoryDeployInput } from "./reference";
-
-const DEPLOY_HOOK_SECRET_LENGTH = 40;
+import { appSecret, rotateAppSecret, storedAppSecret } from "./app-secrets";
 
 const tokenData = (appId: string) => `app-repo-token:${appId}`;
-const hookData = (appId: string) => `app-deploy-hook:${appId}`;
 
 export class RepositoryDeploys {
   private readonly githubApp: GitHubAppTokens | null;
@@ -191,23 +188,18 @@ export class RepositoryDeploys {
 
   /** The secret of the app's deploy-hook URL, made on first use. */
   deployHookSecret(workspaceId: string, appId: string): string {
-    const app = this.apps.get(workspaceId, appId);
-    if (app.deployHookEncrypted) return this.ctx.secrets.decrypt(app.deployHookEncrypted, hookData(app.id));
-    return this.rotateDeployHook(workspaceId, appId);
+    return appSecret(this.ctx, this.apps.get(workspaceId, appId), "deployHook");
   }
 
   /** A new secret: the old URL stops working at once. */
   rotateDeployHook(workspaceId: string, appId: string): string {
-    const app = this.apps.get(workspaceId, appId);
-    const secret = randomBase62(DEPLOY_HOOK_SECRET_LENGTH);
-    this.ctx.db.update(apps).set({ deployHookEncrypted: this.ctx.secrets.encrypt(secret, hookData(app.id)) }).where(eq(apps.id, app.id)).run();
-    return secret;
+    return rotateAppSecret(this.ctx, this.apps.get(workspaceId, appId), "deployHook");
   }
 
   /** POST to the deploy-hook URL: an unknown app and a wrong secret are the same 401, so neither is told apart. */
   triggerDeployHook(appId: string, secret: string): { buildId: string; coalesced: boolean } {
     const app = this.row(appId);
-    const expected = app?.deployHookEncrypted && app.status !== "deleting" ? this.ctx.secrets.decrypt(app.deployHookEncrypted, hookData(app.id)) : null;
+    const expected = app && app.status !== "deleting" ? storedAppSecret(this.ctx.secrets, app, "deployHook") : null;
     const [given, wanted] = [Buffer.from(secret), Buffer.from(expected ?? "")];
     const matches = expected !== null && given.length === wanted.length && timingSafeEqual(given, wanted);
     if (!app || !matches) throw new ApiError("INVALID_DEPLOY_HOOK", "This deploy-hook URL is not valid (wrong, or replaced by a new one)");

@@ -9,8 +9,11 @@ import { TestServer } from "../../helpers/server";
 import { appZip, deleteAllApps, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
 import { startGitServer, type GitServer } from "../../helpers/git-server";
 import { tempDir } from "../../helpers/temp";
+import { installingUserAnswer, installingUserSettings } from "../../helpers/github-users";
 
 const INSTALLATION_ID = "4242";
+/** The GitHub user who installs the App, by the code GitHub gives the setup URL. */
+const INSTALLING_USER = { code: "code-of-the-installer", installations: [INSTALLATION_ID] };
 
 let git: GitServer;
 let server: TestServer;
@@ -37,10 +40,11 @@ beforeAll(async () => {
     hostname: "127.0.0.1",
     port: 0,
     async fetch(request) {
+      const userAnswer = await installingUserAnswer(request, [INSTALLING_USER]);
+      if (userAnswer) return userAnswer;
       const jwt = request.headers.get("authorization")?.replace(/^Bearer /, "") ?? "";
       if (!signedJwtValid(jwt, publicPem)) return Response.json({ message: "bad JWT" }, { status: 401 });
       const path = new URL(request.url).pathname;
-      if (request.method === "GET" && path === `/app/installations/${INSTALLATION_ID}`) return Response.json({ id: Number(INSTALLATION_ID) });
       if (path !== `/app/installations/${INSTALLATION_ID}/access_tokens`) return Response.json({ message: "Not Found" }, { status: 404 });
       tokenScopes.push(await request.json());
       return Response.json({ token: git.token, expires_at: new Date(Date.now() + 3600_000).toISOString() }, { status: 201 });
@@ -52,6 +56,7 @@ beforeAll(async () => {
     PLATFORM_GITHUB_APP_PRIVATE_KEY_FILE: keyFile,
     PLATFORM_GITHUB_API_URL: `http://127.0.0.1:${githubApi.port}`,
     PLATFORM_GITHUB_APP_URL: "https://github.example/apps/test-platform",
+    ...installingUserSettings(`http://127.0.0.1:${githubApi.port}`),
     PLATFORM_GIT_CLONE_TIMEOUT_SECONDS: "8",
     PLATFORM_APP_IMAGES_KEPT: "1",
   });
@@ -325,7 +330,7 @@ describe("repository options", () => {
 
     // The installation is the workspace's once its install link's setup comes back.
     const state = new URL((await server.request("POST", "/api/github-app/install-link", { key })).body.installLink.url).searchParams.get("state")!;
-    const connected = await server.request("GET", `/api/github-app/setup?installation_id=${INSTALLATION_ID}&state=${encodeURIComponent(state)}`, { key });
+    const connected = await server.request("GET", `/api/github-app/setup?installation_id=${INSTALLATION_ID}&state=${encodeURIComponent(state)}&code=${INSTALLING_USER.code}`, { key });
     expect(connected.status).toBe(200);
     const viaApp = await deployFromRepo({ name: "git-private-app", repository: { ...reference, repoHostInstallationId: INSTALLATION_ID } });
     const appBuild = await finished(viaApp.body.app.id, viaApp.body.buildId);

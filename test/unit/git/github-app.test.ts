@@ -2,7 +2,7 @@ import { afterAll, beforeEach, expect, test } from "bun:test";
 import { generateKeyPairSync, verify, type KeyObject } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { GitHubAppError, GitHubAppTokens } from "../../../src/git/github-app";
+import { GitHubAppError, GitHubAppTokens, MAX_ANSWER_BYTES } from "../../../src/git/github-app";
 import { tempDir } from "../../helpers/temp";
 
 const APP_ID = "424242";
@@ -48,16 +48,11 @@ const server = Bun.serve({
   async fetch(request) {
     const pathname = new URL(request.url).pathname;
     const path = pathname.match(/^\/app\/installations\/([^/]+)\/access_tokens$/);
-    const installation = pathname.match(/^\/app\/installations\/([^/]+)$/);
     const authorization = request.headers.get("authorization") ?? "";
     const body = request.method === "POST" ? await request.json().catch(() => "not JSON") : undefined;
-    github.requests.push({ installationId: path?.[1] ?? installation?.[1] ?? "", authorization, method: request.method, body });
+    github.requests.push({ installationId: path?.[1] ?? "", authorization, method: request.method, body });
     if (github.answerDelayMs) await Bun.sleep(github.answerDelayMs);
     if (github.answer) return github.answer(request);
-    if (request.method === "GET" && installation) {
-      if (!appJwtIsValid(authorization.replace(/^Bearer /, ""))) return Response.json({ message: "A JSON web token could not be decoded" }, { status: 401 });
-      return github.installations.has(installation[1]!) ? Response.json({ id: Number(installation[1]) }) : Response.json({ message: "Not Found" }, { status: 404 });
-    }
     if (request.method !== "POST" || !path) return Response.json({ message: "Not Found" }, { status: 404 });
     if (
       request.headers.get("accept") !== "application/vnd.github+json" ||
@@ -251,6 +246,13 @@ test("an API that cannot be reached or does not answer in time names the address
   expect(performance.now() - started).toBeLessThan(1_500);
 });
 
+test("an endless answer is given up once it passes the size cap", async () => {
+  const chunk = new Uint8Array(256 * 1024).fill(120);
+  github.answer = () => new Response(new ReadableStream({ pull: (controller) => controller.enqueue(chunk) }), { status: 201 });
+  const error = await failure(tokens().installationToken("1001", REPOSITORY));
+  expect(error.message).toBe(`GitHub answered 201 with more than ${MAX_ANSWER_BYTES} bytes`);
+});
+
 test("a missing or invalid key file gives an error naming the setting, not the key", async () => {
   const missing = await failure(tokens({ privateKeyFile: join(keysDir, "absent.pem") }).installationToken("1001", REPOSITORY));
   expect(missing.message).toBe("PLATFORM_GITHUB_APP_PRIVATE_KEY_FILE names a file that cannot be read (ENOENT)");
@@ -279,14 +281,4 @@ test("each repository of an installation has its own token", async () => {
   expect(other).not.toBe(site);
   expect(await appTokens.installationToken("1001", REPOSITORY)).toBe(site);
   expect(github.requests).toHaveLength(2);
-});
-
-test("whether GitHub knows an installation, asked with the app's JWT", async () => {
-  const appTokens = tokens();
-  expect(await appTokens.installationExists("1001")).toBe(true);
-  expect(await appTokens.installationExists("9999")).toBe(false);
-  expect(github.requests.map(({ method, installationId }) => `${method} ${installationId}`)).toEqual(["GET 1001", "GET 9999"]);
-  github.verifyingKey = otherKeys.publicKey;
-  expect((await failure(appTokens.installationExists("1001"))).message).toContain("GitHub refused the app's JWT (401)");
-  expect((await failure(appTokens.installationExists("../1001"))).message).toBe("repoHostInstallationId must be a number");
 });
