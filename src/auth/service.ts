@@ -35,6 +35,9 @@ const DEFAULT_WORKSPACE_NAME = "default";
 // Verified when the email is unknown, so a wrong email takes as long as a wrong password.
 const DECOY_HASH = Bun.password.hashSync("decoy-password-for-timing");
 
+/** The failed-attempt limiter's key of an account's sign-ins: login, claim, invitation acceptance, two-factor changes. */
+export const signInAttempts = (email: string) => `login:${email.toLowerCase()}`;
+
 export function setupRequired(db: PlatformDb): boolean {
   return !hasAccountWithPassword(db);
 }

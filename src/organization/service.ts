@@ -124,6 +124,13 @@ export function cancelInvitation(db: PlatformDb, workspaceId: string, invitation
   return publicInvitation(canceled, now);
 }
 
+/** The email of the existing account (with a password) an invitation would sign in, if any. */
+export function invitedAccountEmail(db: PlatformDb, invitationId: string): string | null {
+  const invitation = db.select({ email: invitations.email }).from(invitations).where(eq(invitations.id, invitationId)).get();
+  const account = invitation ? findUserByEmail(db, invitation.email) : undefined;
+  return account?.passwordHash ? account.email : null;
+}
+
 /**
  * Accepts an invitation with the invitee's password: it logs in the account that has the
  * invited email, or creates that account when there is none; it never sets the password of an

@@ -227,4 +227,21 @@ describe("on servers of their own", () => {
     const locked = await limited.request("POST", "/api/auth/login", { body: { ...OWNER, code: codeOf(ownSecret, 1) } });
     expectErrorEnvelope(locked, 429, "RATE_LIMITED");
   });
+
+  test("wrong codes sent through invitations count against the account's limit too, however many invitations are made", async () => {
+    // Whoever has the victim's password invites the victim's email from a workspace of their own,
+    // again and again: each invitation must not be a fresh allowance of guesses at the code.
+    const { own: limited, ownSecret } = await ownerWithTwoFactor({ PLATFORM_AUTH_ACCOUNT_FAILURE_BURST: "3", PLATFORM_AUTH_ACCOUNT_FAILURE_PER_MINUTE: "1" });
+    const attacker = await limited.createKey("attacker", "attacker");
+    const acceptNewInvitation = async (code: string) => {
+      const invitation = await limited.request("POST", "/api/organization/invitations", { key: attacker.key, body: { email: OWNER.email } });
+      const id = invitation.body.invitation.id;
+      const answer = await limited.request("POST", `/api/organization/invitations/${id}/accept`, { body: { password: OWNER.password, code } });
+      await limited.request("DELETE", `/api/organization/invitations/${id}`, { key: attacker.key });
+      return answer;
+    };
+    for (const code of ["000000", "111111", "222222"]) expectErrorEnvelope(await acceptNewInvitation(code), 401, "INVALID_CREDENTIALS");
+    expectErrorEnvelope(await acceptNewInvitation(codeOf(ownSecret, 1)), 429, "RATE_LIMITED");
+    expectErrorEnvelope(await limited.request("POST", "/api/auth/login", { body: { ...OWNER, code: codeOf(ownSecret, 1) } }), 429, "RATE_LIMITED");
+  });
 });

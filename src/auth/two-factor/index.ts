@@ -7,7 +7,7 @@ import { ok } from "../../http/envelope";
 import { ApiError } from "../../http/errors";
 import { json, ref, resourceJson, responses } from "../../http/responses";
 import { findUserById } from "../../workspaces/service";
-import { deleteOtherSessions } from "../service";
+import { deleteOtherSessions, signInAttempts } from "../service";
 import { confirmEnrolment, disableTwoFactor, RECOVERY_CODE_COUNT, setTwoFactorRequired, startEnrolment, twoFactorStatus } from "./service";
 import { sixDigitCode, TwoFactorEnrolmentSchema, TwoFactorStatusSchema } from "./model";
 
@@ -22,7 +22,7 @@ function sessionUser(ctx: ServerContext, principal: Principal) {
 export function twoFactorRoutes(ctx: ServerContext) {
   // Wrong codes and passwords here count against the account's failed attempts, as at login.
   const limited = <T>(principal: Principal, email: string, attempt: () => Promise<T>) =>
-    limitFailedAttempts(ctx, { clientAddress: principal.clientAddress, account: `login:${email}` }, attempt);
+    limitFailedAttempts(ctx, { clientAddress: principal.clientAddress, account: signInAttempts(email) }, attempt);
 
   return new Elysia()
     .use(authPlugin(ctx))
