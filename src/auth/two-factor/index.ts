@@ -38,18 +38,29 @@ export function twoFactorRoutes(ctx: ServerContext) {
     })
     .post(
       "/api/auth/two-factor/setup",
-      ({ principal }) => {
+      async ({ principal, body }) => {
         const user = sessionUser(ctx, principal);
-        return ok(startEnrolment(ctx.db, ctx.secrets, user));
+        return ok(await limited(principal, user.email, () => startEnrolment(ctx.db, ctx.secrets, user, body.password)));
       },
       {
         auth: true,
+        body: t.Object({ password: t.String({ minLength: 1, maxLength: 256, description: "The account's current password" }) }),
         detail: {
           tags: ["Session"],
           operationId: "startTwoFactorSetup",
-          responses: responses({ 200: resourceJson("A new secret, in force once a first code confirms it", TwoFactorEnrolmentSchema) }, "SESSION_REQUIRED", "CONFLICT"),
+          responses: responses(
+            { 200: resourceJson("A new secret, in force once a first code confirms it", TwoFactorEnrolmentSchema) },
+            "SESSION_REQUIRED",
+            "WRONG_PASSWORD",
+            "CONFLICT",
+            "RATE_LIMITED",
+            "SERVER_BUSY",
+          ),
           summary: "Start turning on two-factor sign-in: get a TOTP secret",
           description:
+            "Body `{ password }`: the account's current password (turning it on ends the other sessions, so a session alone " +
+            "may not). 400 `WRONG_PASSWORD` when wrong, which counts against the account's failed attempts as at the login " +
+            "(429 `RATE_LIMITED`). " +
             "Answers `secret` (base32) and `otpauthUri` for an authenticator app (TOTP, SHA-1, 6 digits, 30 s). Nothing changes " +
             "for the sign-in until `POST /api/auth/two-factor/enable` confirms a first code; calling this again replaces the " +
             `secret. 409 \`CONFLICT\` when it is already on. ${SESSION_ONLY}`,

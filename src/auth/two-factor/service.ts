@@ -41,8 +41,19 @@ export function twoFactorStatus(db: PlatformDb, userId: string) {
   };
 }
 
-/** Starts (or starts again) an enrolment: a new secret, not in force until a first code confirms it. */
-export function startEnrolment(db: PlatformDb, secrets: SecretBox, user: { id: string; email: string }, now = Date.now()) {
+/**
+ * Starts (or starts again) an enrolment: a new secret, not in force until a first code confirms it.
+ * It takes the account's password: turning it on ends the other sessions, so a stolen session
+ * alone must not be able to turn it on with an authenticator of its own and lock the owner out.
+ */
+export async function startEnrolment(
+  db: PlatformDb,
+  secrets: SecretBox,
+  user: { id: string; email: string; passwordHash: string | null },
+  password: string,
+  now = Date.now(),
+) {
+  await assertPassword(user, password);
   if (hasTwoFactor(db, user.id)) throw new ApiError("CONFLICT", "Two-factor sign-in is already on; turn it off first to set up another authenticator");
   const secret = newTotpSecret();
   const values = { userId: user.id, secretEncrypted: secrets.encrypt(secret, associatedData(user.id)), enabledAt: null, lastUsedStep: null, createdAt: now };
@@ -81,7 +92,7 @@ export async function disableTwoFactor(
   if (proof.code) {
     if (!consumeSecondFactor(db, secrets, user.id, proof.code, now)) throw invalidCode();
   } else if (proof.password) {
-    if (!user.passwordHash || !(await Bun.password.verify(proof.password, user.passwordHash))) throw new ApiError("WRONG_PASSWORD", "Wrong password");
+    await assertPassword(user, proof.password);
   } else {
     throw new ApiError("VALIDATION_FAILED", "Send a current `code` from the authenticator app (or a recovery code), or the account's `password`");
   }
@@ -178,6 +189,10 @@ export function assertTwoFactorSetUp(db: PlatformDb, caller: { via: "api_key" | 
 
 function auditInWorkspacesOf(db: PlatformDb, userId: string, action: "auth.two_factor_enabled" | "auth.two_factor_disabled" | "auth.recovery_code_used", actor: AuditActor, now: number) {
   for (const workspace of workspacesOf(db, userId)) recordAuditEvent(db, { workspaceId: workspace.id, action, actor, now });
+}
+
+async function assertPassword(user: { passwordHash: string | null }, password: string) {
+  if (!user.passwordHash || !(await Bun.password.verify(password, user.passwordHash))) throw new ApiError("WRONG_PASSWORD", "Wrong password");
 }
 
 /** No 0/o or 1/l, so a code read from paper is typed right: 32 characters, 5 bits each. */
