@@ -82,6 +82,16 @@ describe("enrolment", () => {
     expect((await login(OWNER)).status).toBe(200);
   });
 
+  test("a code that is not six digits (or, to sign in, a recovery code) is refused as malformed: 400 VALIDATION_FAILED", async () => {
+    for (const code of ["1234567", "12345", "abcde-fghij", "1".repeat(64)]) {
+      expectErrorEnvelope(await asBrowser(ownerCookie, "POST", "/api/auth/two-factor/enable", { code }), 400, "VALIDATION_FAILED");
+    }
+    for (const code of ["x".repeat(40), "abcd-efgh", "123456789"]) {
+      expectErrorEnvelope(await login({ ...OWNER, code }), 400, "VALIDATION_FAILED");
+    }
+    expect((await login({ ...OWNER, code: "ABCDE FGHIJ" })).status).toBe(200);
+  });
+
   test("a wrong first code -> 400 INVALID_TWO_FACTOR_CODE; the right one turns it on and answers 10 recovery codes, once", async () => {
     const wrong = String((Number(codeOf(secret)) + 1) % 1_000_000).padStart(6, "0");
     expectErrorEnvelope(await asBrowser(ownerCookie, "POST", "/api/auth/two-factor/enable", { code: wrong }), 400, "INVALID_TWO_FACTOR_CODE");

@@ -9,7 +9,7 @@ import { json, ref, resourceJson, responses } from "../../http/responses";
 import { findUserById } from "../../workspaces/service";
 import { deleteOtherSessions, signInAttempts } from "../service";
 import { confirmEnrolment, disableTwoFactor, RECOVERY_CODE_COUNT, setTwoFactorRequired, startEnrolment, twoFactorStatus } from "./service";
-import { sixDigitCode, TwoFactorEnrolmentSchema, TwoFactorStatusSchema } from "./model";
+import { totpCode, totpOrRecoveryCode, TwoFactorEnrolmentSchema, TwoFactorStatusSchema } from "./model";
 
 const SESSION_ONLY =
   "Dashboard sessions only: an API key gets 400 `SESSION_REQUIRED` (a key is not a sign-in, and must not change how its account signs in).";
@@ -78,7 +78,7 @@ export function twoFactorRoutes(ctx: ServerContext) {
       },
       {
         auth: true,
-        body: t.Object({ code: sixDigitCode }),
+        body: t.Object({ code: totpCode }),
         detail: {
           tags: ["Session"],
           operationId: "enableTwoFactor",
@@ -115,7 +115,7 @@ export function twoFactorRoutes(ctx: ServerContext) {
       {
         auth: true,
         body: t.Object({
-          code: t.Optional(t.String({ maxLength: 64, description: "A current code of the authenticator app, or a recovery code" })),
+          code: t.Optional(totpOrRecoveryCode),
           password: t.Optional(t.String({ maxLength: 256, description: "Or the account's password" })),
         }),
         detail: {

@@ -110,7 +110,7 @@ export function AccountTab() {
               await changed();
             }}
           >
-            <Field label="Current code (or a recovery code)" name="code" autocomplete="one-time-code" maxLength={64} />
+            <Field label="Current code (or a recovery code)" name="code" autocomplete="one-time-code" maxLength={32} />
             <Field label="Or your password" name="password" type="password" autocomplete="current-password" maxLength={256} />
           </Form>
         </>
