@@ -21,6 +21,7 @@ import {
   setActiveWorkspace,
   setupKeyRequired,
   setupRequired,
+  signInAttempts,
   verifyLogin,
 } from "./service";
 
@@ -128,7 +129,7 @@ function sessionRoutes(ctx: ServerContext) {
       "/claim",
       async ({ body, request, server, set }) => {
         const { clientAddress, https } = passwordFormSource(ctx.config, server, request);
-        const account = `login:${body.email.toLowerCase()}`;
+        const account = signInAttempts(body.email);
         const owner = await limitFailedAttempts(ctx, { clientAddress, account }, () => claimOwner(ctx.db, ctx.secrets, body, bearerKeyOf(request), clientAddress));
         startSession(https, set, owner.userId);
         return ok({ user: publicUser({ id: owner.userId, email: body.email.toLowerCase() }), organizationId: owner.workspaceId });
@@ -159,7 +160,7 @@ function sessionRoutes(ctx: ServerContext) {
       "/login",
       async ({ body, request, server, set }) => {
         const { clientAddress, https } = passwordFormSource(ctx.config, server, request);
-        const account = `login:${body.email.toLowerCase()}`;
+        const account = signInAttempts(body.email);
         const { userId } = await limitFailedAttempts(ctx, { clientAddress, account }, () => verifyLogin(ctx.db, ctx.secrets, body, clientAddress));
         startSession(https, set, userId);
         return ok({ user: publicUser({ id: userId, email: body.email.toLowerCase() }) });

@@ -3,20 +3,15 @@ import { t } from "elysia";
 import type { TObject, TSchema } from "@sinclair/typebox";
 import { json, oneOf, ref, resource, type Resource, type SuccessAnswer } from "../http/responses";
 import { ROLES } from "../organization/model";
-import { TWO_FACTOR_RESOURCES } from "./two-factor/model";
+import { totpOrRecoveryCode, TWO_FACTOR_RESOURCES } from "./two-factor/model";
 
 export const credentialsBody = t.Object({
   email: t.String({ format: "email", maxLength: 254 }),
   password: t.String({ minLength: 8, maxLength: 256 }),
 });
 
-/** The second factor of a sign-in, for an account with two-factor sign-in on. */
-export const secondFactorCode = t.Optional(
-  t.String({
-    maxLength: 64,
-    description: "For an account with two-factor sign-in: the 6-digit code of its authenticator app, or one of its recovery codes",
-  }),
-);
+/** The second factor of a sign-in, for an account with two-factor sign-in on (accounts without it ignore it). */
+export const secondFactorCode = t.Optional(totpOrRecoveryCode);
 
 export const signInBody = t.Object({ ...credentialsBody.properties, code: secondFactorCode });
 

@@ -13,7 +13,7 @@ import { permittedRoutes } from "../http/permissions";
 import { recordAuditEvent } from "../audit/service";
 import { findUsableKey, type ApiKeyRow } from "../api-keys/service";
 import type { SecretBox } from "../crypto/secrets";
-import { assertSecondFactor, hasTwoFactor, isTwoFactorRequired } from "./two-factor/service";
+import { assertSecondFactor, hasTwoFactor, isTwoFactorRequired, spendSecondFactor } from "./two-factor/service";
 import {
   addMember,
   createUser,
@@ -34,6 +34,9 @@ const SECURE_SESSION_COOKIE = `__Host-${SESSION_COOKIE}`;
 const DEFAULT_WORKSPACE_NAME = "default";
 // Verified when the email is unknown, so a wrong email takes as long as a wrong password.
 const DECOY_HASH = Bun.password.hashSync("decoy-password-for-timing");
+
+/** The failed-attempt limiter's key of an account's sign-ins: login, claim, invitation acceptance, two-factor changes. */
+export const signInAttempts = (email: string) => `login:${email.toLowerCase()}`;
 
 export function setupRequired(db: PlatformDb): boolean {
   return !hasAccountWithPassword(db);
@@ -111,10 +114,10 @@ export async function claimOwner(
   const placeholderId = placeholderOfKey(db, presentedKey, now);
   const existing = findUserByEmail(db, email);
   const valid = await Bun.password.verify(input.password, existing?.passwordHash ?? DECOY_HASH);
-  if (existing) {
-    const wrongPassword = new ApiError("INVALID_CREDENTIALS", "Wrong password for that account");
-    assertSecondFactor(db, secrets, { userId: existing.id, passwordValid: Boolean(existing.passwordHash) && valid, code: input.code, wrongPassword, clientAddress }, now);
-  }
+  const wrongPassword = new ApiError("INVALID_CREDENTIALS", "Wrong password for that account");
+  const secondFactor = existing
+    ? assertSecondFactor(db, secrets, { userId: existing.id, passwordValid: Boolean(existing.passwordHash) && valid, code: input.code, wrongPassword }, now)
+    : null;
   const passwordHash = existing ? null : await Bun.password.hash(input.password);
   return db.transaction((tx) => {
     const txDb = tx as unknown as PlatformDb;
@@ -122,6 +125,7 @@ export async function claimOwner(
     if (placeholderOfKey(txDb, presentedKey, now) !== placeholderId || findUserByEmail(txDb, email)?.id !== existing?.id) {
       throw new ApiError("CONFLICT", "The account changed meanwhile; try again");
     }
+    spendSecondFactor(txDb, secondFactor, clientAddress, now);
     const claimed = workspacesOf(txDb, placeholderId);
     let userId = placeholderId;
     if (existing) {
@@ -161,12 +165,9 @@ export async function verifyLogin(
   const passwordValid = Boolean(user?.passwordHash) && valid;
   let refusal: unknown = null;
   try {
-    assertSecondFactor(
-      db,
-      secrets,
-      { userId: user?.id ?? null, passwordValid, code: input.code, wrongPassword: new ApiError("INVALID_CREDENTIALS", "Wrong email or password"), clientAddress },
-      now,
-    );
+    const wrongPassword = new ApiError("INVALID_CREDENTIALS", "Wrong email or password");
+    const secondFactor = assertSecondFactor(db, secrets, { userId: user?.id ?? null, passwordValid, code: input.code, wrongPassword }, now);
+    spendSecondFactor(db, secondFactor, clientAddress, now);
   } catch (error) {
     refusal = error;
   }

@@ -44,8 +44,11 @@ function rateLimited(message: string, retryAfterSeconds: number) {
 /** Who makes a password attempt: the client's address and the account it is for. */
 export interface Attempter {
   clientAddress: string | null;
-  /** `login:<lowercased email>`, `invitation:<id>` or `setup`. */
-  account: string;
+  /**
+   * `login:<lowercased email>`, `invitation:<id>` or `setup`; or several, each charged: an
+   * invitation accepted by an existing account is also a sign-in of that account.
+   */
+  account: string | string[];
 }
 
 /**
@@ -60,10 +63,16 @@ export async function limitFailedAttempts<T>(ctx: ServerContext, attempter: Atte
   const addressKey = attempter.clientAddress ?? "unknown";
   const byAddress = authFailures.take(addressKey);
   if (!byAddress.allowed) throw rateLimited("Too many failed attempts from this address; try again later", byAddress.retryAfterSeconds);
-  const byAccount = accountFailures.take(attempter.account);
-  if (!byAccount.allowed) {
-    authFailures.giveBack(addressKey);
-    throw rateLimited("Too many failed attempts for this account; try again later", byAccount.retryAfterSeconds);
+  const accounts = typeof attempter.account === "string" ? [attempter.account] : attempter.account;
+  const taken: string[] = [];
+  for (const account of accounts) {
+    const byAccount = accountFailures.take(account);
+    if (!byAccount.allowed) {
+      authFailures.giveBack(addressKey);
+      for (const takenAccount of taken) accountFailures.giveBack(takenAccount);
+      throw rateLimited("Too many failed attempts for this account; try again later", byAccount.retryAfterSeconds);
+    }
+    taken.push(account);
   }
   let counted = false;
   const turn = await passwordChecks.acquire();
@@ -80,7 +89,7 @@ export async function limitFailedAttempts<T>(ctx: ServerContext, attempter: Atte
     if (turn.acquired) turn.release();
     if (!counted) {
       authFailures.giveBack(addressKey);
-      accountFailures.giveBack(attempter.account);
+      for (const account of accounts) accountFailures.giveBack(account);
     }
   }
 }

@@ -8,10 +8,10 @@ import { ok } from "../http/envelope";
 import { json, ref, responses } from "../http/responses";
 import { listAuditEvents } from "../audit/service";
 import { membersOf } from "../workspaces/service";
-import { createSession, publicUser, sessionCookie, setActiveWorkspace } from "../auth/service";
+import { createSession, publicUser, sessionCookie, setActiveWorkspace, signInAttempts } from "../auth/service";
 import { secondFactorCode, UserSchema, withSessionCookie } from "../auth/model";
 import { sha256Hex } from "../crypto/tokens";
-import { acceptInvitation, cancelInvitation, createInvitation, listInvitations, previewInvitation } from "./service";
+import { acceptInvitation, cancelInvitation, createInvitation, invitedAccountEmail, listInvitations, previewInvitation } from "./service";
 import { changeMemberRole, deleteWorkspace, listWorkspaceKeys, publicMember, removeMember, revokeWorkspaceKey } from "./members";
 import {
   AuditEntrySchema,
@@ -106,7 +106,10 @@ export function organizationRoutes(ctx: ServerContext) {
       "/invitations/:invitationId/accept",
       async ({ params, body, request, server, set }) => {
         const { clientAddress, https } = passwordFormSource(ctx.config, server, request);
-        const account = `invitation:${params.invitationId}`;
+        // An existing account's sign-in: its wrong passwords and codes count as at the login, whichever
+        // invitation (a fresh one is easy to get) they come through.
+        const invitedAccount = invitedAccountEmail(ctx.db, params.invitationId);
+        const account = [`invitation:${params.invitationId}`, ...(invitedAccount ? [signInAttempts(invitedAccount)] : [])];
         const accepted = await limitFailedAttempts(ctx, { clientAddress, account }, () =>
           acceptInvitation(ctx.db, ctx.secrets, params.invitationId, body, clientAddress),
         );
@@ -150,7 +153,8 @@ export function organizationRoutes(ctx: ServerContext) {
             "organization and answers the account and `organizationId`. " +
             "404 `INVITATION_NOT_FOUND` (unknown, canceled or used, also by an acceptance at the same moment), 410 " +
             "`INVITATION_EXPIRED`, 409 `CONFLICT` when the invited account was created meanwhile (accept again with its password). " +
-            "Failures are rate limited per client address and per invitation (429 `RATE_LIMITED` with Retry-After); 403 " +
+            "Failures are rate limited per client address and per invitation, and for an existing account also as its logins are " +
+            "(they share one limit: 429 `RATE_LIMITED` with Retry-After once spent, whichever way); 403 " +
             "`HOST_NOT_ALLOWED` / `CSRF_REJECTED` for a disallowed Host or a cross-site Origin; 503 `SERVER_BUSY` when too many " +
             "password checks wait.",
           security: [],

@@ -2,7 +2,7 @@
 // accept), list, cancel and accept. The invitation id is the unguessable secret of the invite link.
 import { and, desc, eq } from "drizzle-orm";
 import type { SecretBox } from "../crypto/secrets";
-import { assertSecondFactor } from "../auth/two-factor/service";
+import { assertSecondFactor, spendSecondFactor, type SecondFactorProof } from "../auth/two-factor/service";
 import type { PlatformDb } from "../db";
 import { invitations, workspaces } from "../db/schema";
 import { newId } from "../crypto/tokens";
@@ -124,6 +124,13 @@ export function cancelInvitation(db: PlatformDb, workspaceId: string, invitation
   return publicInvitation(canceled, now);
 }
 
+/** The email of the existing account (with a password) an invitation would sign in, if any. */
+export function invitedAccountEmail(db: PlatformDb, invitationId: string): string | null {
+  const invitation = db.select({ email: invitations.email }).from(invitations).where(eq(invitations.id, invitationId)).get();
+  const account = invitation ? findUserByEmail(db, invitation.email) : undefined;
+  return account?.passwordHash ? account.email : null;
+}
+
 /**
  * Accepts an invitation with the invitee's password: it logs in the account that has the
  * invited email, or creates that account when there is none; it never sets the password of an
@@ -143,10 +150,11 @@ export async function acceptInvitation(
   if (now >= invitation.expiresAt) throw new ApiError("INVITATION_EXPIRED", "Invitation has expired; ask for a new one");
   const existing = findUserByEmail(db, invitation.email);
   if (existing && !existing.passwordHash) throw passwordlessAccount(existing.email);
+  let secondFactor: SecondFactorProof | null = null;
   if (existing) {
     const passwordValid = await Bun.password.verify(password, existing.passwordHash!);
     const wrongPassword = new ApiError("INVALID_CREDENTIALS", "Wrong password for the invited account");
-    assertSecondFactor(db, secrets, { userId: existing.id, passwordValid, code, wrongPassword, clientAddress }, now);
+    secondFactor = assertSecondFactor(db, secrets, { userId: existing.id, passwordValid, code, wrongPassword }, now);
   }
   const newPasswordHash = existing ? null : await Bun.password.hash(password);
   return db.transaction((tx) => {
@@ -162,6 +170,8 @@ export async function acceptInvitation(
     if (findUserByEmail(txDb, invitation.email)?.id !== existing?.id) {
       throw new ApiError("CONFLICT", "The invited account was created meanwhile; accept again with its password");
     }
+    // Spent only by the acceptance that goes through: one refused above leaves the code unused.
+    spendSecondFactor(txDb, secondFactor, clientAddress, now);
     const userId = existing?.id ?? createUser(txDb, invitation.email, newPasswordHash, now).id;
     if (!roleIn(txDb, invitation.workspaceId, userId)) addMember(txDb, invitation.workspaceId, userId, invitation.role, now);
     tx.update(invitations).set({ status: "accepted", updatedAt: now }).where(eq(invitations.id, invitation.id)).run();

@@ -1,6 +1,7 @@
 // Two-factor sign-in in the dashboard, in headless Chromium against the real server: the owner
-// turns it on in Settings > Account (key shown as text, a first code, recovery codes shown once),
-// logs out, and logs in again with the code the test computes as an authenticator app would.
+// turns it on in Settings > Account (the password asked again, key shown as text, a first code,
+// recovery codes shown once), logs out, and logs in again with the code the test computes as an
+// authenticator app would.
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import type { Page } from "playwright-core";
 import { TestServer } from "../helpers/server";
@@ -42,6 +43,7 @@ test("enrol in Settings > Account, log out, log in with the app's code", async (
   await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Settings" }).click();
   await page.getByRole("navigation", { name: "Settings" }).getByRole("link", { name: "Account" }).click();
   await page.getByRole("heading", { level: 2, name: "Two-factor sign-in" }).waitFor();
+  await page.getByLabel("Your password").fill(OWNER.password);
   await page.getByRole("button", { name: "Set up two-factor sign-in" }).click();
   const secret = (await page.getByTestId("totp-secret").textContent())!;
   expect(secret).toMatch(/^[A-Z2-7]{32}$/);

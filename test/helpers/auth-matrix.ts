@@ -90,7 +90,7 @@ export const AUTHENTICATED_ROUTES: AuthenticatedRoute[] = [
   { method: "POST", path: "/api/auth/logout" },
   // Keys are let in and told to use a session (400 SESSION_REQUIRED): a key is no sign-in.
   { method: "GET", path: "/api/auth/two-factor" },
-  { method: "POST", path: "/api/auth/two-factor/setup" },
+  { method: "POST", path: "/api/auth/two-factor/setup", body: { password: "matrix-password" } },
   { method: "POST", path: "/api/auth/two-factor/enable", body: { code: "123456" } },
   { method: "POST", path: "/api/auth/two-factor/disable", body: { password: "matrix-password" } },
   { method: "PUT", path: "/api/organization/two-factor-requirement", body: { required: false }, freshWorkspace: true },

@@ -36,8 +36,8 @@ async function invitedMember(key: string, account: { email: string; password: st
 }
 
 /** Turns two-factor sign-in on for the session's account; its secret and recovery codes. */
-async function enrol(cookie: string): Promise<{ secret: string; recoveryCodes: string[] }> {
-  const setup = await asBrowser(cookie, "POST", "/api/auth/two-factor/setup");
+async function enrol(cookie: string, password: string): Promise<{ secret: string; recoveryCodes: string[] }> {
+  const setup = await asBrowser(cookie, "POST", "/api/auth/two-factor/setup", { password });
   expect(setup.status).toBe(200);
   const enabled = await asBrowser(cookie, "POST", "/api/auth/two-factor/enable", { code: codeOf(setup.body.secret) });
   expect(enabled.status).toBe(200);
@@ -62,11 +62,17 @@ describe("enrolment", () => {
   });
 
   test("an API key cannot set it up (400 SESSION_REQUIRED)", async () => {
-    expectErrorEnvelope(await server.request("POST", "/api/auth/two-factor/setup", { key: ownerKey.key }), 400, "SESSION_REQUIRED");
+    expectErrorEnvelope(await server.request("POST", "/api/auth/two-factor/setup", { key: ownerKey.key, body: { password: OWNER.password } }), 400, "SESSION_REQUIRED");
+  });
+
+  test("setup asks for the account's password: a stolen session alone cannot turn it on (and end the owner's sessions)", async () => {
+    expectErrorEnvelope(await asBrowser(ownerCookie, "POST", "/api/auth/two-factor/setup", {}), 400, "VALIDATION_FAILED");
+    expectErrorEnvelope(await asBrowser(ownerCookie, "POST", "/api/auth/two-factor/setup", { password: "not-the-password" }), 400, "WRONG_PASSWORD");
+    expect((await asBrowser(ownerCookie, "GET", "/api/auth/two-factor")).body.twoFactor.enabled).toBe(false);
   });
 
   test("setup gives a base32 secret and its otpauth:// URI; nothing changes until a first code confirms it", async () => {
-    const setup = await asBrowser(ownerCookie, "POST", "/api/auth/two-factor/setup");
+    const setup = await asBrowser(ownerCookie, "POST", "/api/auth/two-factor/setup", { password: OWNER.password });
     expect(setup.status).toBe(200);
     secret = setup.body.secret;
     expect(secret).toMatch(/^[A-Z2-7]{32}$/);
@@ -74,6 +80,16 @@ describe("enrolment", () => {
     expect([uri.protocol, uri.host, uri.searchParams.get("secret"), uri.searchParams.get("issuer")]).toEqual(["otpauth:", "totp", secret, "Platform"]);
     expect(decodeURIComponent(uri.pathname)).toBe(`/Platform:${OWNER.email}`);
     expect((await login(OWNER)).status).toBe(200);
+  });
+
+  test("a code that is not six digits (or, to sign in, a recovery code) is refused as malformed: 400 VALIDATION_FAILED", async () => {
+    for (const code of ["1234567", "12345", "abcde-fghij", "1".repeat(64)]) {
+      expectErrorEnvelope(await asBrowser(ownerCookie, "POST", "/api/auth/two-factor/enable", { code }), 400, "VALIDATION_FAILED");
+    }
+    for (const code of ["x".repeat(40), "abcd-efgh", "123456789"]) {
+      expectErrorEnvelope(await login({ ...OWNER, code }), 400, "VALIDATION_FAILED");
+    }
+    expect((await login({ ...OWNER, code: "ABCDE FGHIJ" })).status).toBe(200);
   });
 
   test("a wrong first code -> 400 INVALID_TWO_FACTOR_CODE; the right one turns it on and answers 10 recovery codes, once", async () => {
@@ -92,7 +108,7 @@ describe("enrolment", () => {
     // Sessions started before elsewhere end; this one goes on.
     expectErrorEnvelope(await server.request("GET", "/api/auth/session", { headers: { cookie: otherSession } }), 401, "UNAUTHORIZED");
     expect((await server.request("GET", "/api/auth/session", { headers: { cookie: ownerCookie } })).body.twoFactorEnabled).toBe(true);
-    expectErrorEnvelope(await asBrowser(ownerCookie, "POST", "/api/auth/two-factor/setup"), 409, "CONFLICT");
+    expectErrorEnvelope(await asBrowser(ownerCookie, "POST", "/api/auth/two-factor/setup", { password: OWNER.password }), 409, "CONFLICT");
   });
 
   test("the secret is stored encrypted, the recovery codes only as hashes", () => {
@@ -164,7 +180,7 @@ describe("the workspace's requirement", () => {
   });
 
   test("after setting it up, the member's session works again", async () => {
-    await enrol(memberCookie);
+    await enrol(memberCookie, MEMBER.password);
     expect((await server.request("GET", "/api/apps/", { headers: { cookie: memberCookie } })).status).toBe(200);
   });
 
@@ -206,7 +222,7 @@ describe("on servers of their own", () => {
     expect((await own.request("POST", "/api/auth/setup", { body: OWNER })).status).toBe(201);
     const cookie = sessionCookieOf(await own.request("POST", "/api/auth/login", { body: OWNER }));
     const browser = { cookie, origin: own.baseUrl };
-    const setup = await own.request("POST", "/api/auth/two-factor/setup", { headers: browser });
+    const setup = await own.request("POST", "/api/auth/two-factor/setup", { headers: browser, body: { password: OWNER.password } });
     const enabled = await own.request("POST", "/api/auth/two-factor/enable", { headers: browser, body: { code: codeOf(setup.body.secret) } });
     expect(enabled.status).toBe(200);
     return { own, ownSecret: setup.body.secret as string };
@@ -226,5 +242,33 @@ describe("on servers of their own", () => {
     }
     const locked = await limited.request("POST", "/api/auth/login", { body: { ...OWNER, code: codeOf(ownSecret, 1) } });
     expectErrorEnvelope(locked, 429, "RATE_LIMITED");
+  });
+
+  test("wrong passwords given to the two-factor setup count against the account's failed-attempt limit", async () => {
+    const limited = await start({ PLATFORM_AUTH_ACCOUNT_FAILURE_BURST: "3", PLATFORM_AUTH_ACCOUNT_FAILURE_PER_MINUTE: "1" });
+    expect((await limited.request("POST", "/api/auth/setup", { body: OWNER })).status).toBe(201);
+    const browser = { cookie: sessionCookieOf(await limited.request("POST", "/api/auth/login", { body: OWNER })), origin: limited.baseUrl };
+    for (const password of ["guess-one", "guess-two", "guess-three"]) {
+      expectErrorEnvelope(await limited.request("POST", "/api/auth/two-factor/setup", { headers: browser, body: { password } }), 400, "WRONG_PASSWORD");
+    }
+    expectErrorEnvelope(await limited.request("POST", "/api/auth/two-factor/setup", { headers: browser, body: { password: OWNER.password } }), 429, "RATE_LIMITED");
+    expectErrorEnvelope(await limited.request("POST", "/api/auth/login", { body: OWNER }), 429, "RATE_LIMITED");
+  });
+
+  test("wrong codes sent through invitations count against the account's limit too, however many invitations are made", async () => {
+    // Whoever has the victim's password invites the victim's email from a workspace of their own,
+    // again and again: each invitation must not be a fresh allowance of guesses at the code.
+    const { own: limited, ownSecret } = await ownerWithTwoFactor({ PLATFORM_AUTH_ACCOUNT_FAILURE_BURST: "3", PLATFORM_AUTH_ACCOUNT_FAILURE_PER_MINUTE: "1" });
+    const attacker = await limited.createKey("attacker", "attacker");
+    const acceptNewInvitation = async (code: string) => {
+      const invitation = await limited.request("POST", "/api/organization/invitations", { key: attacker.key, body: { email: OWNER.email } });
+      const id = invitation.body.invitation.id;
+      const answer = await limited.request("POST", `/api/organization/invitations/${id}/accept`, { body: { password: OWNER.password, code } });
+      await limited.request("DELETE", `/api/organization/invitations/${id}`, { key: attacker.key });
+      return answer;
+    };
+    for (const code of ["000000", "111111", "222222"]) expectErrorEnvelope(await acceptNewInvitation(code), 401, "INVALID_CREDENTIALS");
+    expectErrorEnvelope(await acceptNewInvitation(codeOf(ownSecret, 1)), 429, "RATE_LIMITED");
+    expectErrorEnvelope(await limited.request("POST", "/api/auth/login", { body: { ...OWNER, code: codeOf(ownSecret, 1) } }), 429, "RATE_LIMITED");
   });
 });

@@ -7,9 +7,9 @@ import { ok } from "../../http/envelope";
 import { ApiError } from "../../http/errors";
 import { json, ref, resourceJson, responses } from "../../http/responses";
 import { findUserById } from "../../workspaces/service";
-import { deleteOtherSessions } from "../service";
+import { deleteOtherSessions, signInAttempts } from "../service";
 import { confirmEnrolment, disableTwoFactor, RECOVERY_CODE_COUNT, setTwoFactorRequired, startEnrolment, twoFactorStatus } from "./service";
-import { sixDigitCode, TwoFactorEnrolmentSchema, TwoFactorStatusSchema } from "./model";
+import { totpCode, totpOrRecoveryCode, TwoFactorEnrolmentSchema, TwoFactorStatusSchema } from "./model";
 
 const SESSION_ONLY =
   "Dashboard sessions only: an API key gets 400 `SESSION_REQUIRED` (a key is not a sign-in, and must not change how its account signs in).";
@@ -22,7 +22,7 @@ function sessionUser(ctx: ServerContext, principal: Principal) {
 export function twoFactorRoutes(ctx: ServerContext) {
   // Wrong codes and passwords here count against the account's failed attempts, as at login.
   const limited = <T>(principal: Principal, email: string, attempt: () => Promise<T>) =>
-    limitFailedAttempts(ctx, { clientAddress: principal.clientAddress, account: `login:${email}` }, attempt);
+    limitFailedAttempts(ctx, { clientAddress: principal.clientAddress, account: signInAttempts(email) }, attempt);
 
   return new Elysia()
     .use(authPlugin(ctx))
@@ -38,18 +38,29 @@ export function twoFactorRoutes(ctx: ServerContext) {
     })
     .post(
       "/api/auth/two-factor/setup",
-      ({ principal }) => {
+      async ({ principal, body }) => {
         const user = sessionUser(ctx, principal);
-        return ok(startEnrolment(ctx.db, ctx.secrets, user));
+        return ok(await limited(principal, user.email, () => startEnrolment(ctx.db, ctx.secrets, user, body.password)));
       },
       {
         auth: true,
+        body: t.Object({ password: t.String({ minLength: 1, maxLength: 256, description: "The account's current password" }) }),
         detail: {
           tags: ["Session"],
           operationId: "startTwoFactorSetup",
-          responses: responses({ 200: resourceJson("A new secret, in force once a first code confirms it", TwoFactorEnrolmentSchema) }, "SESSION_REQUIRED", "CONFLICT"),
+          responses: responses(
+            { 200: resourceJson("A new secret, in force once a first code confirms it", TwoFactorEnrolmentSchema) },
+            "SESSION_REQUIRED",
+            "WRONG_PASSWORD",
+            "CONFLICT",
+            "RATE_LIMITED",
+            "SERVER_BUSY",
+          ),
           summary: "Start turning on two-factor sign-in: get a TOTP secret",
           description:
+            "Body `{ password }`: the account's current password (turning it on ends the other sessions, so a session alone " +
+            "may not). 400 `WRONG_PASSWORD` when wrong, which counts against the account's failed attempts as at the login " +
+            "(429 `RATE_LIMITED`). " +
             "Answers `secret` (base32) and `otpauthUri` for an authenticator app (TOTP, SHA-1, 6 digits, 30 s). Nothing changes " +
             "for the sign-in until `POST /api/auth/two-factor/enable` confirms a first code; calling this again replaces the " +
             `secret. 409 \`CONFLICT\` when it is already on. ${SESSION_ONLY}`,
@@ -67,7 +78,7 @@ export function twoFactorRoutes(ctx: ServerContext) {
       },
       {
         auth: true,
-        body: t.Object({ code: sixDigitCode }),
+        body: t.Object({ code: totpCode }),
         detail: {
           tags: ["Session"],
           operationId: "enableTwoFactor",
@@ -104,7 +115,7 @@ export function twoFactorRoutes(ctx: ServerContext) {
       {
         auth: true,
         body: t.Object({
-          code: t.Optional(t.String({ maxLength: 64, description: "A current code of the authenticator app, or a recovery code" })),
+          code: t.Optional(totpOrRecoveryCode),
           password: t.Optional(t.String({ maxLength: 256, description: "Or the account's password" })),
         }),
         detail: {

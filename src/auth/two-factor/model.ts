@@ -22,6 +22,22 @@ export const TwoFactorEnrolmentSchema = resource(
   "A TOTP secret waiting for its first code.",
 );
 
-export const sixDigitCode = t.String({ minLength: 6, maxLength: 64, description: "A current 6-digit code of the authenticator app" });
+// As a person types them: spaces and a dash between the halves are dropped, letters in any case.
+const TOTP_CODE = "[0-9]{3}[ -]?[0-9]{3}";
+const RECOVERY_CODE = "[A-Za-z0-9]{5}[ -]?[A-Za-z0-9]{5}";
+
+/** A code of the authenticator app: six digits (`123456`, `123 456`). */
+export const totpCode = t.String({
+  pattern: `^ *${TOTP_CODE} *$`,
+  maxLength: 16,
+  description: "A current 6-digit code of the authenticator app (a space or dash between its halves is ignored)",
+});
+
+/** The second factor of a sign-in: a code of the app or one of the recovery codes (`k3f9q-x7m2p`). */
+export const totpOrRecoveryCode = t.String({
+  pattern: `^ *(${TOTP_CODE}|${RECOVERY_CODE}) *$`,
+  maxLength: 32,
+  description: "The 6-digit code of the authenticator app, or one of the account's recovery codes (10 characters, any case, dash optional)",
+});
 
 export const TWO_FACTOR_RESOURCES: (TSchema & { title: string })[] = [TwoFactorStatusSchema, TwoFactorEnrolmentSchema];

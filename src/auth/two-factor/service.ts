@@ -41,8 +41,19 @@ export function twoFactorStatus(db: PlatformDb, userId: string) {
   };
 }
 
-/** Starts (or starts again) an enrolment: a new secret, not in force until a first code confirms it. */
-export function startEnrolment(db: PlatformDb, secrets: SecretBox, user: { id: string; email: string }, now = Date.now()) {
+/**
+ * Starts (or starts again) an enrolment: a new secret, not in force until a first code confirms it.
+ * It takes the account's password: turning it on ends the other sessions, so a stolen session
+ * alone must not be able to turn it on with an authenticator of its own and lock the owner out.
+ */
+export async function startEnrolment(
+  db: PlatformDb,
+  secrets: SecretBox,
+  user: { id: string; email: string; passwordHash: string | null },
+  password: string,
+  now = Date.now(),
+) {
+  await assertPassword(user, password);
   if (hasTwoFactor(db, user.id)) throw new ApiError("CONFLICT", "Two-factor sign-in is already on; turn it off first to set up another authenticator");
   const secret = newTotpSecret();
   const values = { userId: user.id, secretEncrypted: secrets.encrypt(secret, associatedData(user.id)), enabledAt: null, lastUsedStep: null, createdAt: now };
@@ -79,9 +90,10 @@ export async function disableTwoFactor(
 ): Promise<void> {
   if (!hasTwoFactor(db, user.id)) throw new ApiError("TWO_FACTOR_NOT_ENABLED", "Two-factor sign-in is not on for this account");
   if (proof.code) {
-    if (!consumeSecondFactor(db, secrets, user.id, proof.code, now)) throw invalidCode();
+    // Not spent: the secret and the codes go in the same step.
+    if (!checkSecondFactor(db, secrets, user.id, proof.code, now)) throw invalidCode();
   } else if (proof.password) {
-    if (!user.passwordHash || !(await Bun.password.verify(proof.password, user.passwordHash))) throw new ApiError("WRONG_PASSWORD", "Wrong password");
+    await assertPassword(user, proof.password);
   } else {
     throw new ApiError("VALIDATION_FAILED", "Send a current `code` from the authenticator app (or a recovery code), or the account's `password`");
   }
@@ -92,22 +104,28 @@ export async function disableTwoFactor(
   });
 }
 
+/** A second factor found right and not spent yet: `spendSecondFactor` takes it, once. */
+export type SecondFactorProof = { userId: string } & ({ kind: "totp"; step: number } | { kind: "recovery"; codeHash: string });
+
 /**
  * The second step of a sign-in (login, claim, invitation acceptance by an existing account), after
- * its password was checked. An account without two-factor keeps the answer it always had. With
- * it, the answer never says whether the password was right until the code is given too: without a
- * code it is 401 `TWO_FACTOR_REQUIRED` whatever the password, and a wrong password or a wrong code
- * are the same 401 `INVALID_CREDENTIALS`. A code is spent only with the right password.
+ * its password was checked. An account without two-factor keeps the answer it always had (and
+ * gets null). With it, the answer never says whether the password was right until the code is
+ * given too: without a code it is 401 `TWO_FACTOR_REQUIRED` whatever the password, and a wrong
+ * password or a wrong code are the same 401 `INVALID_CREDENTIALS`. The code is checked against the
+ * account's secret whatever the password (the same work, so the time taken does not tell either),
+ * and nothing is spent here: the sign-in spends the proof with `spendSecondFactor` in the
+ * transaction that signs in, so a sign-in that fails after this check leaves the code unused.
  */
 export function assertSecondFactor(
   db: PlatformDb,
   secrets: SecretBox,
-  attempt: { userId: string | null; passwordValid: boolean; code: string | undefined; wrongPassword: ApiError; clientAddress: string | null },
+  attempt: { userId: string | null; passwordValid: boolean; code: string | undefined; wrongPassword: ApiError },
   now = Date.now(),
-): void {
+): SecondFactorProof | null {
   if (attempt.userId === null || !hasTwoFactor(db, attempt.userId)) {
     if (!attempt.passwordValid) throw attempt.wrongPassword;
-    return;
+    return null;
   }
   if (!attempt.code) {
     throw new ApiError(
@@ -115,39 +133,66 @@ export function assertSecondFactor(
       "This account signs in with a second factor: send the code of its authenticator app (or a recovery code) with the password",
     );
   }
-  const used = attempt.passwordValid ? consumeSecondFactor(db, secrets, attempt.userId, attempt.code, now) : null;
-  if (!used) throw new ApiError("INVALID_CREDENTIALS", "Wrong email, password or code");
-  if (used === "recovery") {
-    auditInWorkspacesOf(db, attempt.userId, "auth.recovery_code_used", { type: "user", id: attempt.userId, clientAddress: attempt.clientAddress }, now);
+  const proof = checkSecondFactor(db, secrets, attempt.userId, attempt.code, now);
+  if (!attempt.passwordValid || !proof) throw wrongCredentials();
+  return proof;
+}
+
+/**
+ * Spends a checked code, in the caller's transaction: the TOTP step becomes the last one used (the
+ * update is conditional, so two requests at once cannot both take it), or the recovery code is
+ * marked used and the use audited. 401 `INVALID_CREDENTIALS` when another request took it meanwhile.
+ */
+export function spendSecondFactor(db: PlatformDb, proof: SecondFactorProof | null, clientAddress: string | null, now = Date.now()): void {
+  if (!proof) return;
+  if (!takeSecondFactor(db, proof, now)) throw wrongCredentials();
+  if (proof.kind === "recovery") {
+    auditInWorkspacesOf(db, proof.userId, "auth.recovery_code_used", { type: "user", id: proof.userId, clientAddress }, now);
   }
 }
 
 /**
- * Spends a code: a TOTP code of a step later than the last one used (so none is taken twice, even
- * by two requests at once: the update is conditional), or an unused recovery code.
+ * Whether `code` is a current code of the app (of a step later than the last one used) or an
+ * unused recovery code of the account. Reads only.
  */
-function consumeSecondFactor(db: PlatformDb, secrets: SecretBox, userId: string, code: string, now: number): "totp" | "recovery" | null {
+function checkSecondFactor(db: PlatformDb, secrets: SecretBox, userId: string, code: string, now: number): SecondFactorProof | null {
   const row = secretRow(db, userId);
   if (!row?.enabledAt) return null;
   const candidate = normalized(code);
   if (/^\d{6}$/.test(candidate)) {
     const step = matchingStep(secrets.decrypt(row.secretEncrypted, associatedData(userId)), candidate, now, row.lastUsedStep);
-    if (step === null) return null;
-    const taken = db
-      .update(twoFactorSecrets)
-      .set({ lastUsedStep: step })
-      .where(and(eq(twoFactorSecrets.userId, userId), or(isNull(twoFactorSecrets.lastUsedStep), lt(twoFactorSecrets.lastUsedStep, step))))
-      .returning({ userId: twoFactorSecrets.userId })
-      .get();
-    return taken ? "totp" : null;
+    return step === null ? null : { userId, kind: "totp", step };
   }
-  const spent = db
-    .update(twoFactorRecoveryCodes)
-    .set({ usedAt: now })
-    .where(and(eq(twoFactorRecoveryCodes.codeHash, sha256Hex(candidate)), eq(twoFactorRecoveryCodes.userId, userId), isNull(twoFactorRecoveryCodes.usedAt)))
-    .returning({ codeHash: twoFactorRecoveryCodes.codeHash })
+  const codeHash = sha256Hex(candidate);
+  const unused = db
+    .select({ codeHash: twoFactorRecoveryCodes.codeHash })
+    .from(twoFactorRecoveryCodes)
+    .where(and(eq(twoFactorRecoveryCodes.codeHash, codeHash), eq(twoFactorRecoveryCodes.userId, userId), isNull(twoFactorRecoveryCodes.usedAt)))
     .get();
-  return spent ? "recovery" : null;
+  return unused ? { userId, kind: "recovery", codeHash } : null;
+}
+
+function takeSecondFactor(db: PlatformDb, proof: SecondFactorProof, now: number): boolean {
+  if (proof.kind === "totp") {
+    const { userId, lastUsedStep } = twoFactorSecrets;
+    return Boolean(
+      db
+        .update(twoFactorSecrets)
+        .set({ lastUsedStep: proof.step })
+        .where(and(eq(userId, proof.userId), or(isNull(lastUsedStep), lt(lastUsedStep, proof.step))))
+        .returning({ userId })
+        .get(),
+    );
+  }
+  const { codeHash, userId, usedAt } = twoFactorRecoveryCodes;
+  return Boolean(
+    db
+      .update(twoFactorRecoveryCodes)
+      .set({ usedAt: now })
+      .where(and(eq(codeHash, proof.codeHash), eq(userId, proof.userId), isNull(usedAt)))
+      .returning({ codeHash })
+      .get(),
+  );
 }
 
 export function isTwoFactorRequired(db: PlatformDb, workspaceId: string): boolean {
@@ -180,6 +225,10 @@ function auditInWorkspacesOf(db: PlatformDb, userId: string, action: "auth.two_f
   for (const workspace of workspacesOf(db, userId)) recordAuditEvent(db, { workspaceId: workspace.id, action, actor, now });
 }
 
+async function assertPassword(user: { passwordHash: string | null }, password: string) {
+  if (!user.passwordHash || !(await Bun.password.verify(password, user.passwordHash))) throw new ApiError("WRONG_PASSWORD", "Wrong password");
+}
+
 /** No 0/o or 1/l, so a code read from paper is typed right: 32 characters, 5 bits each. */
 const RECOVERY_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789";
 
@@ -191,5 +240,7 @@ function newRecoveryCode(): string {
 
 /** What a person typed: spaces and dashes dropped, lowercased. */
 const normalized = (code: string) => code.replace(/[\s-]/g, "").toLowerCase();
+
+const wrongCredentials = () => new ApiError("INVALID_CREDENTIALS", "Wrong email, password or code");
 
 const invalidCode = () => new ApiError("INVALID_TWO_FACTOR_CODE", "That code is not right (or was used already): enter the current code of the authenticator app");

@@ -109,7 +109,7 @@ function SecondFactorField() {
       name="code"
       required
       autocomplete="one-time-code"
-      maxLength={64}
+      maxLength={32}
       spellcheck={false}
       hint="The 6-digit code of your authenticator app, or one of your recovery codes."
     />

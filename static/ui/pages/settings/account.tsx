@@ -1,5 +1,5 @@
-// Settings > Account: the person's own two-factor sign-in (TOTP): turn it on (the secret and its
-// otpauth:// URI shown as text, confirmed by a first code, then the recovery codes, shown once) or
+// Settings > Account: the person's own two-factor sign-in (TOTP): turn it on (with the password,
+// then the secret and its otpauth:// URI shown as text, confirmed by a first code, then the recovery codes, shown once) or
 // off (a current code or the password). Also the page a workspace that requires it shows first.
 import { useState } from "preact/hooks";
 import { api } from "../../api";
@@ -35,8 +35,13 @@ export function TwoFactorSetup({ onEnabled }: { onEnabled: (recoveryCodes: strin
   const [enrolment, setEnrolment] = useState<{ secret: string; otpauthUri: string } | null>(null);
   if (!enrolment) {
     return (
-      <Form label="Turn on two-factor sign-in" submitText="Set up two-factor sign-in" onSubmit={async () => setEnrolment(await api("POST", "/api/auth/two-factor/setup"))}>
+      <Form
+        label="Turn on two-factor sign-in"
+        submitText="Set up two-factor sign-in"
+        onSubmit={async ({ password }) => setEnrolment(await api("POST", "/api/auth/two-factor/setup", { password }))}
+      >
         <p class="muted">Sign-ins will ask for a code from an authenticator app (any TOTP app) besides the password.</p>
+        <Field label="Your password" name="password" type="password" required autocomplete="current-password" maxLength={256} />
       </Form>
     );
   }
@@ -105,7 +110,7 @@ export function AccountTab() {
               await changed();
             }}
           >
-            <Field label="Current code (or a recovery code)" name="code" autocomplete="one-time-code" maxLength={64} />
+            <Field label="Current code (or a recovery code)" name="code" autocomplete="one-time-code" maxLength={32} />
             <Field label="Or your password" name="password" type="password" autocomplete="current-password" maxLength={256} />
           </Form>
         </>
