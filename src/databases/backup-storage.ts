@@ -78,8 +78,6 @@ async function writeFileOf(path: string, chunks: ReadableStream<Uint8Array>, onW
     }
     await flush();
     await file.sync();
-  } catch (error) {
-    throw diskFullSaid(error);
   } finally {
     await file.close();
   }
@@ -115,7 +113,6 @@ export class BackupStorage {
    */
   async write(key: string, dump: ReadableStream<Uint8Array>, options: { onWrite?: (bytes: number) => void; accept?: (stored: StoredBackup) => void | Promise<void> } = {}): Promise<StoredBackup> {
     const path = this.pathOf(key);
-    await mkdir(join(path, ".."), { recursive: true });
     const partial = path + PARTIAL;
     const sampler = new DumpSampler();
     const sampled = dump.pipeThrough(
@@ -127,6 +124,7 @@ export class BackupStorage {
       }),
     );
     try {
+      await mkdir(join(path, ".."), { recursive: true });
       const stored = { ...(await writeFileOf(partial, sampled.pipeThrough(gzip()), options.onWrite)), dump: sampler.sample() };
       await options.accept?.(stored);
       await rename(partial, path);
@@ -134,7 +132,7 @@ export class BackupStorage {
       return stored;
     } catch (error) {
       await rm(partial, { force: true });
-      throw error;
+      throw diskFullSaid(error);
     }
   }
 
