@@ -1,6 +1,7 @@
 // Backup files under `<data dir>/backups/<databaseId>/<backupId>.<format>.gz`. A dump is streamed
-// through gzip into a `.partial` file while its SHA-256 is computed; the file is fsynced and only
-// then renamed into place, so a crash never leaves a file that looks finished. Downloads stream
+// through gzip into a `.partial` file while its SHA-256 is computed; the file is fsynced, checked
+// and recorded, and only then renamed into place, so a crash never leaves a finished-looking file
+// its row cannot vouch for. A full disk fails the write with a reason that says so. Downloads stream
 // from disk (whole or one byte range), with constant memory whatever the size.
 import { mkdir, open, rename, rm } from "node:fs/promises";
 import { readdirSync, rmSync } from "node:fs";
@@ -43,37 +44,50 @@ class DumpSampler {
 }
 
 /**
- * Writes `chunks` to a new file at `path` and fsyncs it; answers its size and SHA-256. Bun's own
- * file writer and (de)compression streams: with node's stream adapters, a 1 GB backup grew the
- * server by 100 MB or more, with these it stays flat.
+ * Writes `chunks` to a new file at `path` and fsyncs it; answers its size and SHA-256. Chunks are
+ * gathered into one reused buffer and each write is awaited: an error (ENOSPC) fails this call,
+ * never the process. Bun's file writer did neither: its writes reject with no one listening, which
+ * ends the process, and its flush resolves on a file cut short. Memory stays flat whatever the size.
  */
 async function writeFileOf(path: string, chunks: ReadableStream<Uint8Array>, onWrite?: (bytes: number) => void): Promise<{ sizeBytes: number; sha256: string }> {
   const hash = new Bun.CryptoHasher("sha256");
-  const writer = Bun.file(path).writer({ highWaterMark: FLUSH_BYTES });
+  const buffer = Buffer.allocUnsafe(FLUSH_BYTES);
+  let buffered = 0;
   let sizeBytes = 0;
-  let unflushed = 0;
+  const file = await open(path, "w");
+  const flush = async () => {
+    for (let at = 0; at < buffered; ) {
+      const { bytesWritten } = await file.write(buffer, at, buffered - at);
+      if (bytesWritten === 0) throw new Error(`no byte could be written to ${path}`);
+      at += bytesWritten;
+    }
+    buffered = 0;
+  };
   try {
     for await (const chunk of chunks) {
       onWrite?.(chunk.byteLength);
       hash.update(chunk);
-      writer.write(chunk);
       sizeBytes += chunk.byteLength;
-      unflushed += chunk.byteLength;
-      if (unflushed >= FLUSH_BYTES) {
-        unflushed = 0;
-        await writer.flush();
+      for (let at = 0; at < chunk.byteLength; ) {
+        const taken = Math.min(chunk.byteLength - at, buffer.byteLength - buffered);
+        buffer.set(chunk.subarray(at, at + taken), buffered);
+        buffered += taken;
+        at += taken;
+        if (buffered === buffer.byteLength) await flush();
       }
     }
-  } finally {
-    await writer.end();
-  }
-  const file = await open(path, "r+");
-  try {
+    await flush();
     await file.sync();
   } finally {
     await file.close();
   }
   return { sizeBytes, sha256: hash.digest("hex") };
+}
+
+/** ENOSPC, said so that whoever reads a failed backup knows what to free. */
+function diskFullSaid(error: unknown): unknown {
+  if ((error as NodeJS.ErrnoException)?.code !== "ENOSPC") return error;
+  return new Error("the disk of the data directory is full (ENOSPC: no space left on device); free some space and try again");
 }
 
 export class BackupStorage {
@@ -91,13 +105,14 @@ export class BackupStorage {
   }
 
   /**
-   * Streams `dump` through gzip into the file of `key`; it exists under its name only once whole
-   * and on disk. `onWrite` is told each compressed chunk's size before it is written, and stops
-   * the write (leaving no file) by throwing.
+   * Streams `dump` through gzip into the file of `key`; it exists under its name only once whole,
+   * on disk, and accepted. `onWrite` is told each compressed chunk's size before it is written;
+   * `accept` is given the finished file before it takes its name (to check it and record its size
+   * and SHA-256, so that a crash right after the rename leaves a row the file can be checked
+   * against). Either stops the write, leaving no file, by throwing.
    */
-  async write(key: string, dump: ReadableStream<Uint8Array>, onWrite?: (bytes: number) => void): Promise<StoredBackup> {
+  async write(key: string, dump: ReadableStream<Uint8Array>, options: { onWrite?: (bytes: number) => void; accept?: (stored: StoredBackup) => void | Promise<void> } = {}): Promise<StoredBackup> {
     const path = this.pathOf(key);
-    await mkdir(join(path, ".."), { recursive: true });
     const partial = path + PARTIAL;
     const sampler = new DumpSampler();
     const sampled = dump.pipeThrough(
@@ -109,13 +124,15 @@ export class BackupStorage {
       }),
     );
     try {
-      const written = await writeFileOf(partial, sampled.pipeThrough(gzip()), onWrite);
+      await mkdir(join(path, ".."), { recursive: true });
+      const stored = { ...(await writeFileOf(partial, sampled.pipeThrough(gzip()), options.onWrite)), dump: sampler.sample() };
+      await options.accept?.(stored);
       await rename(partial, path);
       await syncDirectory(join(path, ".."));
-      return { ...written, dump: sampler.sample() };
+      return stored;
     } catch (error) {
       await rm(partial, { force: true });
-      throw error;
+      throw diskFullSaid(error);
     }
   }
 

@@ -10,7 +10,7 @@ import { ApiError } from "../http/errors";
 import { readMultipart } from "../http/multipart";
 import type { OperationActor } from "./operations";
 import type { BackupView, DatabaseBackups } from "./backups";
-import { gunzip } from "./backup-storage";
+import { gunzip, type StoredBackup } from "./backup-storage";
 
 const GZIP_MAGIC = [0x1f, 0x8b];
 
@@ -44,16 +44,16 @@ export class BackupUploads {
     try {
       await operation.run(async () => {
         const body = await this.bodyOf(request, formFile);
-        const stored = await storage.write(row.storageKey, decompressedWhenGzip(body), room.add).catch((error: Error) => {
+        const accept = (written: StoredBackup) => {
+          const problem = definition.dumpProblem(written.dump);
+          if (problem) throw new ApiError("INVALID_DUMP", `The upload is not a whole ${definition.title} dump: ${problem}`);
+          this.backups.recordStored(row.id, written);
+        };
+        const stored = await storage.write(row.storageKey, decompressedWhenGzip(body), { onWrite: room.add, accept }).catch((error: Error) => {
           if (room.refusal) throw room.refusal;
           if (error instanceof ApiError) throw error;
           throw new ApiError("INVALID_DUMP", `The upload could not be read: ${error.message}`);
         });
-        const problem = definition.dumpProblem(stored.dump);
-        if (problem) {
-          await storage.remove(row.storageKey);
-          throw new ApiError("INVALID_DUMP", `The upload is not a whole ${definition.title} dump: ${problem}`);
-        }
         await this.backups.completeStored(row, stored.sizeBytes, stored.sha256);
       });
     } catch (error) {

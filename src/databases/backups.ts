@@ -20,6 +20,7 @@ import type { BackupCopySchema, BackupSchema, BackupStatus, BackupType, BackupVe
 import type { OperationActor } from "./operations";
 import { containerNameOf, writeConfigFiles, type DatabaseRow } from "./runtime";
 import type { BackupStorage } from "./backup-storage";
+import { pauseForTest } from "../config/test-pause";
 import type { DatabaseService } from "./service";
 
 export type BackupRow = typeof databaseBackups.$inferSelect;
@@ -82,14 +83,37 @@ export class DatabaseBackups {
     });
   }
 
-  /** At start, before anything is served: backups cut off by a stop or crash are failed, and their partial files removed. */
-  closeInterrupted() {
-    this.service.db
-      .update(databaseBackups)
-      .set({ status: "failed", error: INTERRUPTED_BACKUP, finishedAt: this.service.now() })
-      .where(eq(databaseBackups.status, "running"))
-      .run();
+  /**
+   * At start, before anything is served: backups cut off by a stop or crash are closed. One whose
+   * file was finished, checked and recorded (size and SHA-256) before it took its name is finished
+   * from that file once it is found to match; any other is failed. A failed backup keeps no file,
+   * and partial files are removed. The promise settles once the recorded ones are finished.
+   */
+  closeInterrupted(): Promise<void> {
+    const cut = this.service.db.select().from(databaseBackups).where(eq(databaseBackups.status, "running")).all();
+    const unrecorded = cut.filter((row) => row.sha256 === null).map((row) => row.id);
+    if (unrecorded.length) {
+      this.service.db
+        .update(databaseBackups)
+        .set({ status: "failed", error: INTERRUPTED_BACKUP, finishedAt: this.service.now() })
+        .where(inArray(databaseBackups.id, unrecorded))
+        .run();
+    }
     this.storage.removePartials();
+    return this.settleInterrupted(cut.filter((row) => row.sha256 !== null));
+  }
+
+  private async settleInterrupted(recorded: BackupRow[]) {
+    for (const row of recorded) {
+      const problem = await this.storage.problemWith(row.storageKey, row.sizeBytes, row.sha256).catch((error: Error) => error.message);
+      if (problem) {
+        this.finish(row.id, { status: "failed", error: `${INTERRUPTED_BACKUP}, and ${problem}` });
+        continue;
+      }
+      await this.completeStored(row, row.sizeBytes, row.sha256!).catch((error: Error) => this.finish(row.id, { status: "failed", error: error.message }));
+    }
+    const failed = this.service.db.select({ storageKey: databaseBackups.storageKey }).from(databaseBackups).where(eq(databaseBackups.status, "failed")).all();
+    for (const row of failed) await this.storage.remove(row.storageKey).catch(() => undefined);
   }
 
   list(workspaceId: string, databaseId: string) {
@@ -255,15 +279,22 @@ export class DatabaseBackups {
       } else {
         exec = await target.driver.execStream(containerId, { command: command.argv, env: command.env, idleTimeoutMs });
       }
-      const [stored, result] = await Promise.all([this.storage.write(row.storageKey, exec.stdout, room?.add), exec.done]);
-      const problem =
-        result.exitCode !== 0
-          ? `${command.argv[0]} exited with ${result.exitCode}: ${lastLine(result.stderr) || "no message"}`
-          : target.definition.dumpProblem(stored.dump);
-      if (problem) {
-        await this.storage.remove(row.storageKey);
-        throw new Error(problem);
-      }
+      const ended = exec.done;
+      // Awaited only once the file is written: a write that fails first must not leave it unheard.
+      ended.catch(() => undefined);
+      const stored = await this.storage.write(row.storageKey, exec.stdout, {
+        onWrite: room?.add,
+        accept: async (written) => {
+          const result = await ended;
+          const problem =
+            result.exitCode !== 0
+              ? `${command.argv[0]} exited with ${result.exitCode}: ${lastLine(result.stderr) || "no message"}`
+              : target.definition.dumpProblem(written.dump);
+          if (problem) throw new Error(problem);
+          this.recordStored(row.id, written);
+        },
+      });
+      await pauseForTest("backup.placed");
       await this.completeStored(row, stored.sizeBytes, stored.sha256);
     } catch (error) {
       // A refusal by the quota cancels the dump's stream, which the exec may then report first.
@@ -282,7 +313,6 @@ export class DatabaseBackups {
    * `completed` (or `failed`, with what each destination answered, when one copy failed).
    */
   async completeStored(row: BackupRow, sizeBytes: number, sha256: string) {
-    this.finish(row.id, { status: "running", sizeBytes, sha256 }, { finished: false });
     if (this.destinations) {
       const copies = await this.destinations.copy(row.storageKey, sha256);
       const failed = copies.filter((copy) => copy.status !== "completed");
@@ -297,6 +327,11 @@ export class DatabaseBackups {
       return;
     }
     this.finish(row.id, { status: "completed" });
+  }
+
+  /** The size and SHA-256 of a running backup's finished file, recorded before the file takes its name. */
+  recordStored(backupId: string, stored: { sizeBytes: number; sha256: string }) {
+    this.finish(backupId, { sizeBytes: stored.sizeBytes, sha256: stored.sha256 }, { finished: false });
   }
 
   /** Updates a backup; `finishedAt` is set unless it goes on. */

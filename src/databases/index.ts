@@ -76,8 +76,8 @@ export function databasesRoutes(ctx: ServerContext) {
   const uploads = new BackupUploads(backups, ctx.config.backups.uploadMaxBytes);
   const schedules = new BackupSchedules(backups, (database, backup) => verifier.verify(database, backup));
   // Schedules start once interrupted backups are closed and interrupted restores finished: a run begun earlier would race them.
-  backups.closeInterrupted();
-  service.track(restores.recoverInterrupted().finally(() => schedules.start()));
+  const backupsClosed = backups.closeInterrupted();
+  service.track(backupsClosed.then(() => restores.recoverInterrupted()).finally(() => schedules.start()));
   const withOperation = <T extends { operationId: string }>(result: T) => ({ ...result, operation: service.operations.get(result.operationId) });
 
   const routes = new Elysia({ prefix: "/api/databases", tags: ["Databases"] })
