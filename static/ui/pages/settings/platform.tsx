@@ -18,6 +18,7 @@ interface ReconcileReport {
   at: string;
   unreachableMachines: string[];
   unknownContainers: { machineId: string; id: string; name: string; state: string }[];
+  removedContainers: { machineId: string; id: string; name: string; state: string }[];
 }
 
 interface PlatformConfig {
@@ -89,6 +90,15 @@ export function PlatformTab() {
   );
 }
 
+function containerRows(containers: ReconcileReport["unknownContainers"]) {
+  return containers.map((container) => [
+    container.name,
+    <code>{container.machineId}</code>,
+    container.state,
+    <code>{container.id.slice(0, SHORT_ID_LENGTH)}</code>,
+  ]);
+}
+
 function ReconcileSummary({ report }: { report: ReconcileReport | null }) {
   if (!report) return <p class="empty">The first check of the engines has not run yet.</p>;
   return (
@@ -104,12 +114,13 @@ function ReconcileSummary({ report }: { report: ReconcileReport | null }) {
         caption="Unknown containers"
         headings={["Name", "Machine", "State", "Container id"]}
         empty="None: every labelled container belongs to an app or a database."
-        rows={report.unknownContainers.map((container) => [
-          container.name,
-          <code>{container.machineId}</code>,
-          container.state,
-          <code>{container.id.slice(0, SHORT_ID_LENGTH)}</code>,
-        ])}
+        rows={containerRows(report.unknownContainers)}
+      />
+      <Table
+        caption="Removed by the last check"
+        headings={["Name", "Machine", "State", "Container id"]}
+        empty="None: every app had only the containers it serves from or is releasing."
+        rows={containerRows(report.removedContainers)}
       />
     </>
   );
