@@ -104,8 +104,9 @@ function ReconcileSummary({ report }: { report: ReconcileReport | null }) {
   return (
     <>
       <p class="muted">
-        Containers that carry the platform's label but belong to no app or database of this workspace. They are
-        reported, never deleted. Last checked <When iso={report.at} />.
+        Containers that carry the platform's label but belong to no app or database of this workspace are reported,
+        never deleted. Those of an app that it neither serves from nor is releasing (a crash mid-release leaves them)
+        are removed. Last checked <When iso={report.at} />.
       </p>
       {report.unreachableMachines.length > 0 && (
         <p class="platform-warning">Could not list the containers of: {report.unreachableMachines.join(", ")}.</p>
