@@ -12,7 +12,7 @@ import type { ProxyRoutes } from "../proxy/routes";
 import type { Certificates } from "../certificates/service";
 import type { DnsChecker } from "../certificates/dns-check";
 import type { DockerDriver } from "../docker/driver";
-import { LABEL_APP, LABEL_BUILD, LABEL_MANAGED, LABEL_WORKSPACE } from "../docker/container-spec";
+import { LABEL_APP, LABEL_BUILD, LABEL_MANAGED, LABEL_SETTINGS, LABEL_WORKSPACE } from "../docker/container-spec";
 import { ensureWorkspaceNetwork, workspaceNetworkName } from "../docker/workspace-network";
 import { ApiError } from "../http/errors";
 import { randomBase62 } from "../crypto/tokens";
@@ -48,6 +48,26 @@ const DRAIN_MS = 1_000;
 
 class ReleaseFailed extends Error {}
 
+/**
+ * What an app container is made from besides its image: its env and limits, and a digest of them
+ * (labelled on the container) so a start can tell a container made before an acknowledged change.
+ */
+export function containerSettings(ctx: AppsContext, app: AppRow) {
+  const port = app.exposePort ?? DEFAULT_EXPOSE_PORT;
+  const user = ctx.config.appUser;
+  const cpus = app.cpus ?? ctx.config.defaultCpus;
+  const env: Record<string, string> = { ...(user && { HOME: "/tmp" }), ...readEnvVars(ctx.db, ctx.secrets, app.id), PORT: String(port) };
+  const digest = new Bun.CryptoHasher("sha256").update(JSON.stringify({ env, memoryMB: app.memoryMB, cpus, user: user ?? null })).digest("hex");
+  return { port, user, cpus, env, digest };
+}
+
+/** Tests only (PLATFORM_TEST_PAUSE_AT): logs the step and never returns, so a test can kill the server there. */
+async function pauseForTest(config: Config, step: "release-started" | "release-switched") {
+  if (config.testPauseAt !== step) return;
+  console.log(`[test] paused at ${step}`);
+  await new Promise(() => {});
+}
+
 function preemptedReason(signal: AbortSignal): string {
   return signal.reason instanceof Preempted ? signal.reason.message : "cancelled";
 }
@@ -63,6 +83,8 @@ interface Lane {
 
 export class Deployer {
   private readonly lanes = new Map<string, Lane>();
+  /** Per app, the names and ids of containers a release in progress is making or retiring: the reconciler leaves them alone. */
+  private readonly containersInHand = new Map<string, Set<string>>();
 
   /** Runs builds: slots, timeout, cancel (./builder.ts). */
   readonly builder: Builder;
@@ -115,6 +137,12 @@ export class Deployer {
     return this.lanes.has(appId);
   }
 
+  /** Whether a release in progress is making or retiring this container of the app. */
+  inHand(appId: string, container: { id: string; name: string }): boolean {
+    const held = this.containersInHand.get(appId);
+    return !!held && (held.has(container.id) || held.has(container.name));
+  }
+
   private app(appId: string): AppRow | undefined {
     return this.ctx.db.select().from(apps).where(eq(apps.id, appId)).get();
   }
@@ -153,10 +181,13 @@ export class Deployer {
     const app = this.app(appId);
     if (!app || app.status === "deleting" || signal?.aborted) return;
     const driver = this.ctx.machines.get(app.machineId);
-    this.setStatus(appId, "starting", null);
+    this.setStatus(appId, "starting", null, { releasingBuildId: buildId });
+    const held = new Set<string>();
+    this.containersInHand.set(appId, held);
     let containerId: string | null = null;
     try {
-      containerId = await this.startContainer(driver, app, buildId, image, log);
+      containerId = await this.startContainer(driver, app, buildId, image, log, held);
+      await pauseForTest(this.ctx.config, "release-started");
       const upstream = await this.waitForContainer(driver, app, containerId, log, signal);
       if (app.autoRestart) await driver.setRestartPolicy(containerId, "unless-stopped");
       const hostPort = (await driver.inspectContainer(containerId)).ports[upstream.port] ?? null;
@@ -164,7 +195,9 @@ export class Deployer {
       if (signal?.aborted) throw signal.reason;
       const previous = this.app(appId);
       if (!previous || previous.status === "deleting") throw new ReleaseFailed("the app was deleted during the deploy");
-      this.setStatus(appId, "running", null, { containerId, hostPort, servingPort: upstream.port, currentBuildId: buildId });
+      // Retired by this release after the drain, not by a reconciliation meanwhile.
+      if (previous.containerId) held.add(previous.containerId);
+      this.setStatus(appId, "running", null, { containerId, hostPort, servingPort: upstream.port, currentBuildId: buildId, releasingBuildId: null });
       if (previous.subdomain) {
         this.ctx.proxyRoutes.set(previous.subdomain, { ...upstream, ...routePolicyOf(previous, this.ctx.config.proxyRateLimits) });
         // A first release: its host gets a certificate now rather than at the next scheduled check.
@@ -172,6 +205,7 @@ export class Deployer {
       }
       log(`==> Serving from container ${containerId.slice(0, 12)} on port ${upstream.port}`);
       onServing?.();
+      await pauseForTest(this.ctx.config, "release-switched");
       if (previous.containerId && previous.containerId !== containerId) {
         const old = previous.containerId;
         await Bun.sleep(DRAIN_MS);
@@ -190,20 +224,24 @@ export class Deployer {
       log(`==> Release failed: ${reason}`);
       if (containerId) await driver.removeContainer(containerId, APP_CONTAINER_REMOVAL).catch(() => {});
       await this.afterFailure(appId, `Deploy of build ${buildId} failed: ${reason}`);
+    } finally {
+      this.containersInHand.delete(appId);
+      this.ctx.db.update(apps).set({ releasingBuildId: null }).where(eq(apps.id, appId)).run();
     }
   }
 
-  private async startContainer(driver: DockerDriver, app: AppRow, buildId: string, image: string, log: (line: string) => void) {
-    const port = app.exposePort ?? DEFAULT_EXPOSE_PORT;
-    const labels = { [LABEL_MANAGED]: "true", [LABEL_WORKSPACE]: app.workspaceId, [LABEL_APP]: app.id, [LABEL_BUILD]: buildId };
-    const network = await ensureWorkspaceNetwork(driver, app.workspaceId);
+  /** `held` gets the container's name before the engine is asked to create it: the reconciler may list it before the answer. */
+  private async startContainer(driver: DockerDriver, app: AppRow, buildId: string, image: string, log: (line: string) => void, held: Set<string>) {
     // Non-root by default (PLATFORM_APP_USER): /app stays root-owned and readable, HOME is writable.
-    const user = this.ctx.config.appUser;
-    const cpus = app.cpus ?? this.ctx.config.defaultCpus;
+    const { port, user, cpus, env, digest } = containerSettings(this.ctx, app);
+    const labels = { [LABEL_MANAGED]: "true", [LABEL_WORKSPACE]: app.workspaceId, [LABEL_APP]: app.id, [LABEL_BUILD]: buildId, [LABEL_SETTINGS]: digest };
+    const network = await ensureWorkspaceNetwork(driver, app.workspaceId);
+    const name = `app-${app.id.toLowerCase()}-${randomBase62(6).toLowerCase()}`;
+    held.add(name);
     const containerId = await driver.createContainer({
-      name: `app-${app.id.toLowerCase()}-${randomBase62(6).toLowerCase()}`,
+      name,
       image,
-      env: { ...(user && { HOME: "/tmp" }), ...readEnvVars(this.ctx.db, this.ctx.secrets, app.id), PORT: String(port) },
+      env,
       labels,
       memoryMB: app.memoryMB,
       cpus,

@@ -1,14 +1,15 @@
 // Keeping apps and the engine in step: the reconciler's owner of app containers (a container that
-// stopped on its own is recorded), the proxy route of a serving container, and the recovery of
-// builds, deploys, stops and deletions a platform restart interrupted.
-import { and, eq, inArray, isNotNull } from "drizzle-orm";
+// stopped on its own is recorded; one the app's state does not name is removed), the proxy route of
+// a serving container, and the recovery of builds, releases, env changes, stops and deletions a
+// platform restart interrupted.
+import { and, eq, inArray, isNotNull, notInArray } from "drizzle-orm";
 import { apps, builds } from "../db/schema";
-import { LABEL_APP } from "../docker/container-spec";
+import { LABEL_APP, LABEL_BUILD, LABEL_SETTINGS } from "../docker/container-spec";
 import { DockerNotFound } from "../docker/driver";
 import { workspaceNetworkName } from "../docker/workspace-network";
 import type { ContainerOwner, ManagedContainer } from "../machines/reconciler";
-import type { AppRow, AppsContext, Deployer } from "./deployer";
-import { DEFAULT_EXPOSE_PORT, SERVING_STATUSES, UNFINISHED_BUILD_STATUSES } from "./model";
+import { APP_CONTAINER_REMOVAL, containerSettings, type AppRow, type AppsContext, type Deployer } from "./deployer";
+import { DEFAULT_EXPOSE_PORT, SERVING_STATUSES, UNFINISHED_BUILD_STATUSES, type BuildStatus } from "./model";
 import { routePolicyOf } from "./rate-limits";
 
 export class AppRecovery implements ContainerOwner {
@@ -45,6 +46,35 @@ export class AppRecovery implements ContainerOwner {
   }
 
   /**
+   * Reconciler: an app has its serving container, plus the one a release in progress is making;
+   * every other container labelled for it (a release or restart the platform was killed in left
+   * it) is stopped and removed. A build's own container is left to its build (or to the recovery
+   * after a restart). Returns the containers removed.
+   */
+  async retire(containers: ManagedContainer[]): Promise<ManagedContainer[]> {
+    const removed: ManagedContainer[] = [];
+    for (const container of containers) {
+      const app = this.row(container.labels[LABEL_APP]!);
+      if (!app || app.status === "deleting" || container.id === app.containerId || this.deployer.inHand(app.id, container)) continue;
+      const buildId = container.labels[LABEL_BUILD];
+      const build = buildId ? this.ctx.db.select({ status: builds.status }).from(builds).where(eq(builds.id, buildId)).get() : undefined;
+      if (build && UNFINISHED_BUILD_STATUSES.includes(build.status as BuildStatus)) continue;
+      // Read again after the engine's answer: a release that switched meanwhile serves from it now.
+      if (this.row(app.id)?.containerId === container.id) continue;
+      try {
+        const driver = this.ctx.machines.get(container.machineId);
+        await driver.stopContainer(container.id, 10).catch(() => {});
+        await driver.removeContainer(container.id, APP_CONTAINER_REMOVAL);
+        removed.push(container);
+        console.warn(`[apps] removed container ${container.name} (${container.id.slice(0, 12)}) of ${app.id}: not the one it serves from`);
+      } catch (error) {
+        if (!(error instanceof DockerNotFound)) console.warn(`[apps] could not remove container ${container.id.slice(0, 12)} of ${app.id}: ${(error as Error).message}`);
+      }
+    }
+    return removed;
+  }
+
+  /**
    * Points the proxy at the app's serving container again (at start, after a restart by the engine,
    * after a subdomain change), on the port that container really serves on. The row is read again
    * after the engine answers: a release that switched meanwhile has routed the new container itself.
@@ -68,9 +98,11 @@ export class AppRecovery implements ContainerOwner {
   }
 
   /**
-   * After the platform restarts: builds it was running are marked failed, apps it was deploying
-   * get the status their containers really have, deletions it was doing are finished, leftover
-   * uploads are removed, and the proxy routes are restored.
+   * After the platform restarts: builds it was running, and built ones whose release it was
+   * starting, are marked failed, apps it was deploying get the status their containers really
+   * have, deletions it was doing are finished, leftover uploads are removed, an app serving from a
+   * container made before its last env or limits change is restarted, and the proxy routes are
+   * restored. (The reconciliation that follows removes the containers nothing serves from.)
    */
   async recoverAfterRestart() {
     // Moved aside before the first await: a deploy accepted meanwhile must keep its fresh upload.
@@ -86,12 +118,27 @@ export class AppRecovery implements ContainerOwner {
       .where(and(unfinished, eq(builds.trigger, "rollback"), isNotNull(builds.image)))
       .returning()
       .all();
+    // Built, but its release never switched: it never served.
+    const releasing = this.ctx.db.select({ id: apps.releasingBuildId }).from(apps);
+    const served = this.ctx.db.select({ id: apps.currentBuildId }).from(apps).where(isNotNull(apps.currentBuildId));
+    const interruptedReleases = this.ctx.db
+      .update(builds)
+      .set({ status: "failed", error: "interrupted by a platform restart", finishedAt: now })
+      .where(and(eq(builds.status, "succeeded"), inArray(builds.id, releasing), notInArray(builds.id, served)))
+      .returning()
+      .all();
+    this.ctx.db.update(apps).set({ releasingBuildId: null }).where(isNotNull(apps.releasingBuildId)).run();
     const interruptedBuilds = this.ctx.db
       .update(builds)
       .set({ status: "failed", error: "interrupted by a platform restart", finishedAt: now })
       .where(unfinished)
       .returning()
       .all();
+    // An interrupted release's container is removed by the reconciliation (and listed in its report); its image goes with the next release's retention.
+    for (const build of interruptedReleases) {
+      this.ctx.buildLogs.append(build.appId, build.id, "==> Not released: interrupted by a platform restart");
+      this.ctx.buildLogs.finish(build.id);
+    }
     for (const build of [...interruptedRollbacks, ...interruptedBuilds]) {
       this.ctx.buildLogs.append(build.appId, build.id, "==> Interrupted by a platform restart");
       this.ctx.buildLogs.finish(build.id);
@@ -122,6 +169,27 @@ export class AppRecovery implements ContainerOwner {
       }
     }
     await leftoversRemoved;
-    for (const app of this.ctx.db.select().from(apps).where(eq(apps.status, "running")).all()) await this.restoreRoute(app.id);
+    for (const app of this.ctx.db.select().from(apps).where(eq(apps.status, "running")).all()) {
+      await this.restoreRoute(app.id);
+      await this.restartIfSettingsChanged(app);
+    }
+  }
+
+  /**
+   * An env or limits change is acknowledged before the restart that applies it: one the platform
+   * was killed before finishing would leave the app serving the old settings. A container without
+   * the label was made before labels existed and is left as it is.
+   */
+  private async restartIfSettingsChanged(app: AppRow) {
+    if (!app.containerId || !app.currentBuildId) return;
+    const made = await this.ctx.machines
+      .get(app.machineId)
+      .inspectContainer(app.containerId)
+      .then((state) => state.labels[LABEL_SETTINGS], () => undefined);
+    const image = this.ctx.db.select({ image: builds.image }).from(builds).where(eq(builds.id, app.currentBuildId)).get()?.image;
+    if (!made || !image || made === containerSettings(this.ctx, app).digest) return;
+    console.log(`[apps] ${app.id} serves from a container made before its last env or limits change: restarting it`);
+    const buildId = app.currentBuildId;
+    this.deployer.schedule(app.id, (signal) => this.deployer.release(app.id, buildId, image, undefined, signal));
   }
 }

@@ -17,6 +17,7 @@ import m0011 from "./migrations/0011_two_factor.sql" with { type: "text" };
 import m0012 from "./migrations/0012_domains.sql" with { type: "text" };
 import m0013 from "./migrations/0013_webhooks.sql" with { type: "text" };
 import m0014 from "./migrations/0014_domains_takeover.sql" with { type: "text" };
+import m0015 from "./migrations/0015_release_recovery.sql" with { type: "text" };
 
 export const EMBEDDED_MIGRATIONS: Record<string, string> = {
   "0000_init": m0000,
@@ -34,6 +35,7 @@ export const EMBEDDED_MIGRATIONS: Record<string, string> = {
   "0012_domains": m0012,
   "0013_webhooks": m0013,
   "0014_domains_takeover": m0014,
+  "0015_release_recovery": m0015,
 };
 
 export interface MigrationMeta {

@@ -150,6 +150,11 @@ export const apps = sqliteTable(
     machineId: text("machine_id").notNull(),
     /** The build whose image the serving container runs. */
     currentBuildId: text("current_build_id"),
+    /**
+     * The build a release in progress is starting a container of; null once the release ends. Found
+     * set at start, it names a release a platform restart interrupted (src/apps/recovery.ts).
+     */
+    releasingBuildId: text("releasing_build_id"),
     containerId: text("container_id"),
     /** Host port on 127.0.0.1 the serving container's exposed port is published on. */
     hostPort: integer("host_port"),

@@ -9,6 +9,8 @@ export const LABEL_WORKSPACE = "platform.workspace";
 export const LABEL_APP = "platform.app";
 export const LABEL_DATABASE = "platform.database";
 export const LABEL_BUILD = "platform.build";
+/** A digest of the env and limits an app container was made from: compared with the app's own at start. */
+export const LABEL_SETTINGS = "platform.settings";
 
 /** Capabilities an image may get back; the official database images need these to chown their data dir and drop to their user. */
 export const ALLOWED_CAPABILITIES = ["CHOWN", "SETUID", "SETGID", "DAC_OVERRIDE", "FOWNER", "NET_BIND_SERVICE"] as const;

@@ -28,7 +28,8 @@ export function machinesRoutes(ctx: ServerContext) {
           description:
             "Answers `machines`: id (use it as `machineId`; `local` is the platform's own engine and the automatic choice), " +
             "status (`online` or `unreachable`), dockerVersion, apiVersion; and `reconcile`, the last reconciliation: " +
-            "containers of this workspace that carry the platform's label but belong to no known app or database (reported, never deleted).",
+            "containers of this workspace that carry the platform's label but belong to no known app or database (reported, never deleted), " +
+            "and those of a known app that were neither serving nor being released (removed; a release or restart the platform was killed in leaves them).",
         },
       },
     )

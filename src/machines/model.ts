@@ -16,15 +16,23 @@ export const MachineSchema = resource(
   "A Docker engine the platform places apps and databases on.",
 );
 
+const labelledContainerFields = {
+  machineId: t.String(),
+  id: t.String({ description: "The container's id on its engine" }),
+  name: t.String(),
+  state: t.String({ description: "The engine's state of it: `running`, `exited`..." }),
+};
+
 export const UnknownContainerSchema = resource(
   "UnknownContainer",
-  {
-    machineId: t.String(),
-    id: t.String({ description: "The container's id on its engine" }),
-    name: t.String(),
-    state: t.String({ description: "The engine's state of it: `running`, `exited`..." }),
-  },
+  labelledContainerFields,
   "A container that carries the platform's label but belongs to no known app or database: reported, never deleted.",
+);
+
+export const RemovedContainerSchema = resource(
+  "RemovedContainer",
+  labelledContainerFields,
+  "A container of a known app that its state did not have (neither serving nor being released), as it was when removed.",
 );
 
 export const ReconcileReportSchema = resource(
@@ -33,8 +41,13 @@ export const ReconcileReportSchema = resource(
     at: timestamp("When the reconciliation ran"),
     unreachableMachines: t.Array(t.String(), { description: "Machines whose containers could not be listed" }),
     unknownContainers: t.Array(ref(UnknownContainerSchema), { description: "This workspace's only" }),
+    removedContainers: t.Array(ref(RemovedContainerSchema), {
+      description:
+        "This workspace's only: containers of a known app that were neither its serving container nor one a release in progress is making " +
+        "(left by a release or restart the platform was killed in), stopped and removed by this run",
+    }),
   },
   "The last reconciliation of the database with what the engines run.",
 );
 
-export const MACHINE_RESOURCES: (TSchema & { title: string })[] = [MachineSchema, UnknownContainerSchema, ReconcileReportSchema];
+export const MACHINE_RESOURCES: (TSchema & { title: string })[] = [MachineSchema, UnknownContainerSchema, RemovedContainerSchema, ReconcileReportSchema];

@@ -1,7 +1,8 @@
 // Keeps the database in step with what the engines really run. At start and on a croner
 // schedule it lists every container carrying the platform's label, hands each domain (apps,
-// databases) the containers of its label so it can sync their status, and reports labelled
-// containers that nobody knows. It never deletes anything: an unknown container is only reported.
+// databases) the containers of its label so it can sync their status and retire those its state
+// no longer has (the report lists them), and reports labelled containers that nobody knows. An
+// unknown container is only reported, never deleted.
 import { Cron } from "croner";
 import { LABEL_MANAGED } from "../docker/container-spec";
 import type { Machines } from "./service";
@@ -19,11 +20,15 @@ export interface ContainerOwner {
   label: string;
   /** Records the live state of the given containers; returns the label values it knows. */
   sync(containers: ManagedContainer[]): Set<string> | Promise<Set<string>>;
+  /** Stops and removes those of the given containers (each of a known resource) that its state does not have; returns them. */
+  retire?(containers: ManagedContainer[]): Promise<ManagedContainer[]>;
 }
 
 export interface ReconcileReport {
   at: string;
   unknownContainers: ManagedContainer[];
+  /** Containers of known resources that their state did not have, removed by this run. */
+  removedContainers: ManagedContainer[];
   unreachableMachines: string[];
 }
 
@@ -50,16 +55,19 @@ export class Reconciler {
       }
     }
     const claimed = new Set<ManagedContainer>();
+    const removedContainers: ManagedContainer[] = [];
     for (const owner of this.owners) {
       const owned = containers.filter((container) => container.labels[owner.label] !== undefined);
       const known = await owner.sync(owned);
-      for (const container of owned) if (known.has(container.labels[owner.label]!)) claimed.add(container);
+      const ownedKnown = owned.filter((container) => known.has(container.labels[owner.label]!));
+      for (const container of ownedKnown) claimed.add(container);
+      if (owner.retire) removedContainers.push(...(await owner.retire(ownedKnown)));
     }
     const unknownContainers = containers.filter((container) => !claimed.has(container));
     for (const container of unknownContainers) {
       console.warn(`[reconciler] container ${container.name} (${container.id.slice(0, 12)}) on ${container.machineId} carries the platform label but is not known; left in place`);
     }
-    this.lastReport = { at: new Date().toISOString(), unknownContainers, unreachableMachines };
+    this.lastReport = { at: new Date().toISOString(), unknownContainers, removedContainers, unreachableMachines };
     return this.lastReport;
   }
 

@@ -62,15 +62,20 @@ export class Machines {
   }
 }
 
+function ofWorkspace(containers: ReconcileReport["unknownContainers"], workspaceId: string) {
+  return containers
+    .filter((container) => container.labels[LABEL_WORKSPACE] === workspaceId)
+    .map(({ machineId, id, name, state }) => ({ machineId, id, name, state }));
+}
+
 /** A reconciliation as one workspace sees it: only its own strays, since other workspaces' container names are theirs to see. */
 export function reportForWorkspace(report: ReconcileReport | null, workspaceId: string): Static<typeof ReconcileReportSchema> | null {
   return (
     report && {
       at: report.at,
       unreachableMachines: report.unreachableMachines,
-      unknownContainers: report.unknownContainers
-        .filter((container) => container.labels[LABEL_WORKSPACE] === workspaceId)
-        .map(({ machineId, id, name, state }) => ({ machineId, id, name, state })),
+      unknownContainers: ofWorkspace(report.unknownContainers, workspaceId),
+      removedContainers: ofWorkspace(report.removedContainers, workspaceId),
     }
   );
 }

@@ -1,5 +1,5 @@
 // The reconciler against the real engine: it hands each owner its labelled containers, reports
-// labelled containers nobody knows, and never deletes them.
+// labelled containers nobody knows and never deletes them, and lists what an owner retired.
 import { afterAll, expect, test } from "bun:test";
 import { Machines } from "../../../src/machines/service";
 import { Reconciler, type ManagedContainer } from "../../../src/machines/reconciler";
@@ -48,9 +48,29 @@ test("known containers go to their owner, unknown ones are reported and left run
   expect(inspected.State.Running).toBe(true);
 });
 
+test("an owner retires only containers of resources it knows, and the report lists them", async () => {
+  const known = await labelledContainer("app_retiring");
+  const stray = await labelledContainer(`app_stray_${Date.now()}`);
+  const reconciler = new Reconciler(new Machines(new Map([["local", driver]])));
+  const offered: string[] = [];
+  reconciler.register({
+    label: LABEL_APP,
+    sync: () => new Set(["app_retiring"]),
+    async retire(containers) {
+      offered.push(...containers.map((container) => container.id));
+      return containers.filter((container) => container.id === known);
+    },
+  });
+  const report = await reconciler.run();
+  expect(offered).toContain(known);
+  expect(offered).not.toContain(stray);
+  expect(report.removedContainers.map((container) => container.id)).toEqual([known]);
+});
+
 test("an unreachable machine is reported, not fatal", async () => {
   const machines = Machines.fromConfig({ ...config, dockerHost: "unix:///nonexistent/docker.sock" });
   const report = await new Reconciler(machines).run();
   expect(report.unreachableMachines).toEqual(["local"]);
   expect(report.unknownContainers).toEqual([]);
+  expect(report.removedContainers).toEqual([]);
 });

@@ -18,6 +18,7 @@ interface ReconcileReport {
   at: string;
   unreachableMachines: string[];
   unknownContainers: { machineId: string; id: string; name: string; state: string }[];
+  removedContainers: { machineId: string; id: string; name: string; state: string }[];
 }
 
 interface PlatformConfig {
@@ -89,13 +90,23 @@ export function PlatformTab() {
   );
 }
 
+function containerRows(containers: ReconcileReport["unknownContainers"]) {
+  return containers.map((container) => [
+    container.name,
+    <code>{container.machineId}</code>,
+    container.state,
+    <code>{container.id.slice(0, SHORT_ID_LENGTH)}</code>,
+  ]);
+}
+
 function ReconcileSummary({ report }: { report: ReconcileReport | null }) {
   if (!report) return <p class="empty">The first check of the engines has not run yet.</p>;
   return (
     <>
       <p class="muted">
-        Containers that carry the platform's label but belong to no app or database of this workspace. They are
-        reported, never deleted. Last checked <When iso={report.at} />.
+        Containers that carry the platform's label but belong to no app or database of this workspace are reported,
+        never deleted. Those of an app that it neither serves from nor is releasing (a crash mid-release leaves them)
+        are removed. Last checked <When iso={report.at} />.
       </p>
       {report.unreachableMachines.length > 0 && (
         <p class="platform-warning">Could not list the containers of: {report.unreachableMachines.join(", ")}.</p>
@@ -104,12 +115,13 @@ function ReconcileSummary({ report }: { report: ReconcileReport | null }) {
         caption="Unknown containers"
         headings={["Name", "Machine", "State", "Container id"]}
         empty="None: every labelled container belongs to an app or a database."
-        rows={report.unknownContainers.map((container) => [
-          container.name,
-          <code>{container.machineId}</code>,
-          container.state,
-          <code>{container.id.slice(0, SHORT_ID_LENGTH)}</code>,
-        ])}
+        rows={containerRows(report.unknownContainers)}
+      />
+      <Table
+        caption="Removed by the last check"
+        headings={["Name", "Machine", "State", "Container id"]}
+        empty="None: every app had only the containers it serves from or is releasing."
+        rows={containerRows(report.removedContainers)}
       />
     </>
   );

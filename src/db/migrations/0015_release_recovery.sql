@@ -1,0 +1,1 @@
+ALTER TABLE `apps` ADD `releasing_build_id` text;
