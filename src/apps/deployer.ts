@@ -6,6 +6,7 @@ import { eq } from "drizzle-orm";
 import type { PlatformDb } from "../db";
 import { apps } from "../db/schema";
 import type { Config } from "../config";
+import { pauseForTest } from "../config/test-pause";
 import type { SecretBox } from "../crypto/secrets";
 import type { Machines } from "../machines/service";
 import type { ProxyRoutes } from "../proxy/routes";
@@ -59,13 +60,6 @@ export function containerSettings(ctx: AppsContext, app: AppRow) {
   const env: Record<string, string> = { ...(user && { HOME: "/tmp" }), ...readEnvVars(ctx.db, ctx.secrets, app.id), PORT: String(port) };
   const digest = new Bun.CryptoHasher("sha256").update(JSON.stringify({ env, memoryMB: app.memoryMB, cpus, user: user ?? null })).digest("hex");
   return { port, user, cpus, env, digest };
-}
-
-/** Tests only (PLATFORM_TEST_PAUSE_AT): logs the step and never returns, so a test can kill the server there. */
-async function pauseForTest(config: Config, step: "release-started" | "release-switched") {
-  if (config.testPauseAt !== step) return;
-  console.log(`[test] paused at ${step}`);
-  await new Promise(() => {});
 }
 
 function preemptedReason(signal: AbortSignal): string {
@@ -187,7 +181,7 @@ export class Deployer {
     let containerId: string | null = null;
     try {
       containerId = await this.startContainer(driver, app, buildId, image, log, held);
-      await pauseForTest(this.ctx.config, "release-started");
+      await pauseForTest("release.started");
       const upstream = await this.waitForContainer(driver, app, containerId, log, signal);
       if (app.autoRestart) await driver.setRestartPolicy(containerId, "unless-stopped");
       const hostPort = (await driver.inspectContainer(containerId)).ports[upstream.port] ?? null;
@@ -205,7 +199,7 @@ export class Deployer {
       }
       log(`==> Serving from container ${containerId.slice(0, 12)} on port ${upstream.port}`);
       onServing?.();
-      await pauseForTest(this.ctx.config, "release-switched");
+      await pauseForTest("release.switched");
       if (previous.containerId && previous.containerId !== containerId) {
         const old = previous.containerId;
         await Bun.sleep(DRAIN_MS);

@@ -167,8 +167,6 @@ export interface Config {
   housekeepingSchedule: string;
   /** A stall of the event loop this long or longer is logged; 0 turns the watch off. */
   eventLoopWarnMs: number;
-  /** Tests only: the step of a release at which the server logs `[test] paused at <step>` and waits forever, to be killed there. */
-  testPauseAt: string | undefined;
   quotas: WorkspaceQuotas;
   /** CPUs of an app or database container whose `cpus` is not set. */
   defaultCpus: number;
@@ -476,7 +474,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     housekeepingSchedule: textSetting(env, "PLATFORM_HOUSEKEEPING_SCHEDULE", "0 */15 * * * *"),
     eventLoopWarnMs: integerSetting(env, "PLATFORM_EVENT_LOOP_WARN_MS", 200),
-    testPauseAt: env.PLATFORM_TEST_PAUSE_AT || undefined,
     quotas: {
       apps: integerSetting(env, "PLATFORM_QUOTA_APPS", 50),
       databases: integerSetting(env, "PLATFORM_QUOTA_DATABASES", 20),

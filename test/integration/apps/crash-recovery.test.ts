@@ -1,7 +1,7 @@
 // The platform is killed (SIGKILL) at the steps of a release where a crash used to leave orphans:
 // while a redeploy's new container starts, right after the switch, and while the restart an env
 // change triggers starts its container. PLATFORM_TEST_PAUSE_AT (test-only) makes the server log
-// `[test] paused at <step>` and wait there. After a restart on the same data dir the app has exactly
+// `test pause at <step>` and wait there. After a restart on the same data dir the app has exactly
 // the container it serves from, the build rows say what really happened, the reconciliation report
 // lists what it removed, and the app answers with the env last acknowledged.
 import { afterAll, beforeAll, expect, test } from "bun:test";
@@ -67,7 +67,7 @@ async function killAt(step: string, trigger: () => Promise<void>, whilePaused: (
   Object.assign(server.env, { PLATFORM_TEST_PAUSE_AT: step, PLATFORM_RECONCILE_SCHEDULE: EVERY_SECOND });
   await server.boot();
   await trigger();
-  expect(await waitUntil(() => server.output.includes(`[test] paused at ${step}`), 120_000)).toBe(true);
+  expect(await waitUntil(() => server.output.includes(`test pause at ${step}`), 120_000)).toBe(true);
   await Bun.sleep(2_500); // two reconciliations run while the release is paused
   await whilePaused();
   await server.stop("SIGKILL");
@@ -109,7 +109,7 @@ test("SIGKILL while a redeploy's new container starts: that container is removed
   let redeployId = "";
   let orphan = "";
   await killAt(
-    "release-started",
+    "release.started",
     async () => void (redeployId = await redeploy("v2")),
     async () => {
       // The serving container and the one being released: the reconciler left the new one alone.
@@ -130,7 +130,7 @@ test("SIGKILL right after the switch: the previous container is removed, the new
   const previous = (await containers())[0]!.id;
   let redeployId = "";
   await killAt(
-    "release-switched",
+    "release.switched",
     async () => void (redeployId = await redeploy("v3")),
     async () => expect((await containers()).map((container) => container.id)).toContain(previous),
   );
@@ -145,7 +145,7 @@ test("SIGKILL during the restart an env change triggers: no orphan, and the app 
   const before = (await containers())[0]!.id;
   let orphan = "";
   await killAt(
-    "release-started",
+    "release.started",
     async () => {
       const changed = await server.request("PUT", `/api/apps/${appId}/env`, { key, body: { envVars: { GREETING: "hello" } } });
       expect(changed).toMatchObject({ status: 200, body: { restarted: true } });
