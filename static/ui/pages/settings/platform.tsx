@@ -62,7 +62,7 @@ export function PlatformTab() {
   return (
     <>
       <h2>Platform</h2>
-      <p class="muted">The engines apps and databases run on, and this platform's limits. Read-only.</p>
+      <p class="muted">The engines apps and databases run on, this platform's data disk and limits. Read-only.</p>
 
       <h3>Machines</h3>
       <ErrorText message={machines.error} />
