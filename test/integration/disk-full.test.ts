@@ -2,12 +2,13 @@
 // image the test makes and removes), filled up: writes answer 507 INSUFFICIENT_STORAGE and leave
 // nothing behind, failed deploys give their upload slots back, the server keeps answering, the
 // platform status shows the low free space and its disk.low event, and all works again once
-// space is freed.
+// space is freed, with the database intact.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, statfsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { zipSync } from "fflate";
+import { Database } from "bun:sqlite";
 import { TestServer } from "../helpers/server";
 import { appZip, deleteAllApps, deployZip, waitForStatus } from "../helpers/apps";
 
@@ -91,6 +92,10 @@ test("on a full disk writes answer 507 with nothing left behind, upload slots co
     expect(answer.status).toBe(507);
   }
   expect(existsSync(join(sourceDir(), "batch"))).toBe(false);
+  // Replacing a file: refused whole, the old content stays.
+  const replaced = await fs("PUT", "file", { path: "index.html", content: megabyte });
+  expect(replaced.status).toBe(507);
+  expect((await fs("GET", "file?path=index.html")).body.file.content).toBe("hello");
   const listed = await fs("GET", "list?path=");
   expect(listed.status).toBe(200);
   expect(listed.body.entries.map((entry: any) => entry.name).sort()).toEqual(["index.html"]);
@@ -124,6 +129,11 @@ test("on a full disk writes answer 507 with nothing left behind, upload slots co
     expect(refused.body.error).toContain("uploaded archive");
   }
 
+  // Not even a folder fits now: refused, with the folders made on its way removed.
+  const folder = await fs("POST", "folder", { path: "a/b/c" });
+  expect(folder.status).toBe(507);
+  expect(existsSync(join(sourceDir(), "a"))).toBe(false);
+
   // Still running and answering, and showing why.
   expect(server.process!.exitCode).toBeNull();
   const answer = await status();
@@ -143,4 +153,10 @@ test("on a full disk writes answer 507 with nothing left behind, upload slots co
   const second = await deployZip(server, key, { name: "other", runtime: "node", memoryMB: "64" }, appZip({ "index.html": "other" }));
   expect(second.status).toBe(202);
   expect((await status()).disk.low).toBe(false);
+  const database = new Database(join(dataDir, "platform.sqlite"), { readonly: true });
+  try {
+    expect(database.query("PRAGMA integrity_check").get()).toEqual({ integrity_check: "ok" });
+  } finally {
+    database.close();
+  }
 }, 120_000);
