@@ -54,10 +54,7 @@ beforeAll(async () => {
 afterAll(async () => {
   try {
     rmSync(fillers, { recursive: true, force: true });
-    if (server) {
-      await deleteAllApps(server, key);
-      await server.stop();
-    }
+    if (server) await deleteAllApps(server, key).finally(() => server.stop());
   } finally {
     if (mounted) run("umount", dataDir);
     rmSync(base, { recursive: true, force: true });
