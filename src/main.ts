@@ -91,6 +91,7 @@ function serve() {
   };
   certificates.start();
   ctx.apps.domains.start();
+  ctx.disk.start();
   void ctx.apps.recovery
     .recoverAfterRestart()
     .catch((error) => console.error("[apps] recovery after restart:", error))

@@ -7,6 +7,7 @@
 import { closeSync, existsSync, fstatSync, openSync, readSync, renameSync, rmSync, statSync, writeFileSync, appendFileSync } from "node:fs";
 import { lstat } from "node:fs/promises";
 import { entryCharge } from "../quotas/usage";
+import { isDiskFull } from "../http/errors";
 
 type Listener = (text: string | null) => void;
 
@@ -86,14 +87,23 @@ export class BuildLogs {
 
   private write(appId: string, buildId: string, text: string) {
     const file = this.fileOf(appId, buildId);
-    const state = this.stateOf(buildId, file);
-    const bytes = Buffer.byteLength(text);
-    if (state.bytes + bytes > this.maxBytes) this.rewriteWithTail(file, state, Buffer.from(text));
-    else {
-      appendFileSync(file, text, { mode: 0o600 });
-      state.bytes += bytes;
+    try {
+      const state = this.stateOf(buildId, file);
+      const bytes = Buffer.byteLength(text);
+      if (state.bytes + bytes > this.maxBytes) this.rewriteWithTail(file, state, Buffer.from(text));
+      else {
+        appendFileSync(file, text, { mode: 0o600 });
+        state.bytes += bytes;
+      }
+      this.sizesOf(appId).set(buildId, state.bytes);
+    } catch (error) {
+      if (!isDiskFull(error)) throw error;
+      // The log is not worth failing the build (or leaving it unrecorded) over: the text is dropped
+      // from the file, live readers still get it, and the file's size is measured again next time.
+      this.files.delete(buildId);
+      this.sizesOf(appId).delete(buildId);
+      console.warn(`[apps] build ${buildId}: ${Buffer.byteLength(text)} bytes of its log dropped, the disk is full`);
     }
-    this.sizesOf(appId).set(buildId, state.bytes);
     for (const listener of this.live.get(buildId) ?? []) listener(text);
   }
 

@@ -6,7 +6,7 @@ import { and, eq, ne } from "drizzle-orm";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { apps, builds } from "../db/schema";
-import { ApiError } from "../http/errors";
+import { ApiError, rethrowDiskFull } from "../http/errors";
 import { readMultipart } from "../http/multipart";
 import { LABEL_APP } from "../docker/container-spec";
 import type { Principal } from "../http/auth";
@@ -136,20 +136,21 @@ export class AppsService {
   /** POST /api/apps/deploy: streams the upload to disk, checks it, and starts the build in the background. */
   async deploy(principal: Principal, request: Request) {
     const workspaceId = principal.workspaceId;
-    const releaseSlot = this.uploadSlots.take(workspaceId);
-    const upload = join(this.ctx.storage.uploadsDir(), `${crypto.randomUUID()}.zip`);
+    // Before the slot is taken: making the uploads folder may fail (a full disk) with nothing to give back.
+    const upload = this.uploadPath();
     const staging = this.ctx.storage.stagingDir();
+    const releaseSlot = this.uploadSlots.take(workspaceId);
     let releaseDisk = () => {};
     try {
       const { fields, file } = await readMultipart(request, {
         fileField: "file",
         destinationFile: upload,
         maxBytes: this.ctx.config.uploads.maxUploadBytes,
-      });
+      }).catch(rethrowDiskFull("the uploaded archive"));
       const input = parseDeployFields(fields);
       if (!file) invalid("file", "a ZIP archive of the app is required");
       const machineId = this.ctx.machines.place(input.machineId).machineId;
-      const { chargedBytes } = await extractZip(upload, staging, this.ctx.config.uploads);
+      const { chargedBytes } = await extractZip(upload, staging, this.ctx.config.uploads).catch(rethrowDiskFull("the archive's files"));
       releaseDisk = await this.reserveDiskRoom(workspaceId, this.records.findByName(workspaceId, input.name)?.id, chargedBytes);
       // From here to the end nothing awaits: no other request can slip in between checks and writes.
       const { appId, existing } = this.records.accept(workspaceId, input, machineId, {}, (app, subdomain) => this.moveRoute(app, subdomain));
@@ -170,6 +171,15 @@ export class AppsService {
     }
   }
 
+  /** Where an upload is written; 507 when its folder cannot be made for a full disk. */
+  private uploadPath(): string {
+    try {
+      return join(this.ctx.storage.uploadsDir(), `${crypto.randomUUID()}.zip`);
+    } catch (error) {
+      return rethrowDiskFull("the uploaded archive")(error);
+    }
+  }
+
   /** The new source tree (`newBytes`) beside everything else the workspace keeps; a redeploy's old tree is replaced, so not counted. */
   private async reserveDiskRoom(workspaceId: string, replacedAppId: string | undefined, newBytes: number): Promise<() => void> {
     // Reserved before the await, so a second upload checked meanwhile counts this one.
@@ -186,10 +196,12 @@ export class AppsService {
 
   /** POST /api/apps/inspect-env: the variables an uploaded app needs, without deploying anything. */
   async inspectEnv(principal: Principal, request: Request) {
+    const upload = this.uploadPath();
     const releaseSlot = this.uploadSlots.take(principal.workspaceId);
-    const upload = join(this.ctx.storage.uploadsDir(), `${crypto.randomUUID()}.zip`);
     try {
-      const { file } = await readMultipart(request, { fileField: "file", destinationFile: upload, maxBytes: this.ctx.config.uploads.maxUploadBytes });
+      const { file } = await readMultipart(request, { fileField: "file", destinationFile: upload, maxBytes: this.ctx.config.uploads.maxUploadBytes }).catch(
+        rethrowDiskFull("the uploaded archive"),
+      );
       if (!file) invalid("file", "a ZIP archive is required");
       return await inspectEnvInZip(upload, this.ctx.config.uploads, this.ctx.storage.uploadsDir());
     } finally {

@@ -167,6 +167,8 @@ export interface Config {
   housekeepingSchedule: string;
   /** A stall of the event loop this long or longer is logged; 0 turns the watch off. */
   eventLoopWarnMs: number;
+  /** Under this share of the data directory's disk free (percent), a `disk.low` event is raised. */
+  diskLowPercent: number;
   quotas: WorkspaceQuotas;
   /** CPUs of an app or database container whose `cpus` is not set. */
   defaultCpus: number;
@@ -198,6 +200,12 @@ function integerSetting(env: Record<string, string | undefined>, name: string, f
   if (!Number.isFinite(value) || value < min) {
     throw new Error(`${name} must be a number >= ${min}, got "${raw}"`);
   }
+  return value;
+}
+
+function percentSetting(env: Record<string, string | undefined>, name: string, fallback: number): number {
+  const value = integerSetting(env, name, fallback);
+  if (value > 100) throw new Error(`${name} must be a percentage from 0 to 100, got "${env[name]}"`);
   return value;
 }
 
@@ -474,6 +482,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     housekeepingSchedule: textSetting(env, "PLATFORM_HOUSEKEEPING_SCHEDULE", "0 */15 * * * *"),
     eventLoopWarnMs: integerSetting(env, "PLATFORM_EVENT_LOOP_WARN_MS", 200),
+    diskLowPercent: percentSetting(env, "PLATFORM_DISK_LOW_PERCENT", 10),
     quotas: {
       apps: integerSetting(env, "PLATFORM_QUOTA_APPS", 50),
       databases: integerSetting(env, "PLATFORM_QUOTA_DATABASES", 20),

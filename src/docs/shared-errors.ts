@@ -1,7 +1,7 @@
 // The errors a route can answer because of the layers every request passes through, not because
 // of what the route itself does: the head and body limits (src/http/request-head.ts,
 // body-guard.ts), input validation, the auth plugin and its permission matrix (src/http/auth.ts,
-// permissions.ts), and the last-resort 500.
+// permissions.ts), the last-resort 500, and the 507 of a full disk on every route that writes (authenticated ones included).
 // Routes list only their own codes (src/http/responses.ts); these are merged into each operation
 // of the document, so no route can forget them.
 import type { ErrorCode } from "../http/errors";
@@ -47,6 +47,9 @@ export function sharedErrorCodes(method: string, path: string, operation: Operat
   // A body nesting past MAX_BODY_DEPTH is refused before routing too; uploads check their form fields.
   // So is a request line and headers over MAX_HEAD_BYTES.
   codes.push("BODY_TOO_DEEP", "HEADERS_TOO_LARGE");
+  // Whatever a change writes (files, rows of the database, logs) may find the disk full (src/http/server.ts);
+  // so may authentication, which notes a key's use and spends its usage quota, on reads too.
+  if (permission || method !== "get") codes.push("INSUFFICIENT_STORAGE");
   return codes;
 }
 

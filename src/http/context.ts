@@ -16,6 +16,8 @@ import { Certificates, type WantedHost } from "../certificates/service";
 import { CertificateFiles } from "../certificates/files";
 import { AcmeIssuer } from "../certificates/acme";
 import { DnsChecker, detectPublicAddresses } from "../certificates/dns-check";
+import { PlatformEvents } from "../platform/events";
+import { DiskMonitor } from "../platform/disk";
 
 export interface ServerContext {
   config: Config;
@@ -45,6 +47,10 @@ export interface ServerContext {
   apps: AppsService;
   /** HTTPS certificates of every host the proxy serves. */
   certificates: Certificates;
+  /** Platform-wide events (src/platform/events.ts). */
+  events: PlatformEvents;
+  /** The data directory's free space, and its `disk.low` event. */
+  disk: DiskMonitor;
 }
 
 function encryptedDataExists(db: PlatformDb): boolean {
@@ -78,6 +84,7 @@ export function createServerContext(config: Config, db: PlatformDb): ServerConte
   });
   const apps: AppsService = new AppsService({ db, config, machines, secrets, storage, buildLogs, proxyRoutes, certificates, dns });
   reconciler.register(apps.recovery);
+  const events = new PlatformEvents();
   return {
     config,
     db,
@@ -96,5 +103,7 @@ export function createServerContext(config: Config, db: PlatformDb): ServerConte
     storage,
     apps,
     certificates,
+    events,
+    disk: new DiskMonitor(config.dataDir, config.diskLowPercent, events),
   };
 }

@@ -97,6 +97,7 @@ export const ERROR_STATUS = {
   HEADERS_TOO_LARGE: 431,
   USAGE_EXCEEDED: 429,
   INTERNAL_ERROR: 500,
+  INSUFFICIENT_STORAGE: 507,
   GITHUB_API_FAILED: 502,
   DOCKER_UNAVAILABLE: 503,
   IMAGE_UNAVAILABLE: 503,
@@ -123,4 +124,22 @@ export class ApiError extends Error {
 
 export function notFound(what: string): ApiError {
   return new ApiError("NOT_FOUND", `${what} not found`);
+}
+
+/** The file system is full (ENOSPC), a quota of it is (EDQUOT), or SQLite found no room for its pages (SQLITE_FULL). */
+export function isDiskFull(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === "ENOSPC" || code === "EDQUOT" || code === "SQLITE_FULL";
+}
+
+/** 507 naming what could not be written: nothing of it was kept. */
+export function diskFull(what: string): ApiError {
+  return new ApiError("INSUFFICIENT_STORAGE", `The platform's disk is full: ${what} could not be written, and nothing of it was kept`);
+}
+
+/** For a `.catch`: a full disk becomes 507 naming `what`; any other failure goes on as it was. */
+export function rethrowDiskFull(what: string): (error: unknown) => never {
+  return (error) => {
+    throw isDiskFull(error) ? diskFull(what) : error;
+  };
 }

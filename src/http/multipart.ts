@@ -81,7 +81,13 @@ export async function readMultipart(request: Request, options: MultipartOptions)
   let pendingFileSize = 0;
   const flushFile = async () => {
     if (pendingFileSize === 0 || !fileHandle) return;
-    await fileHandle.writev(pendingFileBytes);
+    // A write may take fewer bytes than given (a disk nearly full): the rest is written after them,
+    // and the next write says why it cannot be.
+    let written = (await fileHandle.writev(pendingFileBytes)).bytesWritten;
+    if (written < pendingFileSize) {
+      const rest = Buffer.concat(pendingFileBytes).subarray(written);
+      for (let at = 0; at < rest.length; at += written) written = (await fileHandle.write(rest, at)).bytesWritten;
+    }
     pendingFileBytes = [];
     pendingFileSize = 0;
   };

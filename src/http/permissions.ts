@@ -63,7 +63,8 @@ export const PERMISSIONS: Record<string, RoutePermission> = {
   "POST /api/github-app/install-link": { roles: MANAGERS },
   "GET /api/github-app/setup": { roles: MANAGERS },
 
-  // Machines.
+  // Machines and the platform's own status.
+  "GET /api/platform/status": { roles: EVERYONE },
   "GET /api/machines/": { roles: EVERYONE },
   "GET /api/machines/:machineId": { roles: EVERYONE },
 

@@ -108,6 +108,7 @@ const STATUS_MEANING: Record<number, string> = {
   500: "Internal error",
   503: "Unavailable for now",
   504: "Timed out",
+  507: "The platform's disk is full",
 };
 
 /** Statuses whose answers carry `Retry-After` (seconds). */

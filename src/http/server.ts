@@ -3,7 +3,7 @@
 // into the error envelope.
 import { Elysia } from "elysia";
 import type { ServerContext } from "./context";
-import { ApiError } from "./errors";
+import { ApiError, diskFull, isDiskFull } from "./errors";
 import { errorResponse } from "./envelope";
 import { screenBody } from "./body-guard";
 import { raiseServerHeadLimit, refuseLargeHead } from "./request-head";
@@ -74,6 +74,10 @@ export function createServer(ctx: ServerContext) {
       if (schema) context[PARSED_BODY] = conformedBody(schema, context[PARSED_BODY], context.request.headers.get("content-type"));
     })
     .onError({ as: "global" }, ({ code, error, request }) => {
+      if (isDiskFull(error) || (error instanceof ApiError && error.code === "INSUFFICIENT_STORAGE")) {
+        // Measured now, so that `disk.low` is raised at once if the timer has not seen it yet.
+        ctx.disk.refresh();
+      }
       if (error instanceof ApiError) return errorResponse(error.code, error.message, error.headers);
       switch (code) {
         case "VALIDATION":
@@ -85,6 +89,11 @@ export function createServer(ctx: ServerContext) {
         default: {
           const status = (error as { status?: unknown })?.status;
           if (status === 413) return errorResponse("PAYLOAD_TOO_LARGE", "Request body is too large");
+          if (isDiskFull(error)) {
+            // Where it was not caught closer to the write, the request is what was being written.
+            const refusal = diskFull(`what ${request.method} ${new URL(request.url).pathname} writes`);
+            return errorResponse(refusal.code, refusal.message);
+          }
           console.error(`[error] ${request.method} ${new URL(request.url).pathname}:`, error);
           return errorResponse("INTERNAL_ERROR", "Internal error");
         }

@@ -23,4 +23,37 @@ export const PlatformConfigSchema = resource(
   "The public configuration clients read before uploading.",
 );
 
-export const PLATFORM_RESOURCES: (TSchema & { title: string })[] = [UploadLimitsSchema, PlatformConfigSchema];
+export const DiskSpaceSchema = resource(
+  "DiskSpace",
+  {
+    totalBytes: t.Integer({ minimum: 0, description: "Size of the file system the data directory is on" }),
+    freeBytes: t.Integer({ minimum: 0, description: "Bytes the platform may still write there" }),
+    freePercent: t.Number({ minimum: 0, maximum: 100, description: "freeBytes of totalBytes, in percent (one decimal)" }),
+    lowPercent: t.Integer({ minimum: 0, maximum: 100, description: "The threshold of the `disk.low` event (PLATFORM_DISK_LOW_PERCENT)" }),
+    low: t.Boolean({ description: "freePercent is under lowPercent" }),
+  },
+  "The free space of the data directory's disk, measured when asked.",
+);
+
+export const PlatformEventSchema = resource(
+  "PlatformEvent",
+  {
+    id: t.String(),
+    type: t.Union([t.Literal("disk.low")], { description: "`disk.low`: the data directory's free space fell under PLATFORM_DISK_LOW_PERCENT" }),
+    at: t.String({ format: "date-time" }),
+    message: t.String(),
+    data: t.Record(t.String(), t.Union([t.Number(), t.String(), t.Boolean()]), { description: "The measurements behind it (`freeBytes`, `totalBytes`, `freePercent` for `disk.low`)" }),
+  },
+  "Something the platform raised with no user watching, newest first; also logged as an `[event]` line.",
+);
+
+export const PlatformStatusSchema = resource(
+  "PlatformStatus",
+  {
+    disk: ref(DiskSpaceSchema),
+    events: t.Array(ref(PlatformEventSchema), { description: "The platform's latest events (at most 50, since it started), newest first" }),
+  },
+  "The platform's own health: its data disk and the events it raised.",
+);
+
+export const PLATFORM_RESOURCES: (TSchema & { title: string })[] = [UploadLimitsSchema, PlatformConfigSchema, DiskSpaceSchema, PlatformEventSchema, PlatformStatusSchema];

@@ -134,7 +134,7 @@ describe("accessibility", () => {
     expect((await phoneCells("Audit log")).every((cell) => cell.startsWith(": "))).toBe(true);
   });
 
-  test("the Platform tab shows the engine, the version and the upload limits", async () => {
+  test("the Platform tab shows the engine, the free disk space, the version and the upload limits", async () => {
     await openSection("Settings");
     await page.getByRole("navigation", { name: "Settings" }).getByRole("link", { name: "Platform" }).click();
     const machines = page.getByRole("table", { name: "Machines" });
@@ -143,6 +143,8 @@ describe("accessibility", () => {
     const version = config.data?.version ?? config.version!;
     await page.getByText(version, { exact: true }).waitFor();
     await page.getByText("Largest upload").waitFor();
+    await page.getByText("Free space").waitFor();
+    await page.getByRole("table", { name: "Platform events" }).or(page.getByText("No events since the platform started.")).waitFor();
     await page.getByRole("heading", { level: 3, name: "Unknown containers" }).waitFor();
     await screenshot("platform-desktop");
   });

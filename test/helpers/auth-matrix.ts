@@ -97,6 +97,7 @@ export const AUTHENTICATED_ROUTES: AuthenticatedRoute[] = [
   { method: "GET", path: "/api/github-app/installations" },
   { method: "POST", path: "/api/github-app/install-link" },
   { method: "GET", path: "/api/github-app/setup", query: "installation_id=1&state=x.y" },
+  { method: "GET", path: "/api/platform/status" },
   { method: "GET", path: "/api/machines/" },
   { method: "GET", path: "/api/machines/:machineId", params: { machineId: "local" } },
   ...DATABASE_ROUTES,

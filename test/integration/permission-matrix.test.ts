@@ -57,6 +57,7 @@ const EXPECTED: Record<string, Role[]> = {
   "GET /api/github-app/installations": EVERYONE,
   "POST /api/github-app/install-link": MANAGERS,
   "GET /api/github-app/setup": MANAGERS,
+  "GET /api/platform/status": EVERYONE,
   "GET /api/machines/": EVERYONE,
   "GET /api/machines/:machineId": EVERYONE,
   "GET /api/apps/": EVERYONE,

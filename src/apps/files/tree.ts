@@ -6,9 +6,9 @@
 import { Zip, ZipDeflate, ZipPassThrough } from "fflate";
 import { createHash, randomUUID } from "node:crypto";
 import { constants, type Stats } from "node:fs";
-import { lstat, mkdir, open, opendir, rename, rm, rmdir, unlink, type FileHandle } from "node:fs/promises";
+import { link, lstat, mkdir, open, opendir, rename, rm, rmdir, unlink, type FileHandle } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { ApiError } from "../../http/errors";
+import { ApiError, diskFull, isDiskFull, rethrowDiskFull } from "../../http/errors";
 import { shown, utf8 } from "../zip-directory";
 import { entryCharge, MIN_ENTRY_BYTES } from "../../quotas/usage";
 import { resolveEntry, resolveFolder, resolveInTree, resolveNewEntry, symlinkRefused, type TreePath } from "./paths";
@@ -169,12 +169,15 @@ async function syncFolder(absolute: string): Promise<void> {
   await folder.sync().finally(() => folder.close());
 }
 
-/** Writes a new file (O_EXCL: never through an existing entry), flushed to disk. */
+/** Writes a new file (O_EXCL: never through an existing entry), every byte of it, flushed to disk. */
 async function writeNewFile(absolute: string, bytes: Uint8Array, mode: number): Promise<Stats> {
   const handle = await open(absolute, OPEN_NEW, mode);
   try {
     await handle.chmod(mode);
-    await handle.write(bytes, 0, bytes.length, 0);
+    // A write may take fewer bytes than asked (a disk nearly full): the next one says why, or takes the rest.
+    for (let written = 0; written < bytes.length; ) {
+      written += (await handle.write(bytes, written, bytes.length - written, written)).bytesWritten;
+    }
     await handle.sync();
     return await handle.stat();
   } finally {
@@ -182,17 +185,28 @@ async function writeNewFile(absolute: string, bytes: Uint8Array, mode: number): 
   }
 }
 
-/** Replaces a file's content all at once: a temp file beside it, flushed, renamed over it. */
-async function replaceFile(absolute: string, bytes: Uint8Array, mode: number): Promise<Stats> {
-  const temp = join(dirname(absolute), `.platform-write-${randomUUID()}`);
+/**
+ * Writes `bytes` to a new temp file in `folder`, hands its path to `place` (which links or renames
+ * it where it belongs) and flushes the folder: the file appears whole or not at all, and a
+ * failure at any step leaves no temp file behind.
+ */
+async function writeWhole(folder: string, bytes: Uint8Array, mode: number, place: (temp: string) => Promise<void>): Promise<Stats> {
+  const temp = join(folder, `.platform-write-${randomUUID()}`);
   try {
     const stats = await writeNewFile(temp, bytes, mode);
-    await rename(temp, absolute);
-    await syncFolder(dirname(absolute));
+    await place(temp);
+    await syncFolder(folder);
     return stats;
-  } catch (error) {
+  } finally {
     await unlink(temp).catch(() => undefined);
-    throw error;
+  }
+}
+
+/** Removes the `count` innermost folders of `absolute`'s path, made for it by a change that failed; a folder not empty (anymore) stays. */
+async function removeMadeFolders(absolute: string, count: number): Promise<void> {
+  let folder = dirname(absolute);
+  for (let made = 0; made < count; made++, folder = dirname(folder)) {
+    if (!(await rmdir(folder).then(() => true, () => false))) return;
   }
 }
 
@@ -319,7 +333,11 @@ export class AppTree {
       if (ifMatch !== undefined) await this.checkVersion(target, ifMatch);
       await this.checkGrowth(entryCharge(bytes.length) - (target.stats ? entryCharge(target.stats.size) : 0));
       const mode = target.stats ? target.stats.mode & 0o7777 : FILE_MODE;
-      return versionView(target.path, await replaceFile(target.absolute, bytes, mode), bytes);
+      // Renamed over the old content: a reader sees the old file or the new one, never a part.
+      const stats = await writeWhole(dirname(target.absolute), bytes, mode, (temp) => rename(temp, target.absolute)).catch(
+        rethrowDiskFull(`the file ${shown(target.path)}`),
+      );
+      return versionView(target.path, stats, bytes);
     });
   }
 
@@ -334,29 +352,41 @@ export class AppTree {
   async create(path: string, content = ""): Promise<FileVersion> {
     const bytes = textBytes(path, content);
     return oneChangeAtATime(this.root, async () => {
-      await this.checkNewEntry(path, entryCharge(bytes.length));
-      const target = await resolveNewEntry(this.root, path, { makeParents: true });
-      if (target.stats) this.exists(target.path);
-      const stats = await writeNewFile(target.absolute, bytes, FILE_MODE).catch((error: NodeJS.ErrnoException) => {
-        if (error.code === "EEXIST") this.exists(target.path);
+      const foldersToMake = await this.checkNewEntry(path, entryCharge(bytes.length));
+      const target = await resolveNewEntry(this.root, path, { makeParents: true }).catch(rethrowDiskFull(`the folders of ${shown(path)}`));
+      try {
+        if (target.stats) this.exists(target.path);
+        // Linked, not renamed: link(2) never replaces what another writer put at the path meanwhile.
+        const stats = await writeWhole(dirname(target.absolute), bytes, FILE_MODE, (temp) =>
+          link(temp, target.absolute).catch((error: NodeJS.ErrnoException) => {
+            if (error.code === "EEXIST") this.exists(target.path);
+            throw error;
+          }),
+        ).catch(rethrowDiskFull(`the file ${shown(target.path)}`));
+        return versionView(target.path, stats, bytes);
+      } catch (error) {
+        await removeMadeFolders(target.absolute, foldersToMake);
         throw error;
-      });
-      await syncFolder(dirname(target.absolute));
-      return versionView(target.path, stats, bytes);
+      }
     });
   }
 
   /** Makes a folder, and the folders missing on its way; refused when anything is at `path`. Answers its canonical path. */
   mkdir(path: string): Promise<string> {
     return oneChangeAtATime(this.root, async () => {
-      await this.checkNewEntry(path, MIN_ENTRY_BYTES);
-      const target = await resolveNewEntry(this.root, path, { makeParents: true });
-      if (target.stats) this.exists(target.path);
-      await mkdir(target.absolute).catch((error: NodeJS.ErrnoException) => {
-        if (error.code === "EEXIST") this.exists(target.path);
+      const foldersToMake = await this.checkNewEntry(path, MIN_ENTRY_BYTES);
+      const target = await resolveNewEntry(this.root, path, { makeParents: true }).catch(rethrowDiskFull(`the folders of ${shown(path)}`));
+      try {
+        if (target.stats) this.exists(target.path);
+        await mkdir(target.absolute).catch((error: NodeJS.ErrnoException) => {
+          if (error.code === "EEXIST") this.exists(target.path);
+          throw isDiskFull(error) ? diskFull(`the folder ${shown(target.path)}`) : error;
+        });
+        return target.path;
+      } catch (error) {
+        await removeMadeFolders(target.absolute, foldersToMake);
         throw error;
-      });
-      return target.path;
+      }
     });
   }
 
@@ -364,10 +394,11 @@ export class AppTree {
    * Before anything is made at `path`: refused as any other resolve would refuse it (FILE_EXISTS
    * when something is there), then when the entry (`charge`) and the folders on its way do not fit.
    */
-  private async checkNewEntry(path: string, charge: number): Promise<void> {
+  private async checkNewEntry(path: string, charge: number): Promise<number> {
     const planned = await resolveNewEntry(this.root, path, { countMissing: true });
     if (planned.stats) this.exists(planned.path);
     await this.checkGrowth(charge + planned.foldersToMake * MIN_ENTRY_BYTES);
+    return planned.foldersToMake;
   }
 
   private exists(path: string): never {

@@ -1,6 +1,6 @@
 // Build logs on a temp dir: the cap keeps the first and last part with a marker, ranges read only
 // what they return, text cannot forge a platform line, and followers get the file then live lines.
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import { appendFileSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { BuildLogs } from "../../../src/apps/build-logs";
@@ -131,5 +131,24 @@ describe("bytes on disk, for the disk quota", () => {
     // A restart knows nothing yet: the files are measured as they are.
     const restarted = logsIn(cap, dir).logs;
     expect(await restarted.diskBytes(both)).toBe(statSync(file("b1")).size);
+  });
+});
+
+describe("a full disk", () => {
+  test("a line that cannot be written is dropped from the file, not thrown at the build, and live readers still get it", async () => {
+    // Every write to /dev/full fails with ENOSPC.
+    const logs = new BuildLogs(() => "/dev/full");
+    const warn = spyOn(console, "warn").mockImplementation(() => {});
+    try {
+      logs.open("b");
+      const stream = logs.follow("a", "b");
+      logs.append("a", "b", "==> Build failed: internal error");
+      logs.appendOutput("a", "b", "step 1\n");
+      logs.finish("b");
+      expect(await new Response(stream).text()).toBe("==> Build failed: internal error\nstep 1\n");
+      expect(warn.mock.calls[0]![0]).toContain("the disk is full");
+    } finally {
+      warn.mockRestore();
+    }
   });
 });

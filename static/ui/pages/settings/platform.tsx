@@ -1,5 +1,6 @@
 // Settings > Platform: the Docker engines and their state, labelled containers the platform does not
-// know, the platform's version and how large an upload may be. Read-only.
+// know, the data disk's free space and the platform's events, the platform's version and how large an
+// upload may be. Read-only.
 import { api } from "../../api";
 import { Table } from "../../components/table";
 import { ErrorText, When } from "../../components/text";
@@ -27,6 +28,21 @@ interface PlatformConfig {
   uploadLimits: { maxUploadBytes: number; maxArchiveEntries: number; maxUncompressedBytes: number };
 }
 
+interface DiskSpace {
+  totalBytes: number;
+  freeBytes: number;
+  freePercent: number;
+  lowPercent: number;
+  low: boolean;
+}
+
+interface PlatformEvent {
+  id: string;
+  type: string;
+  at: string;
+  message: string;
+}
+
 const SHORT_ID_LENGTH = 12;
 
 function byteSize(bytes: number): string {
@@ -43,10 +59,11 @@ function byteSize(bytes: number): string {
 export function PlatformTab() {
   const machines = useLoad(() => api<{ machines: Machine[]; reconcile: ReconcileReport | null }>("GET", "/api/machines"));
   const config = useLoad(() => api<PlatformConfig>("GET", "/api/platform/config"));
+  const status = useLoad(() => api<{ disk: DiskSpace; events: PlatformEvent[] }>("GET", "/api/platform/status"));
   return (
     <>
       <h2>Platform</h2>
-      <p class="muted">The engines apps and databases run on, and this platform's limits. Read-only.</p>
+      <p class="muted">The engines apps and databases run on, this platform's data disk and limits. Read-only.</p>
 
       <h3>Machines</h3>
       <ErrorText message={machines.error} />
@@ -66,6 +83,11 @@ export function PlatformTab() {
 
       <h3>Unknown containers</h3>
       {machines.data && <ReconcileSummary report={machines.data.reconcile} />}
+
+      <h3>Data disk</h3>
+      <ErrorText message={status.error} />
+      {!status.data && !status.error && <Spinner />}
+      {status.data && <DiskSummary disk={status.data.disk} events={status.data.events} />}
 
       <h3>Version and limits</h3>
       <ErrorText message={config.error} />
@@ -122,6 +144,26 @@ function ReconcileSummary({ report }: { report: ReconcileReport | null }) {
         headings={["Name", "Machine", "State", "Container id"]}
         empty="None: every app had only the containers it serves from or is releasing."
         rows={containerRows(report.removedContainers)}
+      />
+    </>
+  );
+}
+
+function DiskSummary({ disk, events }: { disk: DiskSpace; events: PlatformEvent[] }) {
+  return (
+    <>
+      <dl class="platform-facts">
+        <dt>Free space</dt>
+        <dd class={disk.low ? "platform-warning" : undefined}>
+          {byteSize(disk.freeBytes)} of {byteSize(disk.totalBytes)} ({disk.freePercent}%)
+          {disk.low && ` — under ${disk.lowPercent}%: writes will soon be refused`}
+        </dd>
+      </dl>
+      <Table
+        caption="Platform events"
+        headings={["When", "Event", "What happened"]}
+        empty="No events since the platform started."
+        rows={events.map((event) => [<When iso={event.at} />, <code>{event.type}</code>, event.message])}
       />
     </>
   );
