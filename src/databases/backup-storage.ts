@@ -7,6 +7,7 @@ import { mkdir, open, rename, rm } from "node:fs/promises";
 import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { DUMP_SAMPLE_BYTES, type DumpFormat, type DumpSample } from "./engines";
+import { isDiskFull } from "../http/errors";
 
 const PARTIAL = ".partial";
 const SAFE_ID = /^[A-Za-z0-9_-]{1,64}$/;
@@ -84,10 +85,11 @@ async function writeFileOf(path: string, chunks: ReadableStream<Uint8Array>, onW
   return { sizeBytes, sha256: hash.digest("hex") };
 }
 
-/** ENOSPC, said so that whoever reads a failed backup knows what to free. */
+/** A full disk, said so that whoever reads a failed backup knows what to free; the code stays for callers that answer 507. */
 function diskFullSaid(error: unknown): unknown {
-  if ((error as NodeJS.ErrnoException)?.code !== "ENOSPC") return error;
-  return new Error("the disk of the data directory is full (ENOSPC: no space left on device); free some space and try again");
+  if (!isDiskFull(error)) return error;
+  const code = (error as NodeJS.ErrnoException).code;
+  return Object.assign(new Error(`the disk of the data directory is full (${code}: no space left on device); free some space and try again`), { code });
 }
 
 export class BackupStorage {

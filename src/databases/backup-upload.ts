@@ -6,7 +6,7 @@
 import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { newId } from "../crypto/tokens";
-import { ApiError } from "../http/errors";
+import { ApiError, diskFull, isDiskFull } from "../http/errors";
 import { readMultipart } from "../http/multipart";
 import type { OperationActor } from "./operations";
 import type { BackupView, DatabaseBackups } from "./backups";
@@ -52,6 +52,7 @@ export class BackupUploads {
         const stored = await storage.write(row.storageKey, decompressedWhenGzip(body), { onWrite: room.add, accept }).catch((error: Error) => {
           if (room.refusal) throw room.refusal;
           if (error instanceof ApiError) throw error;
+          if (isDiskFull(error)) throw diskFull("the uploaded dump");
           throw new ApiError("INVALID_DUMP", `The upload could not be read: ${error.message}`);
         });
         await this.backups.completeStored(row, stored.sizeBytes, stored.sha256);

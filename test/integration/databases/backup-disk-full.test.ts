@@ -1,7 +1,7 @@
 // A backup on a full data disk: the platform runs on a data dir that is a small ext4 file system of
 // its own (a loop-mounted image the test makes and removes), filled until a backup's file cannot
-// be written. The backup fails saying the disk is full, leaves no partial file, holds nothing
-// (room, lock) and the process stays up; once space is freed, a backup succeeds.
+// be written. The backup fails saying the disk is full, an upload answers 507, neither leaves a
+// partial file or holds anything (room, lock), the process stays up; once space is freed, a backup succeeds.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdirSync, readdirSync, rmSync, statfsSync } from "node:fs";
 import { join } from "node:path";
@@ -9,7 +9,8 @@ import { SQL } from "bun";
 import { TestServer } from "../../helpers/server";
 import { tempDir } from "../../helpers/temp";
 import { deleteAllDatabases, removeWorkspaceNetworks } from "../../helpers/databases";
-import { runningDatabase, waitForBackup, waitForOperationOfType } from "../../helpers/backups";
+import { runningDatabase, uploadDump, waitForBackup, waitForOperationOfType } from "../../helpers/backups";
+import { randomBytes } from "node:crypto";
 
 const root = tempDir();
 const image = join(root, "disk.img");
@@ -88,6 +89,12 @@ test("a backup that fills the disk fails saying so, leaves no file, and the plat
   expect(server.process?.exitCode).toBeNull();
   const listed = await server.request("GET", `/api/databases/${database.id}`, { key });
   expect({ status: listed.status, databaseStatus: listed.body.database.status }).toEqual({ status: 200, databaseStatus: "running" });
+
+  // An uploaded dump that does not fit (some 16 MB once gzipped): 507 naming what could not be written, and no file kept.
+  const dump = new TextEncoder().encode(`--\n-- PostgreSQL database dump\n--\n${randomBytes(16 * 1024 * 1024).toString("hex")}\n`);
+  const uploaded = await uploadDump(server, key, database.id, dump, "application/sql");
+  expect({ status: uploaded.status, code: uploaded.body.code, error: uploaded.body.error }).toEqual({ status: 507, code: "INSUFFICIENT_STORAGE", error: expect.stringContaining("the uploaded dump") });
+  expect(backupFiles(database.id)).toEqual([]);
 
   rmSync(filler);
   const again = await server.request("POST", `/api/databases/${database.id}/backups`, { key });
