@@ -13,6 +13,7 @@ import { sharedCookieDomainWarning } from "./auth/cookie-scope";
 import { hostname } from "node:os";
 import { applyEgressFirewall } from "./docker/egress";
 import { describeStall, watchEventLoop } from "./metrics/event-loop";
+import { keepServingOnUnhandledRejection } from "./unhandled-rejections";
 
 const HELP = `platform ${PLATFORM_VERSION}: a self-hosted application platform in one binary
 
@@ -32,6 +33,8 @@ const SHUTDOWN_GRACE_MS = 15_000;
 const PROXY_DRAIN_MS = 10_000;
 
 function serve() {
+  // A failed background write (a full disk) must not take the API and the proxy down with it.
+  keepServingOnUnhandledRejection();
   const config = loadConfig();
   const cookieWarning = sharedCookieDomainWarning(config);
   if (cookieWarning) console.warn(cookieWarning);
@@ -65,9 +68,9 @@ function serve() {
   // Watched from here: building the routes above blocks the loop too, but before anyone can wait on it.
   const stopWatchingLoop = config.eventLoopWarnMs > 0 ? watchEventLoop(config.eventLoopWarnMs, (stall) => console.warn(describeStall(stall))) : () => {};
   ctx.apps.proxyPort = proxy.port;
-  void applyEgressFirewall({ ...config.egress, dockerHost: config.dockerHost, apiPort: server.server!.port! }).then((outcome) =>
-    (outcome.startsWith("WARNING") ? console.warn : console.log)(`[egress] ${outcome}`),
-  );
+  void applyEgressFirewall({ ...config.egress, dockerHost: config.dockerHost, apiPort: server.server!.port! })
+    .then((outcome) => (outcome.startsWith("WARNING") ? console.warn : console.log)(`[egress] ${outcome}`))
+    .catch((error) => console.error("[egress] the firewall rules could not be applied:", error));
   console.log(`proxy listening on http://${config.host}:${proxy.port} for *.${config.domain}`);
   if (config.git.sharedWebhookSecretSet) {
     console.warn(
@@ -95,7 +98,8 @@ function serve() {
   void ctx.apps.recovery
     .recoverAfterRestart()
     .catch((error) => console.error("[apps] recovery after restart:", error))
-    .then(() => ctx.reconciler.start(config.reconcileSchedule));
+    .then(() => ctx.reconciler.start(config.reconcileSchedule))
+    .catch((error) => console.error("[reconciler] cannot start:", error));
   const housekeeping = startHousekeeping(
     { db, machines: ctx.machines, buildRetention: config.buildRetention, removeBuildLog: (appId, buildId) => ctx.apps.removeBuildLog(appId, buildId) },
     config.housekeepingSchedule,

@@ -28,8 +28,14 @@ export class CertificateFiles {
 
   private writePrivate(path: string, text: string) {
     const temporary = `${path}.${process.pid}.tmp`;
-    writeFileSync(temporary, text, { mode: 0o600 });
-    renameSync(temporary, path);
+    try {
+      writeFileSync(temporary, text, { mode: 0o600 });
+      renameSync(temporary, path);
+    } catch (error) {
+      // A full disk leaves a partial file behind: it would take the little space there is.
+      rmSync(temporary, { force: true });
+      throw error;
+    }
   }
 
   read(host: string): StoredPair | null {

@@ -218,6 +218,9 @@ export class Certificates {
       this.waitingForDns.delete(host);
       this.queue.add(owner, host);
       void this.work();
+    }).catch((error) => {
+      this.lookingUp.delete(host);
+      console.error(`[certificates] ${host}: the DNS check failed: ${errorText(error)}`);
     });
   }
 
@@ -231,6 +234,9 @@ export class Certificates {
       this.ordering = host;
       try {
         await this.orderFor(host);
+      } catch (error) {
+        // Its outcome could not be stored (a full disk): the next check tries the host again.
+        console.error(`[certificates] ${host}: the order's outcome could not be saved: ${errorText(error)}`);
       } finally {
         this.ordering = null;
       }

@@ -125,14 +125,18 @@ export class BackupStorage {
         },
       }),
     );
+    const compressed = sampled.pipeThrough(gzip());
     try {
       await mkdir(join(path, ".."), { recursive: true });
-      const stored = { ...(await writeFileOf(partial, sampled.pipeThrough(gzip()), options.onWrite)), dump: sampler.sample() };
+      const stored = { ...(await writeFileOf(partial, compressed, options.onWrite)), dump: sampler.sample() };
       await options.accept?.(stored);
       await rename(partial, path);
       await syncDirectory(join(path, ".."));
       return stored;
     } catch (error) {
+      // Failed before its first read (mkdir or open on a full disk): the dump is stopped, or its
+      // producer (pg_dump) would block on a full pipe, holding its lock, until the idle timeout.
+      await compressed.cancel(error).catch(() => {});
       await rm(partial, { force: true });
       throw diskFullSaid(error);
     }
@@ -145,13 +149,17 @@ export class BackupStorage {
    */
   async receive(key: string, copy: ReadableStream<Uint8Array>, sha256: string): Promise<boolean> {
     const path = this.pathOf(key);
-    await mkdir(join(path, ".."), { recursive: true });
     const partial = `${path}.${crypto.randomUUID()}${PARTIAL}`;
     try {
+      await mkdir(join(path, ".."), { recursive: true });
       if ((await writeFileOf(partial, copy)).sha256 !== sha256) return false;
       await rename(partial, path);
       await syncDirectory(join(path, ".."));
       return true;
+    } catch (error) {
+      // Not read at all (mkdir or open failed): the download is let go rather than left to time out.
+      await copy.cancel(error).catch(() => {});
+      throw error;
     } finally {
       await rm(partial, { force: true });
     }

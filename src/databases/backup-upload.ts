@@ -52,7 +52,7 @@ export class BackupUploads {
         const stored = await storage.write(row.storageKey, decompressedWhenGzip(body), { onWrite: room.add, accept }).catch((error: Error) => {
           if (room.refusal) throw room.refusal;
           if (error instanceof ApiError) throw error;
-          if (isDiskFull(error)) throw diskFull("the uploaded dump");
+          if (isDiskFull(error)) throw diskFull("the uploaded dump", { nothingKept: true });
           throw new ApiError("INVALID_DUMP", `The upload could not be read: ${error.message}`);
         });
         await this.backups.completeStored(row, stored.sizeBytes, stored.sha256);

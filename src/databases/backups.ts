@@ -87,9 +87,10 @@ export class DatabaseBackups {
    * At start, before anything is served: backups cut off by a stop or crash are closed. One whose
    * file was finished, checked and recorded (size and SHA-256) before it took its name is finished
    * from that file once it is found to match; any other is failed. A failed backup keeps no file,
-   * and partial files are removed. The promise settles once the recorded ones are finished.
+   * and partial files are removed. The promise settles once the recorded ones are checked; their
+   * copies to remote destinations (retries, stall timeouts) go on in the background.
    */
-  closeInterrupted(): Promise<void> {
+  async closeInterrupted(): Promise<void> {
     const cut = this.service.db.select().from(databaseBackups).where(eq(databaseBackups.status, "running")).all();
     const unrecorded = cut.filter((row) => row.sha256 === null).map((row) => row.id);
     if (unrecorded.length) {
@@ -104,14 +105,24 @@ export class DatabaseBackups {
   }
 
   private async settleInterrupted(recorded: BackupRow[]) {
+    const completions: Promise<void>[] = [];
     for (const row of recorded) {
       const problem = await this.storage.problemWith(row.storageKey, row.sizeBytes, row.sha256).catch((error: Error) => error.message);
       if (problem) {
         this.finish(row.id, { status: "failed", error: `${INTERRUPTED_BACKUP}, and ${problem}` });
         continue;
       }
-      await this.completeStored(row, row.sizeBytes, row.sha256!).catch((error: Error) => this.finish(row.id, { status: "failed", error: error.message }));
+      completions.push(
+        this.completeStored(row, row.sizeBytes, row.sha256!)
+          .catch((error: Error) => this.finish(row.id, { status: "failed", error: error.message }))
+          .catch((error) => console.error(`[backups] the interrupted backup ${row.id} could not be closed:`, error)),
+      );
     }
+    // Files of failed backups go once every copy has settled: a failed copy fails its backup.
+    this.service.track(Promise.all(completions).then(() => this.removeFailedFiles()));
+  }
+
+  private async removeFailedFiles() {
     const failed = this.service.db.select({ storageKey: databaseBackups.storageKey }).from(databaseBackups).where(eq(databaseBackups.status, "failed")).all();
     for (const row of failed) await this.storage.remove(row.storageKey).catch(() => undefined);
   }

@@ -75,9 +75,15 @@ export function databasesRoutes(ctx: ServerContext) {
   service.track(verifier.recoverInterrupted());
   const uploads = new BackupUploads(backups, ctx.config.backups.uploadMaxBytes);
   const schedules = new BackupSchedules(backups, (database, backup) => verifier.verify(database, backup));
-  // Schedules start once interrupted backups are closed and interrupted restores finished: a run begun earlier would race them.
-  const backupsClosed = backups.closeInterrupted();
-  service.track(backupsClosed.then(() => restores.recoverInterrupted()).finally(() => schedules.start()));
+  // Schedules start once interrupted backups are checked and interrupted restores finished: a run begun earlier would race
+  // them. Restores are taken up whatever closing the backups came to (a full disk fails it); copies to S3 go on meanwhile.
+  const backupsChecked = backups.closeInterrupted().catch((error) => console.error("[backups] closing the backups cut off at the last stop failed:", error));
+  service.track(
+    backupsChecked
+      .then(() => restores.recoverInterrupted())
+      .catch((error) => console.error("[restores] taking up the restores cut off at the last stop failed:", error))
+      .finally(() => schedules.start()),
+  );
   const withOperation = <T extends { operationId: string }>(result: T) => ({ ...result, operation: service.operations.get(result.operationId) });
 
   const routes = new Elysia({ prefix: "/api/databases", tags: ["Databases"] })

@@ -132,14 +132,18 @@ export function isDiskFull(error: unknown): boolean {
   return code === "ENOSPC" || code === "EDQUOT" || code === "SQLITE_FULL";
 }
 
-/** 507 naming what could not be written: nothing of it was kept. */
-export function diskFull(what: string): ApiError {
-  return new ApiError("INSUFFICIENT_STORAGE", `The platform's disk is full: ${what} could not be written, and nothing of it was kept`);
+/**
+ * 507 naming what could not be written. It says nothing of it was kept only when the caller knows
+ * (`nothingKept`): a handler of several writes that stopped part way may have kept the first ones.
+ */
+export function diskFull(what: string, { nothingKept = false } = {}): ApiError {
+  const kept = nothingKept ? "and nothing of it was kept" : "and what was written before it may have been kept: check before trying again";
+  return new ApiError("INSUFFICIENT_STORAGE", `The platform's disk is full: ${what} could not be written, ${kept}`);
 }
 
-/** For a `.catch`: a full disk becomes 507 naming `what`; any other failure goes on as it was. */
+/** For a `.catch` around one write that leaves nothing when it fails: a full disk becomes 507 naming `what`; any other failure goes on as it was. */
 export function rethrowDiskFull(what: string): (error: unknown) => never {
   return (error) => {
-    throw isDiskFull(error) ? diskFull(what) : error;
+    throw isDiskFull(error) ? diskFull(what, { nothingKept: true }) : error;
   };
 }

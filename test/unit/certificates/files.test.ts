@@ -60,6 +60,14 @@ describe("a host's pair", () => {
     expect(readdirSync(files.dir).sort()).toEqual(["b.example.test.crt", "b.example.test.key"]);
   });
 
+  test("that cannot be written leaves no temporary file behind", () => {
+    const files = new CertificateFiles(tempDir());
+    // A folder in the key's place: the rename fails after the temporary file was written.
+    mkdirSync(join(files.dir, "a.example.test.key", "inside"), { recursive: true });
+    expect(() => files.write("a.example.test", pair("a"))).toThrow();
+    expect(readdirSync(files.dir)).toEqual(["a.example.test.key"]);
+  });
+
   test("replaced while another process reads it is read whole, old or new, never half", async () => {
     const dataDir = tempDir();
     const files = new CertificateFiles(dataDir);

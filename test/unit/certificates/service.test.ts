@@ -365,6 +365,31 @@ describe("after a failed order", () => {
     expect(service.statusOf("a.example.test").status).toBe("failed");
   });
 
+  test("a failure that cannot be saved (a full disk) is logged, and the other hosts are still ordered", async () => {
+    wanted = ["a.example.test", "b.example.test"];
+    makeService();
+    issuer.failure = "the CA is down";
+    // What SQLite answers on a full disk, for every write of a certificate row.
+    db.$client.run("CREATE TRIGGER full_disk BEFORE INSERT ON certificates BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END");
+    const logged: string[] = [];
+    const originalError = console.error;
+    console.error = (...parts: unknown[]) => void logged.push(parts.join(" "));
+    try {
+      service.check();
+      await until(() => issuer.orders.length === 2 && issuer.inFlight === 0, "both orders");
+      await Bun.sleep(20);
+    } finally {
+      console.error = originalError;
+    }
+    expect([...issuer.orders].sort()).toEqual(wanted);
+    expect(logged.filter((line) => line.includes("database or disk is full"))).toHaveLength(2);
+    // Space again: the next check orders them, nothing was remembered that holds them back.
+    db.$client.run("DROP TRIGGER full_disk");
+    issuer.failure = null;
+    service.check();
+    await issuedFor(wanted);
+  });
+
   test("a certificate from the CA for another host is refused, and said so", async () => {
     wanted = ["a.example.test"];
     makeService();

@@ -3,22 +3,18 @@
 // restart of the engine, the pre-restore backup's load back included; a restore a delete preempts
 // stops there (no restart, no load back into a container that is gone).
 import { beforeEach, describe, expect, test } from "bun:test";
-import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
-import { loadConfig } from "../../../src/config";
-import { SecretBox } from "../../../src/crypto/secrets";
-import { openDatabase, type PlatformDb } from "../../../src/db";
-import { databaseBackups, databaseOperations, databases, workspaces } from "../../../src/db/schema";
-import { ExecStopped, type DockerDriver } from "../../../src/docker/driver";
+import type { PlatformDb } from "../../../src/db";
+import { databaseBackups, databaseOperations } from "../../../src/db/schema";
+import { ExecStopped } from "../../../src/docker/driver";
 import type { ExecStream, RunOptions } from "../../../src/docker/exec";
-import { Machines } from "../../../src/machines/service";
-import { DatabaseService } from "../../../src/databases/service";
+import type { DatabaseService } from "../../../src/databases/service";
 import { DatabaseBackups } from "../../../src/databases/backups";
 import { BackupStorage } from "../../../src/databases/backup-storage";
 import { DatabaseRestores } from "../../../src/databases/backup-restore";
 import { WorkspaceDisk } from "../../../src/quotas/usage";
-import { tempDir } from "../../helpers/temp";
+import { serviceWithOneDatabase } from "../../helpers/database-service";
 
 const DUMP = "--\n-- PostgreSQL database dump\n--\n\nSELECT 1;\n\n--\n-- PostgreSQL database dump complete\n--\n";
 const actor = { type: "api_key", id: "key_1" };
@@ -64,21 +60,11 @@ let restores: DatabaseRestores;
 let tracked: Promise<unknown>[];
 
 beforeEach(async () => {
-  const dataDir = tempDir();
-  db = openDatabase(join(dataDir, "platform.sqlite"));
-  db.insert(workspaces).values({ id: "ws_1", name: "one", createdAt: 0 }).run();
   driver = new ScriptedDriver();
-  const secrets = new SecretBox(randomBytes(32));
-  service = new DatabaseService({ db, machines: new Machines(new Map([["local", driver as unknown as DockerDriver]])), secrets, config: loadConfig({}) });
+  let dataDir: string;
+  ({ dataDir, db, service } = serviceWithOneDatabase(driver));
   tracked = [];
   service.track = (work) => void tracked.push(work);
-  db.insert(databases)
-    .values({
-      id: "db_1", workspaceId: "ws_1", name: "orders", engine: "postgresql", version: "17", status: "running", memoryMB: 256, storageGB: 1,
-      username: "app_user", passwordCiphertext: secrets.encrypt("a-long-password", "db_1"), databaseName: "app_db", machineId: "local",
-      volumeName: "platform-db-db_1-data", hostPort: 15_432, createdAt: 0, updatedAt: 0,
-    })
-    .run();
   const storage = new BackupStorage(join(dataDir, "backups"));
   const backups = new DatabaseBackups(service, storage, null, new WorkspaceDisk());
   restores = new DatabaseRestores(backups);
