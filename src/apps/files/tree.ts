@@ -202,11 +202,18 @@ async function writeWhole(folder: string, bytes: Uint8Array, mode: number, place
   }
 }
 
-/** Removes the `count` innermost folders of `absolute`'s path, made for it by a change that failed; a folder not empty (anymore) stays. */
+/**
+ * Removes the `count` innermost folders of `absolute`'s path, made for it by a change that failed;
+ * one never made (the change failed before it) is passed over, a folder not empty (anymore) stays.
+ */
 async function removeMadeFolders(absolute: string, count: number): Promise<void> {
   let folder = dirname(absolute);
   for (let made = 0; made < count; made++, folder = dirname(folder)) {
-    if (!(await rmdir(folder).then(() => true, () => false))) return;
+    const removed = await rmdir(folder).then(
+      () => true,
+      (error: NodeJS.ErrnoException) => error.code === "ENOENT",
+    );
+    if (!removed) return;
   }
 }
 
@@ -352,9 +359,9 @@ export class AppTree {
   async create(path: string, content = ""): Promise<FileVersion> {
     const bytes = textBytes(path, content);
     return oneChangeAtATime(this.root, async () => {
-      const foldersToMake = await this.checkNewEntry(path, entryCharge(bytes.length));
-      const target = await resolveNewEntry(this.root, path, { makeParents: true }).catch(rethrowDiskFull(`the folders of ${shown(path)}`));
+      const planned = await this.checkNewEntry(path, entryCharge(bytes.length));
       try {
+        const target = await this.makeParents(path);
         if (target.stats) this.exists(target.path);
         // Linked, not renamed: link(2) never replaces what another writer put at the path meanwhile.
         const stats = await writeWhole(dirname(target.absolute), bytes, FILE_MODE, (temp) =>
@@ -365,7 +372,7 @@ export class AppTree {
         ).catch(rethrowDiskFull(`the file ${shown(target.path)}`));
         return versionView(target.path, stats, bytes);
       } catch (error) {
-        await removeMadeFolders(target.absolute, foldersToMake);
+        await removeMadeFolders(planned.absolute, planned.foldersToMake);
         throw error;
       }
     });
@@ -374,9 +381,9 @@ export class AppTree {
   /** Makes a folder, and the folders missing on its way; refused when anything is at `path`. Answers its canonical path. */
   mkdir(path: string): Promise<string> {
     return oneChangeAtATime(this.root, async () => {
-      const foldersToMake = await this.checkNewEntry(path, MIN_ENTRY_BYTES);
-      const target = await resolveNewEntry(this.root, path, { makeParents: true }).catch(rethrowDiskFull(`the folders of ${shown(path)}`));
+      const planned = await this.checkNewEntry(path, MIN_ENTRY_BYTES);
       try {
+        const target = await this.makeParents(path);
         if (target.stats) this.exists(target.path);
         await mkdir(target.absolute).catch((error: NodeJS.ErrnoException) => {
           if (error.code === "EEXIST") this.exists(target.path);
@@ -384,7 +391,7 @@ export class AppTree {
         });
         return target.path;
       } catch (error) {
-        await removeMadeFolders(target.absolute, foldersToMake);
+        await removeMadeFolders(planned.absolute, planned.foldersToMake);
         throw error;
       }
     });
@@ -394,11 +401,16 @@ export class AppTree {
    * Before anything is made at `path`: refused as any other resolve would refuse it (FILE_EXISTS
    * when something is there), then when the entry (`charge`) and the folders on its way do not fit.
    */
-  private async checkNewEntry(path: string, charge: number): Promise<number> {
+  private async checkNewEntry(path: string, charge: number): Promise<{ absolute: string; foldersToMake: number }> {
     const planned = await resolveNewEntry(this.root, path, { countMissing: true });
     if (planned.stats) this.exists(planned.path);
     await this.checkGrowth(charge + planned.foldersToMake * MIN_ENTRY_BYTES);
-    return planned.foldersToMake;
+    return planned;
+  }
+
+  /** Makes the folders missing on `path`'s way; a failure part-way leaves those already made for the caller to remove. */
+  private makeParents(path: string): Promise<TreePath> {
+    return resolveNewEntry(this.root, path, { makeParents: true }).catch(rethrowDiskFull(`the folders of ${shown(path)}`));
   }
 
   private exists(path: string): never {

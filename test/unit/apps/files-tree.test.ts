@@ -365,6 +365,24 @@ describe("create and mkdir", () => {
     await expectCode(tree.mkdir("assets/img"), "FILE_EXISTS", 409);
     await expectCode(tree.mkdir("a.txt"), "FILE_EXISTS");
   });
+
+  test("a disk that fills up part-way through the missing folders answers 507 and keeps none of them", async () => {
+    // A tmpfs with room for one more inode besides its root and the app's root: the 1st missing folder is made, the 2nd is not.
+    const mountPoint = tempDir();
+    const mounted = Bun.spawnSync(["mount", "-t", "tmpfs", "-o", "size=1m,nr_inodes=3", "tmpfs", mountPoint], { stderr: "pipe" });
+    if (mounted.exitCode !== 0) throw new Error(`mount failed: ${mounted.stderr.toString()}`);
+    try {
+      const root = join(mountPoint, "source");
+      mkdirSync(root);
+      const tree = new AppTree(root);
+      await expectCode(tree.create("a/b/c.txt", "text"), "INSUFFICIENT_STORAGE", 507);
+      expect(readdirSync(root)).toEqual([]);
+      await expectCode(tree.mkdir("x/y/z"), "INSUFFICIENT_STORAGE", 507);
+      expect(readdirSync(root)).toEqual([]);
+    } finally {
+      Bun.spawnSync(["umount", mountPoint]);
+    }
+  });
 });
 
 describe("move and remove", () => {
