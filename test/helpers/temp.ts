@@ -20,3 +20,15 @@ export function tempDir(prefix = "platform-test-"): string {
   made.push(dir);
   return dir;
 }
+
+/** Runs `work` on a fresh tmpfs limited by `options` (e.g. "size=8k,nr_inodes=3": a disk that fills up), unmounted after. Needs root. */
+export async function onSmallTmpfs<T>(options: string, work: (mountPoint: string) => Promise<T> | T): Promise<T> {
+  const mountPoint = tempDir("platform-tmpfs-");
+  const mounted = Bun.spawnSync(["mount", "-t", "tmpfs", "-o", options, "tmpfs", mountPoint], { stderr: "pipe" });
+  if (mounted.exitCode !== 0) throw new Error(`mount failed: ${mounted.stderr.toString()}`);
+  try {
+    return await work(mountPoint);
+  } finally {
+    Bun.spawnSync(["umount", mountPoint]);
+  }
+}

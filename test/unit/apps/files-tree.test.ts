@@ -10,7 +10,7 @@ import { inspectZip } from "../../../src/apps/archive";
 import { pathSegments } from "../../../src/apps/files/paths";
 import { AppTree, MAX_FOLDER_ENTRIES, MAX_TEXT_FILE_BYTES } from "../../../src/apps/files/tree";
 import { ApiError, type ErrorCode } from "../../../src/http/errors";
-import { tempDir } from "../../helpers/temp";
+import { onSmallTmpfs, tempDir } from "../../helpers/temp";
 
 /** An app's tree at <dir>/source beside a folder outside it holding a secret. */
 function setUp(files: Record<string, string> = {}) {
@@ -368,10 +368,7 @@ describe("create and mkdir", () => {
 
   test("a disk that fills up part-way through the missing folders answers 507 and keeps none of them", async () => {
     // A tmpfs with room for one more inode besides its root and the app's root: the 1st missing folder is made, the 2nd is not.
-    const mountPoint = tempDir();
-    const mounted = Bun.spawnSync(["mount", "-t", "tmpfs", "-o", "size=1m,nr_inodes=3", "tmpfs", mountPoint], { stderr: "pipe" });
-    if (mounted.exitCode !== 0) throw new Error(`mount failed: ${mounted.stderr.toString()}`);
-    try {
+    await onSmallTmpfs("size=1m,nr_inodes=3", async (mountPoint) => {
       const root = join(mountPoint, "source");
       mkdirSync(root);
       const tree = new AppTree(root);
@@ -379,9 +376,7 @@ describe("create and mkdir", () => {
       expect(readdirSync(root)).toEqual([]);
       await expectCode(tree.mkdir("x/y/z"), "INSUFFICIENT_STORAGE", 507);
       expect(readdirSync(root)).toEqual([]);
-    } finally {
-      Bun.spawnSync(["umount", mountPoint]);
-    }
+    });
   });
 });
 
