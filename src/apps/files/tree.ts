@@ -7,7 +7,7 @@ import { Zip, ZipDeflate, ZipPassThrough } from "fflate";
 import { createHash, randomUUID } from "node:crypto";
 import { constants, type Stats } from "node:fs";
 import { link, lstat, mkdir, open, opendir, rename, rm, rmdir, unlink, type FileHandle } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { ApiError, diskFull, isDiskFull, rethrowDiskFull } from "../../http/errors";
 import { shown, utf8 } from "../zip-directory";
 import { entryCharge, MIN_ENTRY_BYTES } from "../../quotas/usage";
@@ -164,6 +164,10 @@ async function currentVersion(target: TreePath): Promise<string> {
   }
 }
 
+/** The name of a file being written (see writeWhole), followed by a UUID; one a crash left is removed at start. */
+const WRITE_TEMP_PREFIX = ".platform-write-";
+const WRITE_TEMP_NAME = /^\.platform-write-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 async function syncFolder(absolute: string): Promise<void> {
   const folder = await open(absolute, constants.O_RDONLY | constants.O_DIRECTORY);
   await folder.sync().finally(() => folder.close());
@@ -191,14 +195,17 @@ async function writeNewFile(absolute: string, bytes: Uint8Array, mode: number): 
  * failure at any step leaves no temp file behind.
  */
 async function writeWhole(folder: string, bytes: Uint8Array, mode: number, place: (temp: string) => Promise<void>): Promise<Stats> {
-  const temp = join(folder, `.platform-write-${randomUUID()}`);
+  const temp = join(folder, `${WRITE_TEMP_PREFIX}${randomUUID()}`);
   try {
     const stats = await writeNewFile(temp, bytes, mode);
     await place(temp);
+    // Unlinked (when linked, not renamed) before the folder is flushed: a crash after the flush leaves no temp name in the tree.
+    await unlink(temp).catch(() => undefined);
     await syncFolder(folder);
     return stats;
-  } finally {
+  } catch (error) {
     await unlink(temp).catch(() => undefined);
+    throw error;
   }
 }
 
@@ -439,6 +446,31 @@ export class AppTree {
       const type = typeOf(entry.stats);
       await (type === "dir" ? rm(entry.absolute, { recursive: true }) : unlink(entry.absolute));
       return { path: entry.path, type };
+    });
+  }
+
+  /**
+   * Removes the temp files of writes a crash interrupted (they would be built into the image and
+   * listed), looking at `maxEntries` entries at most. Answers how many it removed.
+   */
+  removeWriteLeftovers(maxEntries: number): Promise<number> {
+    return oneChangeAtATime(this.root, async () => {
+      // An app never deployed has no tree yet.
+      const root = await resolveFolder(this.root, "").catch((error) => {
+        if (error instanceof ApiError && error.code === "NOT_FOUND") return null;
+        throw error;
+      });
+      let removed = 0;
+      if (!root) return removed;
+      let seen = 0;
+      for await (const entry of entriesUnder(root)) {
+        if (++seen > maxEntries) break;
+        if (entry.isFile && WRITE_TEMP_NAME.test(basename(entry.path))) {
+          await unlink(entry.absolute);
+          removed++;
+        }
+      }
+      return removed;
     });
   }
 

@@ -380,6 +380,26 @@ describe("create and mkdir", () => {
   });
 });
 
+describe("writes a crash interrupted", () => {
+  test("a save leaves no temp file, and the temp files a crash left are removed (a user's file of a like name stays)", async () => {
+    const leftover = ".platform-write-0b6f2c1e-9a4d-4c55-8f6e-2d8e4b7a1c3f";
+    const { root, tree } = setUp({ "a.txt": "old", [leftover]: "half", [`src/${leftover}`]: "half", ".platform-write-notes.txt": "mine" });
+    await tree.write("a.txt", "new");
+    await tree.create("src/b.txt", "b");
+    expect(await tree.removeWriteLeftovers(100)).toBe(2);
+    expect(readdirSync(root).sort()).toEqual([".platform-write-notes.txt", "a.txt", "src"]);
+    expect(readdirSync(join(root, "src"))).toEqual(["b.txt"]);
+  });
+
+  test("the sweep looks at no more entries than it is given, and an app never deployed has nothing to sweep", async () => {
+    const { root, tree } = setUp({ "a.txt": "", "b.txt": "", "z/.platform-write-0b6f2c1e-9a4d-4c55-8f6e-2d8e4b7a1c3f": "" });
+    expect(await tree.removeWriteLeftovers(3)).toBe(0);
+    expect(readdirSync(join(root, "z"))).toHaveLength(1);
+    expect(await tree.removeWriteLeftovers(4)).toBe(1);
+    expect(await new AppTree(join(root, "missing")).removeWriteLeftovers(10)).toBe(0);
+  });
+});
+
 describe("move and remove", () => {
   test("move renames a file or moves a folder with its contents", async () => {
     const { root, tree } = setUp({ "a.txt": "a", "lib/x.js": "x", "dest/keep": "" });
