@@ -60,8 +60,6 @@ export class AppRecovery implements ContainerOwner {
       const buildId = container.labels[LABEL_BUILD];
       const build = buildId ? this.ctx.db.select({ status: builds.status }).from(builds).where(eq(builds.id, buildId)).get() : undefined;
       if (build && UNFINISHED_BUILD_STATUSES.includes(build.status as BuildStatus)) continue;
-      // Read again after the engine's answer: a release that switched meanwhile serves from it now.
-      if (this.row(app.id)?.containerId === container.id) continue;
       try {
         const driver = this.ctx.machines.get(container.machineId);
         await driver.stopContainer(container.id, 10).catch(() => {});
