@@ -180,7 +180,10 @@ async function writeNewFile(absolute: string, bytes: Uint8Array, mode: number): 
     await handle.chmod(mode);
     // A write may take fewer bytes than asked (a disk nearly full): the next one says why, or takes the rest.
     for (let written = 0; written < bytes.length; ) {
-      written += (await handle.write(bytes, written, bytes.length - written, written)).bytesWritten;
+      const { bytesWritten } = await handle.write(bytes, written, bytes.length - written, written);
+      // Neither a byte nor an error: asking again would never end.
+      if (bytesWritten === 0) throw new Error(`a write of ${absolute} took no byte`);
+      written += bytesWritten;
     }
     await handle.sync();
     return await handle.stat();

@@ -10,7 +10,7 @@ import { inspectZip } from "../../../src/apps/archive";
 import { pathSegments } from "../../../src/apps/files/paths";
 import { AppTree, MAX_FOLDER_ENTRIES, MAX_TEXT_FILE_BYTES } from "../../../src/apps/files/tree";
 import { ApiError, type ErrorCode } from "../../../src/http/errors";
-import { onSmallTmpfs, tempDir } from "../../helpers/temp";
+import { onSmallTmpfs, tempDir, writesTakingNoByte } from "../../helpers/temp";
 
 /** An app's tree at <dir>/source beside a folder outside it holding a secret. */
 function setUp(files: Record<string, string> = {}) {
@@ -378,6 +378,20 @@ describe("create and mkdir", () => {
       expect(readdirSync(root)).toEqual([]);
     });
   });
+});
+
+describe("a write that takes no byte", () => {
+  test("fails the save (no error from the system, no endless retry) and leaves the file and the folder as they were", async () => {
+    const { root, tree } = setUp({ "a.txt": "old" });
+    const restore = await writesTakingNoByte();
+    try {
+      await expect(tree.write("a.txt", "new")).rejects.toThrow("took no byte");
+    } finally {
+      restore();
+    }
+    expect(readFileSync(join(root, "a.txt"), "utf8")).toBe("old");
+    expect(readdirSync(root)).toEqual(["a.txt"]);
+  }, 5_000);
 });
 
 describe("writes a crash interrupted", () => {
