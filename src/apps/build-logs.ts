@@ -4,7 +4,7 @@
 // bytes were dropped, then the most recent output. Lines the platform writes start with `==> `;
 // no text written here can forge one (continuation lines are indented, program output starting
 // with `==>` gets a leading space). Each file's size is kept as it is written, for the disk quota.
-import { closeSync, existsSync, fstatSync, openSync, readSync, renameSync, rmSync, statSync, writeFileSync, appendFileSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, openSync, readSync, renameSync, rmSync, statSync, writeFileSync, appendFileSync, truncateSync } from "node:fs";
 import { lstat } from "node:fs/promises";
 import { entryCharge } from "../quotas/usage";
 import { isDiskFull } from "../http/errors";
@@ -92,7 +92,16 @@ export class BuildLogs {
       const bytes = Buffer.byteLength(text);
       if (state.bytes + bytes > this.maxBytes) this.rewriteWithTail(file, state, Buffer.from(text));
       else {
-        appendFileSync(file, text, { mode: 0o600 });
+        try {
+          appendFileSync(file, text, { mode: 0o600 });
+        } catch (error) {
+          // Part of the text may have been written before the disk filled up: not a cut line in the log.
+          // Shrinking needs no space; when even that fails, the size is measured again next time.
+          try {
+            truncateSync(file, state.bytes);
+          } catch {}
+          throw error;
+        }
         state.bytes += bytes;
       }
       this.sizesOf(appId).set(buildId, state.bytes);
@@ -142,8 +151,13 @@ export class BuildLogs {
       const marker = Buffer.from(`${lineEnd}==> ${state.dropped} bytes of build output dropped here (the log keeps its first and last part)\n`);
       const tail = region.subarray(keepFrom);
       const temporary = `${file}.rewrite`;
-      writeFileSync(temporary, Buffer.concat([head, marker, tail]), { mode: 0o600 });
-      renameSync(temporary, file);
+      try {
+        writeFileSync(temporary, Buffer.concat([head, marker, tail]), { mode: 0o600 });
+        renameSync(temporary, file);
+      } catch (error) {
+        rmSync(temporary, { force: true });
+        throw error;
+      }
       state.tailStart = head.length + marker.length;
       state.bytes = state.tailStart + tail.length;
     } finally {

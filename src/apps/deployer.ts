@@ -2,9 +2,9 @@
 // from the kept source tree (when asked), start a new container, wait until it accepts TCP on its
 // port, point the proxy at it, then retire the previous container. Until the new one listens the
 // old one keeps serving, so a redeploy is zero-downtime and a failed one changes nothing.
-import { eq } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import type { PlatformDb } from "../db";
-import { apps } from "../db/schema";
+import { apps, builds } from "../db/schema";
 import type { Config } from "../config";
 import { pauseForTest } from "../config/test-pause";
 import type { SecretBox } from "../crypto/secrets";
@@ -111,7 +111,7 @@ export class Deployer {
   }
 
   /** Queues background work nobody waits for; a failure is logged (the task records its own status). */
-  schedule(appId: string, task: (signal: AbortSignal) => Promise<void>): void {
+  schedule(appId: string, task: (signal: AbortSignal) => Promise<unknown>): void {
     this.enqueue(appId, task).catch((error) => console.error(`[apps] ${appId}:`, error));
   }
 
@@ -156,12 +156,30 @@ export class Deployer {
       if (built.failure) await this.afterFailure(appId, built.failure);
       return;
     }
+    let failure: string | null = "the release ended unexpectedly";
     try {
-      if (signal?.aborted) return built.log(`==> Not released: ${preemptedReason(signal)}`);
-      await this.release(appId, buildId, built.image, built.log, signal);
+      if (signal?.aborted) built.log(`==> Not released: ${preemptedReason(signal)}`);
+      else failure = await this.release(appId, buildId, built.image, built.log, signal);
     } finally {
+      this.recordNotServed(appId, buildId, failure, signal);
       this.ctx.buildLogs.finish(buildId);
     }
+  }
+
+  /**
+   * A build whose release was preempted or failed never served: it is no rollback target, so it
+   * ends canceled or failed ("not released: …"), as the recovery records one a crash interrupted.
+   */
+  private recordNotServed(appId: string, buildId: string, failure: string | null, signal?: AbortSignal) {
+    if (this.app(appId)?.currentBuildId === buildId) return;
+    const outcome = signal?.aborted
+      ? { status: "canceled", error: `not released: ${preemptedReason(signal)}` }
+      : { status: "failed", error: `not released: ${failure ?? "the release failed"}` };
+    this.ctx.db
+      .update(builds)
+      .set({ ...outcome, finishedAt: Date.now() })
+      .where(and(eq(builds.id, buildId), eq(builds.status, "succeeded")))
+      .run();
   }
 
   /**
@@ -169,11 +187,20 @@ export class Deployer {
    * stop or delete (`signal`) ends it: the new container is removed and the status is left alone.
    * The switch records the port the container really serves on (`servingPort`) and routes the
    * subdomain the app has at that moment, not the one it had when the release began. `onServing`
-   * is told at the switch, before the old container is retired.
+   * is told at the switch, before the old container is retired. Answers why it did not switch
+   * (null once it has).
    */
-  async release(appId: string, buildId: string, image: string, log: (line: string) => void = () => {}, signal?: AbortSignal, onServing?: () => void): Promise<void> {
+  async release(
+    appId: string,
+    buildId: string,
+    image: string,
+    log: (line: string) => void = () => {},
+    signal?: AbortSignal,
+    onServing?: () => void,
+  ): Promise<string | null> {
     const app = this.app(appId);
-    if (!app || app.status === "deleting" || signal?.aborted) return;
+    if (signal?.aborted) return preemptedReason(signal);
+    if (!app || app.status === "deleting") return "the app was deleted";
     const driver = this.ctx.machines.get(app.machineId);
     this.setStatus(appId, "starting", null, { releasingBuildId: buildId });
     const held = new Set<string>();
@@ -207,17 +234,19 @@ export class Deployer {
         await driver.removeContainer(old, APP_CONTAINER_REMOVAL).catch(() => {});
       }
       await removeImagesBeyondRetention(this.ctx, appId, log);
+      return null;
     } catch (error) {
       if (signal?.aborted) {
         log(`==> Release cancelled: ${preemptedReason(signal)}`);
         if (containerId) await driver.removeContainer(containerId, APP_CONTAINER_REMOVAL).catch(() => {});
-        return;
+        return preemptedReason(signal);
       }
       const reason = error instanceof ReleaseFailed || error instanceof ApiError ? error.message : "internal error";
       if (reason === "internal error") console.error(`[apps] release of ${appId}:`, error);
       log(`==> Release failed: ${reason}`);
       if (containerId) await driver.removeContainer(containerId, APP_CONTAINER_REMOVAL).catch(() => {});
       await this.afterFailure(appId, `Deploy of build ${buildId} failed: ${reason}`);
+      return reason;
     } finally {
       this.containersInHand.delete(appId);
       this.ctx.db.update(apps).set({ releasingBuildId: null }).where(eq(apps.id, appId)).run();

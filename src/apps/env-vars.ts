@@ -45,7 +45,8 @@ const associatedData = (appId: string, name: string) => `app-env:${appId}:${name
 
 export function readEnvVars(db: PlatformDb, secrets: SecretBox, appId: string): Record<string, string> {
   const envVars: Record<string, string> = {};
-  for (const row of db.select().from(appEnvVars).where(eq(appEnvVars.appId, appId)).all()) {
+  // In name order: the container's settings digest (deployer.ts) hashes the variables in the order read.
+  for (const row of db.select().from(appEnvVars).where(eq(appEnvVars.appId, appId)).orderBy(appEnvVars.name).all()) {
     envVars[row.name] = secrets.decrypt(row.ciphertext, associatedData(appId, row.name));
   }
   return envVars;

@@ -2,13 +2,14 @@
 // stopped on its own is recorded; one the app's state does not name is removed), the proxy route of
 // a serving container, and the recovery of builds, releases, env changes, stops and deletions a
 // platform restart interrupted.
-import { and, eq, inArray, isNotNull, notInArray } from "drizzle-orm";
+import { and, eq, inArray, isNotNull, ne, notInArray } from "drizzle-orm";
 import { apps, builds } from "../db/schema";
 import { LABEL_APP, LABEL_BUILD, LABEL_SETTINGS } from "../docker/container-spec";
 import { DockerNotFound } from "../docker/driver";
 import { workspaceNetworkName } from "../docker/workspace-network";
 import type { ContainerOwner, ManagedContainer } from "../machines/reconciler";
 import { APP_CONTAINER_REMOVAL, containerSettings, type AppRow, type AppsContext, type Deployer } from "./deployer";
+import { AppTree } from "./files/tree";
 import { DEFAULT_EXPOSE_PORT, SERVING_STATUSES, UNFINISHED_BUILD_STATUSES, type BuildStatus } from "./model";
 import { routePolicyOf } from "./rate-limits";
 
@@ -59,8 +60,6 @@ export class AppRecovery implements ContainerOwner {
       const buildId = container.labels[LABEL_BUILD];
       const build = buildId ? this.ctx.db.select({ status: builds.status }).from(builds).where(eq(builds.id, buildId)).get() : undefined;
       if (build && UNFINISHED_BUILD_STATUSES.includes(build.status as BuildStatus)) continue;
-      // Read again after the engine's answer: a release that switched meanwhile serves from it now.
-      if (this.row(app.id)?.containerId === container.id) continue;
       try {
         const driver = this.ctx.machines.get(container.machineId);
         await driver.stopContainer(container.id, 10).catch(() => {});
@@ -100,9 +99,9 @@ export class AppRecovery implements ContainerOwner {
   /**
    * After the platform restarts: builds it was running, and built ones whose release it was
    * starting, are marked failed, apps it was deploying get the status their containers really
-   * have, deletions it was doing are finished, leftover uploads are removed, an app serving from a
-   * container made before its last env or limits change is restarted, and the proxy routes are
-   * restored. (The reconciliation that follows removes the containers nothing serves from.)
+   * have, deletions it was doing are finished, leftover uploads and the temp files of interrupted
+   * file writes are removed, an app serving from a container made before its last env or limits
+   * change is restarted, and the proxy routes are restored. (The reconciliation that follows removes the containers nothing serves from.)
    */
   async recoverAfterRestart() {
     // Moved aside before the first await: a deploy accepted meanwhile must keep its fresh upload.
@@ -169,6 +168,11 @@ export class AppRecovery implements ContainerOwner {
       }
     }
     await leftoversRemoved;
+    for (const app of this.ctx.db.select({ id: apps.id }).from(apps).where(ne(apps.status, "deleting")).all()) {
+      await new AppTree(this.ctx.storage.sourceDir(app.id))
+        .removeWriteLeftovers(this.ctx.config.uploads.maxArchiveEntries)
+        .catch((error) => console.warn(`[apps] could not look for interrupted file writes of ${app.id}: ${(error as Error).message}`));
+    }
     for (const app of this.ctx.db.select().from(apps).where(eq(apps.status, "running")).all()) {
       await this.restoreRoute(app.id);
       await this.restartIfSettingsChanged(app);

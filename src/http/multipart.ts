@@ -86,7 +86,11 @@ export async function readMultipart(request: Request, options: MultipartOptions)
     let written = (await fileHandle.writev(pendingFileBytes)).bytesWritten;
     if (written < pendingFileSize) {
       const rest = Buffer.concat(pendingFileBytes).subarray(written);
-      for (let at = 0; at < rest.length; at += written) written = (await fileHandle.write(rest, at)).bytesWritten;
+      for (let at = 0; at < rest.length; at += written) {
+        written = (await fileHandle.write(rest, at)).bytesWritten;
+        // Neither a byte nor an error: asking again would never end.
+        if (written === 0) throw new Error("a write of the uploaded file took no byte");
+      }
     }
     pendingFileBytes = [];
     pendingFileSize = 0;

@@ -44,7 +44,8 @@ export const ReconcileReportSchema = resource(
     removedContainers: t.Array(ref(RemovedContainerSchema), {
       description:
         "This workspace's only: containers of a known app that were neither its serving container nor one a release in progress is making " +
-        "(left by a release or restart the platform was killed in), stopped and removed by this run",
+        "(left by a release or restart the platform was killed in), stopped and removed by the latest run that removed any " +
+        "(kept until a run removes others)",
     }),
   },
   "The last reconciliation of the database with what the engines run.",

@@ -27,7 +27,10 @@ export interface ContainerOwner {
 export interface ReconcileReport {
   at: string;
   unknownContainers: ManagedContainer[];
-  /** Containers of known resources that their state did not have, removed by this run. */
+  /**
+   * Containers of known resources that their state did not have, removed by the latest run that
+   * removed any: kept in the reports that follow until a run removes others.
+   */
   removedContainers: ManagedContainer[];
   unreachableMachines: string[];
 }
@@ -36,6 +39,7 @@ export class Reconciler {
   private readonly owners: ContainerOwner[] = [];
   private job: Cron | null = null;
   lastReport: ReconcileReport | null = null;
+  private running: Promise<ReconcileReport> | null = null;
 
   constructor(private readonly machines: Machines) {}
 
@@ -43,7 +47,15 @@ export class Reconciler {
     this.owners.push(owner);
   }
 
-  async run(): Promise<ReconcileReport> {
+  /** One run at a time: asked while one runs (at start, on the schedule, on request), the caller shares it and its report. */
+  run(): Promise<ReconcileReport> {
+    this.running ??= this.runOnce().finally(() => {
+      this.running = null;
+    });
+    return this.running;
+  }
+
+  private async runOnce(): Promise<ReconcileReport> {
     const containers: ManagedContainer[] = [];
     const unreachableMachines: string[] = [];
     for (const machineId of this.machines.ids()) {
@@ -67,11 +79,16 @@ export class Reconciler {
     for (const container of unknownContainers) {
       console.warn(`[reconciler] container ${container.name} (${container.id.slice(0, 12)}) on ${container.machineId} carries the platform label but is not known; left in place`);
     }
-    this.lastReport = { at: new Date().toISOString(), unknownContainers, removedContainers, unreachableMachines };
+    this.lastReport = {
+      at: new Date().toISOString(),
+      unknownContainers,
+      removedContainers: removedContainers.length > 0 ? removedContainers : (this.lastReport?.removedContainers ?? []),
+      unreachableMachines,
+    };
     return this.lastReport;
   }
 
-  /** Runs now and then on the schedule; overlapping runs are skipped. */
+  /** Runs now and then on the schedule; a tick while a run is under way shares it. */
   start(schedule: string) {
     void this.run().catch((error) => console.error("[reconciler]", error));
     this.job = new Cron(schedule, { protect: true }, () => this.run().then(() => undefined, (error) => console.error("[reconciler]", error)));

@@ -7,7 +7,7 @@ import { Zip, ZipDeflate, ZipPassThrough } from "fflate";
 import { createHash, randomUUID } from "node:crypto";
 import { constants, type Stats } from "node:fs";
 import { link, lstat, mkdir, open, opendir, rename, rm, rmdir, unlink, type FileHandle } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { ApiError, diskFull, isDiskFull, rethrowDiskFull } from "../../http/errors";
 import { shown, utf8 } from "../zip-directory";
 import { entryCharge, MIN_ENTRY_BYTES } from "../../quotas/usage";
@@ -164,6 +164,10 @@ async function currentVersion(target: TreePath): Promise<string> {
   }
 }
 
+/** The name of a file being written (see writeWhole), followed by a UUID; one a crash left is removed at start. */
+const WRITE_TEMP_PREFIX = ".platform-write-";
+const WRITE_TEMP_NAME = /^\.platform-write-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 async function syncFolder(absolute: string): Promise<void> {
   const folder = await open(absolute, constants.O_RDONLY | constants.O_DIRECTORY);
   await folder.sync().finally(() => folder.close());
@@ -176,7 +180,10 @@ async function writeNewFile(absolute: string, bytes: Uint8Array, mode: number): 
     await handle.chmod(mode);
     // A write may take fewer bytes than asked (a disk nearly full): the next one says why, or takes the rest.
     for (let written = 0; written < bytes.length; ) {
-      written += (await handle.write(bytes, written, bytes.length - written, written)).bytesWritten;
+      const { bytesWritten } = await handle.write(bytes, written, bytes.length - written, written);
+      // Neither a byte nor an error: asking again would never end.
+      if (bytesWritten === 0) throw new Error(`a write of ${absolute} took no byte`);
+      written += bytesWritten;
     }
     await handle.sync();
     return await handle.stat();
@@ -191,22 +198,32 @@ async function writeNewFile(absolute: string, bytes: Uint8Array, mode: number): 
  * failure at any step leaves no temp file behind.
  */
 async function writeWhole(folder: string, bytes: Uint8Array, mode: number, place: (temp: string) => Promise<void>): Promise<Stats> {
-  const temp = join(folder, `.platform-write-${randomUUID()}`);
+  const temp = join(folder, `${WRITE_TEMP_PREFIX}${randomUUID()}`);
   try {
     const stats = await writeNewFile(temp, bytes, mode);
     await place(temp);
+    // Unlinked (when linked, not renamed) before the folder is flushed: a crash after the flush leaves no temp name in the tree.
+    await unlink(temp).catch(() => undefined);
     await syncFolder(folder);
     return stats;
-  } finally {
+  } catch (error) {
     await unlink(temp).catch(() => undefined);
+    throw error;
   }
 }
 
-/** Removes the `count` innermost folders of `absolute`'s path, made for it by a change that failed; a folder not empty (anymore) stays. */
+/**
+ * Removes the `count` innermost folders of `absolute`'s path, made for it by a change that failed;
+ * one never made (the change failed before it) is passed over, a folder not empty (anymore) stays.
+ */
 async function removeMadeFolders(absolute: string, count: number): Promise<void> {
   let folder = dirname(absolute);
   for (let made = 0; made < count; made++, folder = dirname(folder)) {
-    if (!(await rmdir(folder).then(() => true, () => false))) return;
+    const removed = await rmdir(folder).then(
+      () => true,
+      (error: NodeJS.ErrnoException) => error.code === "ENOENT",
+    );
+    if (!removed) return;
   }
 }
 
@@ -352,9 +369,9 @@ export class AppTree {
   async create(path: string, content = ""): Promise<FileVersion> {
     const bytes = textBytes(path, content);
     return oneChangeAtATime(this.root, async () => {
-      const foldersToMake = await this.checkNewEntry(path, entryCharge(bytes.length));
-      const target = await resolveNewEntry(this.root, path, { makeParents: true }).catch(rethrowDiskFull(`the folders of ${shown(path)}`));
+      const planned = await this.checkNewEntry(path, entryCharge(bytes.length));
       try {
+        const target = await this.makeParents(path);
         if (target.stats) this.exists(target.path);
         // Linked, not renamed: link(2) never replaces what another writer put at the path meanwhile.
         const stats = await writeWhole(dirname(target.absolute), bytes, FILE_MODE, (temp) =>
@@ -365,7 +382,7 @@ export class AppTree {
         ).catch(rethrowDiskFull(`the file ${shown(target.path)}`));
         return versionView(target.path, stats, bytes);
       } catch (error) {
-        await removeMadeFolders(target.absolute, foldersToMake);
+        await removeMadeFolders(planned.absolute, planned.foldersToMake);
         throw error;
       }
     });
@@ -374,9 +391,9 @@ export class AppTree {
   /** Makes a folder, and the folders missing on its way; refused when anything is at `path`. Answers its canonical path. */
   mkdir(path: string): Promise<string> {
     return oneChangeAtATime(this.root, async () => {
-      const foldersToMake = await this.checkNewEntry(path, MIN_ENTRY_BYTES);
-      const target = await resolveNewEntry(this.root, path, { makeParents: true }).catch(rethrowDiskFull(`the folders of ${shown(path)}`));
+      const planned = await this.checkNewEntry(path, MIN_ENTRY_BYTES);
       try {
+        const target = await this.makeParents(path);
         if (target.stats) this.exists(target.path);
         await mkdir(target.absolute).catch((error: NodeJS.ErrnoException) => {
           if (error.code === "EEXIST") this.exists(target.path);
@@ -384,7 +401,7 @@ export class AppTree {
         });
         return target.path;
       } catch (error) {
-        await removeMadeFolders(target.absolute, foldersToMake);
+        await removeMadeFolders(planned.absolute, planned.foldersToMake);
         throw error;
       }
     });
@@ -394,11 +411,16 @@ export class AppTree {
    * Before anything is made at `path`: refused as any other resolve would refuse it (FILE_EXISTS
    * when something is there), then when the entry (`charge`) and the folders on its way do not fit.
    */
-  private async checkNewEntry(path: string, charge: number): Promise<number> {
+  private async checkNewEntry(path: string, charge: number): Promise<{ absolute: string; foldersToMake: number }> {
     const planned = await resolveNewEntry(this.root, path, { countMissing: true });
     if (planned.stats) this.exists(planned.path);
     await this.checkGrowth(charge + planned.foldersToMake * MIN_ENTRY_BYTES);
-    return planned.foldersToMake;
+    return planned;
+  }
+
+  /** Makes the folders missing on `path`'s way; a failure part-way leaves those already made for the caller to remove. */
+  private makeParents(path: string): Promise<TreePath> {
+    return resolveNewEntry(this.root, path, { makeParents: true }).catch(rethrowDiskFull(`the folders of ${shown(path)}`));
   }
 
   private exists(path: string): never {
@@ -427,6 +449,31 @@ export class AppTree {
       const type = typeOf(entry.stats);
       await (type === "dir" ? rm(entry.absolute, { recursive: true }) : unlink(entry.absolute));
       return { path: entry.path, type };
+    });
+  }
+
+  /**
+   * Removes the temp files of writes a crash interrupted (they would be built into the image and
+   * listed), looking at `maxEntries` entries at most. Answers how many it removed.
+   */
+  removeWriteLeftovers(maxEntries: number): Promise<number> {
+    return oneChangeAtATime(this.root, async () => {
+      // An app never deployed has no tree yet.
+      const root = await resolveFolder(this.root, "").catch((error) => {
+        if (error instanceof ApiError && error.code === "NOT_FOUND") return null;
+        throw error;
+      });
+      let removed = 0;
+      if (!root) return removed;
+      let seen = 0;
+      for await (const entry of entriesUnder(root)) {
+        if (++seen > maxEntries) break;
+        if (entry.isFile && WRITE_TEMP_NAME.test(basename(entry.path))) {
+          await unlink(entry.absolute);
+          removed++;
+        }
+      }
+      return removed;
     });
   }
 

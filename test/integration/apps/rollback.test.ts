@@ -225,6 +225,27 @@ describe("rollback from a kept image", () => {
     expect((await rollback(server, key, app.id, build.id)).body.code).toBe("BUILD_NOT_RELEASABLE");
   }, 240_000);
 
+  test("a deploy built but never released ends `failed` (\"not released: …\"), and is no rollback target", async () => {
+    const { app, v2BuildId } = await moodyAppWith("moody-deploy-fails", "exit");
+    const response = await deployZip(server, key, { name: "moody-deploy-fails", runtime: "node", memoryMB: "64" }, moody(1));
+    expect(response.status).toBe(202);
+    // Built, it is `succeeded` until its release ends: polled until the release has failed and been recorded.
+    let found: any;
+    let failedAt = Infinity;
+    for (const deadline = Date.now() + 90_000; Date.now() < deadline && Date.now() < failedAt + 5_000; await Bun.sleep(200)) {
+      found = await getBuild(server, key, app.id, response.body.buildId);
+      if (found.build.status === "failed") break;
+      if (found.log.includes("==> Release failed")) failedAt = Math.min(failedAt, Date.now());
+    }
+    const { build, log } = found;
+    // The env value "exit" is masked in the build's log.
+    expect(log).toContain("==> Release failed: the app ****ed with code 3");
+    expect(build.status).toBe("failed");
+    expect(build.error).toStartWith("not released: the app exited with code 3");
+    expect((await rollback(server, key, app.id, build.id)).body.code).toBe("BUILD_NOT_RELEASABLE");
+    expect((await server.request("GET", `/api/apps/${app.id}`, { key })).body.app).toMatchObject({ status: "running", currentBuildId: v2BuildId });
+  }, 240_000);
+
   test("while the release runs a cancel is refused; a stop ends it, and the entry ends `canceled`", async () => {
     const { app, v1BuildId } = await moodyAppWith("moody-slow", "slow");
     const entry = (await rollback(server, key, app.id, v1BuildId)).body.build;

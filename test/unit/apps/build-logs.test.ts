@@ -1,10 +1,10 @@
 // Build logs on a temp dir: the cap keeps the first and last part with a marker, ranges read only
 // what they return, text cannot forge a platform line, and followers get the file then live lines.
 import { describe, expect, spyOn, test } from "bun:test";
-import { appendFileSync, readFileSync, statSync } from "node:fs";
+import { appendFileSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { BuildLogs } from "../../../src/apps/build-logs";
-import { tempDir } from "../../helpers/temp";
+import { onSmallTmpfs, tempDir } from "../../helpers/temp";
 
 function logsIn(maxBytes?: number, dir = tempDir()) {
   const logs = new BuildLogs((appId, buildId) => join(dir, `${appId}-${buildId}.log`), maxBytes);
@@ -147,6 +147,26 @@ describe("a full disk", () => {
       logs.finish("b");
       expect(await new Response(stream).text()).toBe("==> Build failed: internal error\nstep 1\n");
       expect(warn.mock.calls[0]![0]).toContain("the disk is full");
+    } finally {
+      warn.mockRestore();
+    }
+  });
+
+  test("a line cut by the full disk is taken back out, and a cut rewrite past the cap leaves no temp file", async () => {
+    const warn = spyOn(console, "warn").mockImplementation(() => {});
+    try {
+      // 40 KiB of room: a 30 KiB log fits, a 64 KiB line does not, nor the ~24 KiB rewrite of the log past its 32 KiB cap.
+      await onSmallTmpfs("size=40k", (dir) => {
+        const { logs, file } = logsIn(32 * 1024, dir);
+        const lines = `${"x".repeat(1023)}\n`.repeat(30);
+        logs.appendOutput("a", "b", lines);
+        logs.appendOutput("a", "b", "y".repeat(64 * 1024));
+        expect(readFileSync(file(), "utf8")).toBe(lines);
+        logs.appendOutput("a", "b", "z".repeat(4 * 1024));
+        expect(readdirSync(dir)).toEqual(["a-b.log"]);
+        expect(readFileSync(file(), "utf8")).toBe(lines);
+        expect(warn).toHaveBeenCalledTimes(2);
+      });
     } finally {
       warn.mockRestore();
     }

@@ -10,7 +10,7 @@ import { inspectZip } from "../../../src/apps/archive";
 import { pathSegments } from "../../../src/apps/files/paths";
 import { AppTree, MAX_FOLDER_ENTRIES, MAX_TEXT_FILE_BYTES } from "../../../src/apps/files/tree";
 import { ApiError, type ErrorCode } from "../../../src/http/errors";
-import { tempDir } from "../../helpers/temp";
+import { onSmallTmpfs, tempDir, writesTakingNoByte } from "../../helpers/temp";
 
 /** An app's tree at <dir>/source beside a folder outside it holding a secret. */
 function setUp(files: Record<string, string> = {}) {
@@ -364,6 +364,53 @@ describe("create and mkdir", () => {
     expect(statSync(join(root, "assets/img")).isDirectory()).toBe(true);
     await expectCode(tree.mkdir("assets/img"), "FILE_EXISTS", 409);
     await expectCode(tree.mkdir("a.txt"), "FILE_EXISTS");
+  });
+
+  test("a disk that fills up part-way through the missing folders answers 507 and keeps none of them", async () => {
+    // A tmpfs with room for one more inode besides its root and the app's root: the 1st missing folder is made, the 2nd is not.
+    await onSmallTmpfs("size=1m,nr_inodes=3", async (mountPoint) => {
+      const root = join(mountPoint, "source");
+      mkdirSync(root);
+      const tree = new AppTree(root);
+      await expectCode(tree.create("a/b/c.txt", "text"), "INSUFFICIENT_STORAGE", 507);
+      expect(readdirSync(root)).toEqual([]);
+      await expectCode(tree.mkdir("x/y/z"), "INSUFFICIENT_STORAGE", 507);
+      expect(readdirSync(root)).toEqual([]);
+    });
+  });
+});
+
+describe("a write that takes no byte", () => {
+  test("fails the save (no error from the system, no endless retry) and leaves the file and the folder as they were", async () => {
+    const { root, tree } = setUp({ "a.txt": "old" });
+    const restore = await writesTakingNoByte();
+    try {
+      await expect(tree.write("a.txt", "new")).rejects.toThrow("took no byte");
+    } finally {
+      restore();
+    }
+    expect(readFileSync(join(root, "a.txt"), "utf8")).toBe("old");
+    expect(readdirSync(root)).toEqual(["a.txt"]);
+  }, 5_000);
+});
+
+describe("writes a crash interrupted", () => {
+  test("a save leaves no temp file, and the temp files a crash left are removed (a user's file of a like name stays)", async () => {
+    const leftover = ".platform-write-0b6f2c1e-9a4d-4c55-8f6e-2d8e4b7a1c3f";
+    const { root, tree } = setUp({ "a.txt": "old", [leftover]: "half", [`src/${leftover}`]: "half", ".platform-write-notes.txt": "mine" });
+    await tree.write("a.txt", "new");
+    await tree.create("src/b.txt", "b");
+    expect(await tree.removeWriteLeftovers(100)).toBe(2);
+    expect(readdirSync(root).sort()).toEqual([".platform-write-notes.txt", "a.txt", "src"]);
+    expect(readdirSync(join(root, "src"))).toEqual(["b.txt"]);
+  });
+
+  test("the sweep looks at no more entries than it is given, and an app never deployed has nothing to sweep", async () => {
+    const { root, tree } = setUp({ "a.txt": "", "b.txt": "", "z/.platform-write-0b6f2c1e-9a4d-4c55-8f6e-2d8e4b7a1c3f": "" });
+    expect(await tree.removeWriteLeftovers(3)).toBe(0);
+    expect(readdirSync(join(root, "z"))).toHaveLength(1);
+    expect(await tree.removeWriteLeftovers(4)).toBe(1);
+    expect(await new AppTree(join(root, "missing")).removeWriteLeftovers(10)).toBe(0);
   });
 });
 

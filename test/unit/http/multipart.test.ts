@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { readMultipart } from "../../../src/http/multipart";
-import { tempDir } from "../../helpers/temp";
+import { tempDir, writesTakingNoByte } from "../../helpers/temp";
 
 /** A multipart request whose body arrives in chunks of the given size. */
 async function chunkedRequest(form: FormData, chunkSize: number): Promise<Request> {
@@ -44,6 +44,20 @@ describe("streaming multipart reader", () => {
     });
     expect(existsSync(destination)).toBe(false);
   });
+
+  test("a write that takes no byte and raises no error fails the upload, leaving no file, instead of asking again forever", async () => {
+    const form = new FormData();
+    form.set("file", new File([payload], "app.zip"));
+    const destination = `${tempDir()}/upload.zip`;
+    const request = await chunkedRequest(form, 4096);
+    const restore = await writesTakingNoByte();
+    try {
+      await expect(readMultipart(request, { fileField: "file", destinationFile: destination, maxBytes: 10_000_000 })).rejects.toThrow("took no byte");
+    } finally {
+      restore();
+    }
+    expect(existsSync(destination)).toBe(false);
+  }, 5_000);
 
   test("a body cut short is refused and leaves no file", async () => {
     const form = new FormData();
