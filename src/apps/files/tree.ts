@@ -397,7 +397,7 @@ export class AppTree {
         if (target.stats) this.exists(target.path);
         await mkdir(target.absolute).catch((error: NodeJS.ErrnoException) => {
           if (error.code === "EEXIST") this.exists(target.path);
-          throw isDiskFull(error) ? diskFull(`the folder ${shown(target.path)}`) : error;
+          throw isDiskFull(error) ? diskFull(`the folder ${shown(target.path)}`, { nothingKept: true }) : error;
         });
         return target.path;
       } catch (error) {
