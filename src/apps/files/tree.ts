@@ -2,14 +2,16 @@
 // delete, walk (for bulk renames), apply a batch of renames, and stream the tree as a ZIP. Every
 // path goes through paths.ts (checked, resolved without following links); results are plain data
 // with canonical relative paths. Changes to one tree run one at a time (in this process), so an
-// `ifMatch` check and the write it guards cannot interleave with another change.
+// `ifMatch` check and the write it guards cannot interleave with another change; a file is written
+// whole or not at all (./durable-write.ts).
 import { Zip, ZipDeflate, ZipPassThrough } from "fflate";
-import { createHash, randomUUID } from "node:crypto";
+import { createHash } from "node:crypto";
 import { constants, type Stats } from "node:fs";
 import { link, lstat, mkdir, open, opendir, rename, rm, rmdir, unlink, type FileHandle } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { ApiError, diskFull, isDiskFull, rethrowDiskFull } from "../../http/errors";
 import { shown, utf8 } from "../zip-directory";
+import { removeMadeFolders, WRITE_TEMP_NAME, writeWhole } from "./durable-write";
 import { entryCharge, MIN_ENTRY_BYTES } from "../../quotas/usage";
 import { resolveEntry, resolveFolder, resolveInTree, resolveNewEntry, symlinkRefused, type TreePath } from "./paths";
 
@@ -23,7 +25,6 @@ const READ_CHUNK_BYTES = 64 * 1024;
 const FILE_MODE = 0o644;
 // O_NONBLOCK: a FIFO put in a file's place must not hang the open; regular files ignore it.
 const OPEN_READ = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
-const OPEN_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 // ZIP stores times as DOS dates, which only cover 1980-2099 (fflate throws outside it).
 const ZIP_EARLIEST = Date.UTC(1980, 0, 2);
 const ZIP_LATEST = Date.UTC(2099, 11, 30);
@@ -161,69 +162,6 @@ async function currentVersion(target: TreePath): Promise<string> {
     }
   } finally {
     await handle.close();
-  }
-}
-
-/** The name of a file being written (see writeWhole), followed by a UUID; one a crash left is removed at start. */
-const WRITE_TEMP_PREFIX = ".platform-write-";
-const WRITE_TEMP_NAME = /^\.platform-write-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-async function syncFolder(absolute: string): Promise<void> {
-  const folder = await open(absolute, constants.O_RDONLY | constants.O_DIRECTORY);
-  await folder.sync().finally(() => folder.close());
-}
-
-/** Writes a new file (O_EXCL: never through an existing entry), every byte of it, flushed to disk. */
-async function writeNewFile(absolute: string, bytes: Uint8Array, mode: number): Promise<Stats> {
-  const handle = await open(absolute, OPEN_NEW, mode);
-  try {
-    await handle.chmod(mode);
-    // A write may take fewer bytes than asked (a disk nearly full): the next one says why, or takes the rest.
-    for (let written = 0; written < bytes.length; ) {
-      const { bytesWritten } = await handle.write(bytes, written, bytes.length - written, written);
-      // Neither a byte nor an error: asking again would never end.
-      if (bytesWritten === 0) throw new Error(`a write of ${absolute} took no byte`);
-      written += bytesWritten;
-    }
-    await handle.sync();
-    return await handle.stat();
-  } finally {
-    await handle.close();
-  }
-}
-
-/**
- * Writes `bytes` to a new temp file in `folder`, hands its path to `place` (which links or renames
- * it where it belongs) and flushes the folder: the file appears whole or not at all, and a
- * failure at any step leaves no temp file behind.
- */
-async function writeWhole(folder: string, bytes: Uint8Array, mode: number, place: (temp: string) => Promise<void>): Promise<Stats> {
-  const temp = join(folder, `${WRITE_TEMP_PREFIX}${randomUUID()}`);
-  try {
-    const stats = await writeNewFile(temp, bytes, mode);
-    await place(temp);
-    // Unlinked (when linked, not renamed) before the folder is flushed: a crash after the flush leaves no temp name in the tree.
-    await unlink(temp).catch(() => undefined);
-    await syncFolder(folder);
-    return stats;
-  } catch (error) {
-    await unlink(temp).catch(() => undefined);
-    throw error;
-  }
-}
-
-/**
- * Removes the `count` innermost folders of `absolute`'s path, made for it by a change that failed;
- * one never made (the change failed before it) is passed over, a folder not empty (anymore) stays.
- */
-async function removeMadeFolders(absolute: string, count: number): Promise<void> {
-  let folder = dirname(absolute);
-  for (let made = 0; made < count; made++, folder = dirname(folder)) {
-    const removed = await rmdir(folder).then(
-      () => true,
-      (error: NodeJS.ErrnoException) => error.code === "ENOENT",
-    );
-    if (!removed) return;
   }
 }
 
