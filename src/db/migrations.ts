@@ -18,6 +18,7 @@ import m0012 from "./migrations/0012_domains.sql" with { type: "text" };
 import m0013 from "./migrations/0013_webhooks.sql" with { type: "text" };
 import m0014 from "./migrations/0014_domains_takeover.sql" with { type: "text" };
 import m0015 from "./migrations/0015_release_recovery.sql" with { type: "text" };
+import m0016 from "./migrations/0016_volumes.sql" with { type: "text" };
 
 export const EMBEDDED_MIGRATIONS: Record<string, string> = {
   "0000_init": m0000,
@@ -36,6 +37,7 @@ export const EMBEDDED_MIGRATIONS: Record<string, string> = {
   "0013_webhooks": m0013,
   "0014_domains_takeover": m0014,
   "0015_release_recovery": m0015,
+  "0016_volumes": m0016,
 };
 
 export interface MigrationMeta {

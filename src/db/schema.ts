@@ -354,6 +354,34 @@ export const appFileChanges = sqliteTable(
 
 // ---- databases ----------------------------------------------------------------------------
 
+/**
+ * A named engine volume holding an app's data (src/volumes): it outlives redeploys, restarts and the
+ * app itself unless deleted on purpose. It lives on one machine; its app is placed where it is.
+ */
+export const volumes = sqliteTable(
+  "volumes",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id").notNull().references(() => workspaces.id, { onDelete: "cascade" }),
+    /** Unique in the workspace: lowercase letters, digits, dashes. */
+    name: text("name").notNull(),
+    /** The app it is mounted in; null when detached (its app deleted with the volume kept). */
+    appId: text("app_id").references(() => apps.id, { onDelete: "set null" }),
+    /** Absolute path inside the app's container; kept when detached, as the default for the next attach. */
+    mountPath: text("mount_path").notNull(),
+    /** The machine whose engine holds the volume. */
+    machineId: text("machine_id").notNull(),
+    /** The engine's name of the volume holding the content now (a restore swaps in a new one). */
+    engineVolumeName: text("engine_volume_name").notNull(),
+    /** Bytes used, as last measured (null before the first measure), and when. */
+    sizeBytes: integer("size_bytes"),
+    sizeMeasuredAt: integer("size_measured_at"),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (table) => [uniqueIndex("volumes_workspace_name").on(table.workspaceId, table.name), index("volumes_app").on(table.appId)],
+);
+
 export const databases = sqliteTable(
   "databases",
   {
