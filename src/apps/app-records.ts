@@ -17,7 +17,7 @@ import type { AppRow, AppsContext } from "./deployer";
 /** The fields of a deploy form (./deploy-form.ts parseDeployFields). */
 export interface DeployInput {
   name: string;
-  runtime: Runtime;
+  runtime: Runtime | "image";
   memoryMB: number;
   cpus?: number;
   startupCommand?: string;

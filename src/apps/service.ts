@@ -26,6 +26,7 @@ import { RepositoryDeploys } from "./repository/service";
 import { AppDomains } from "./domains/service";
 import { AppRecovery } from "./recovery";
 import { AppRollbacks } from "./rollback";
+import { removePulledImageNames } from "./images/pull";
 import { appView, type PublicAddresses } from "./view";
 import { rateLimitColumnsAfter, routePolicyOf, sameRateLimits, type RateLimitsInput } from "./rate-limits";
 import { assertWithinQuota, bytesToMB } from "../quotas/limits";
@@ -109,6 +110,11 @@ export class AppsService {
         .all();
       return this.ctx.buildLogs.diskBytes(logs);
     });
+  }
+
+  /** What the apps' parts share, for the image deploys (./images/deploy.ts). */
+  get context(): AppsContext {
+    return this.ctx;
   }
 
   publicApp(app: AppRow): Static<typeof AppSchema> {
@@ -402,6 +408,7 @@ export class AppsService {
     const driver = this.ctx.machines.get(app.machineId);
     for (const container of await driver.listContainers({ [LABEL_APP]: app.id })) await driver.removeContainer(container.id, APP_CONTAINER_REMOVAL);
     for (const image of await driver.listImages({ [LABEL_APP]: app.id })) await driver.removeImage(image.id);
+    await removePulledImageNames(this.ctx, app);
     await releaseWorkspaceNetwork(driver, app.workspaceId);
     this.domains.unroute(app.id);
     this.ctx.db.delete(apps).where(eq(apps.id, app.id)).run();
