@@ -218,6 +218,9 @@ export class AppsService {
   async updateSettings(workspaceId: string, appId: string, input: SettingsInput) {
     const app = this.get(workspaceId, appId);
     if (input.startupCommand !== undefined) checkStartupCommand(input.startupCommand);
+    if (app.runtime === "image" && (input.runtime !== undefined || input.builder !== undefined)) {
+      invalid(input.runtime !== undefined ? "runtime" : "builder", "an app deployed from an image is not built from source");
+    }
     if (input.name !== undefined && input.name !== app.name) this.records.assertNameFree(workspaceId, input.name);
     if (input.subdomain && this.records.subdomainTaken(input.subdomain, app.id)) {
       throw new ApiError("SUBDOMAIN_TAKEN", `Subdomain '${input.subdomain}' is taken`);
@@ -432,7 +435,7 @@ export class AppsService {
       return { app: this.publicApp(this.get(workspaceId, appId)), buildId };
     }
     const buildId = this.records.newBuild(app.id, "redeploy");
-    this.ctx.buildLogs.append(app.id, buildId, "==> Redeploy of the kept source tree");
+    this.ctx.buildLogs.append(app.id, buildId, app.runtime === "image" ? `==> Redeploy: ${app.image} is pulled again` : "==> Redeploy of the kept source tree");
     this.deployer.schedule(app.id, (signal) => this.deployer.buildAndRelease(app.id, buildId, undefined, signal));
     return { app: this.publicApp(this.get(workspaceId, appId)), buildId };
   }

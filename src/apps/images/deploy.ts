@@ -43,10 +43,6 @@ export async function deployImage(apps: AppsService, principal: Principal, reque
   const ctx = apps.context;
   const input = imageDeployInput(await readFields(request), ctx.config.buildRegistries);
   const machineId = ctx.machines.place(input.machineId).machineId;
-  const before = apps.records.findByName(principal.workspaceId, input.name);
-  if (before && before.runtime !== "image") {
-    throw new ApiError("NAME_TAKEN", `'${input.name}' is an app built from source: deploy the image under another name`);
-  }
   const { appId, existing } = apps.records.accept(
     principal.workspaceId,
     { ...input, runtime: "image" },

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Socket, TCPSocketListener } from "bun";
 import { TestServer } from "../../helpers/server";
-import { deleteAllApps, viaProxy, waitForStatus } from "../../helpers/apps";
+import { appZip, deleteAllApps, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
 import { dockerCli, dockerJson } from "../../helpers/docker";
 import { freePort } from "../../helpers/ports";
 import { removeImagesFrom, startRegistry, type TestRegistry } from "../../helpers/registry";
@@ -111,6 +111,18 @@ describe("deploy from an open registry", () => {
     const pinned = (await dockerJson("image", "inspect", `platform-app-${app.id.toLowerCase()}:${build.id.toLowerCase()}`))[0];
     expect(container.Image).toBe(pinned.Id);
   }, 120_000);
+
+  test("an image app stays one: no ZIP deploy onto its name, no runtime or builder in its settings", async () => {
+    const { body } = await call("GET", "/api/apps/");
+    const app = body.apps.find((entry: { name: string }) => entry.name === "img-hello");
+    const zip = await deployZip(server, key, { name: "img-hello", runtime: "node", memoryMB: "64" }, appZip({ "index.html": "zip" }));
+    expect({ status: zip.status, code: zip.body.code }).toEqual({ status: 409, code: "NAME_TAKEN" });
+    for (const change of [{ runtime: "node" }, { builder: "dockerfile" }]) {
+      const settings = await call("PUT", `/api/apps/${app.id}/settings`, { body: change });
+      expect({ status: settings.status, code: settings.body.code }).toEqual({ status: 400, code: "VALIDATION_FAILED" });
+    }
+    expect((await call("GET", `/api/apps/${app.id}`)).body.app).toMatchObject({ runtime: "image", status: "running" });
+  });
 
   test("`user` runs the container as that user; a startup command replaces the image's CMD", async () => {
     await open.pushWebImage("web/user", "1", { text: "as a user" });
