@@ -89,7 +89,7 @@ export class AppsService {
     this.builds = new AppBuilds(ctx, this.deployer, (workspaceId, appId) => this.get(workspaceId, appId));
     this.recovery = new AppRecovery(ctx, this.deployer, (app) => this.removeEverything(app));
     this.rollbacks = new AppRollbacks(ctx, this.deployer, this.records, (workspaceId, appId) => this.get(workspaceId, appId), (app, from, buildId) => {
-      const source = this.repository.sourceFetch(app.id, buildId, { commit: from.commitSha! });
+      const source = from.commitSha ? this.repository.sourceFetch(app.id, buildId, { commit: from.commitSha }) : undefined;
       this.deployer.schedule(app.id, (signal) => this.deployer.buildAndRelease(app.id, buildId, source, signal));
     });
     this.proxyPort = ctx.config.proxyPort;

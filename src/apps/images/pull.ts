@@ -30,7 +30,8 @@ interface PullStep {
 
 /** Pulls and pins the app's image; answers the build's image name. Refusals and failures throw BuildFailed with a reason for the log. */
 export async function pullAppImage({ ctx, app, buildId, tag, log, signal }: PullStep): Promise<string> {
-  const reference = app.image ?? "";
+  // A rollback whose image was removed pulls the digest it had; any other build, the app's reference.
+  const reference = ctx.db.select({ imageDigest: builds.imageDigest }).from(builds).where(eq(builds.id, buildId)).get()?.imageDigest ?? app.image ?? "";
   const { config } = ctx;
   const refused = imageReferenceRefusal(reference, config.buildRegistries);
   const parsed = parseImageReference(reference);

@@ -155,6 +155,52 @@ describe("deploy from an open registry", () => {
     expect(container.Image).toBe(firstImage.Id);
   }, 180_000);
 
+  test("a rollback past PLATFORM_APP_IMAGES_KEPT pulls the earlier digest again", async () => {
+    const keepingOne = await TestServer.start({ PLATFORM_BUILD_REGISTRIES: open.host, PLATFORM_APP_IMAGES_KEPT: "1" });
+    try {
+      const oneKey = (await keepingOne.createKey("images kept")).key;
+      const deployOn = async () => {
+        const response = await keepingOne.request("POST", "/api/apps/deploy-image", { key: oneKey, body: { name: "img-kept", image: `${open.host}/web/kept:1`, memoryMB: 64, exposePort: 8080 } });
+        expect(response.status).toBe(202);
+        for (let deadline = Date.now() + 60_000; Date.now() < deadline; await Bun.sleep(200)) {
+          const { body } = await keepingOne.request("GET", `/api/apps/${response.body.app.id}`, { key: oneKey });
+          if (body.app.currentBuildId === response.body.buildId) return { appId: response.body.app.id as string, buildId: response.body.buildId as string };
+        }
+        throw new Error("the deploy never served");
+      };
+      const first = await open.pushWebImage("web/kept", "1", { text: "kept one" });
+      const one = await deployOn();
+      await open.pushWebImage("web/kept", "1", { text: "kept two" });
+      await deployOn();
+      // Retention runs once the release has retired the old container.
+      let old: any;
+      for (let deadline = Date.now() + 30_000; Date.now() < deadline && old?.imageKept !== false; await Bun.sleep(200)) {
+        old = (await keepingOne.request("GET", `/api/apps/${one.appId}/builds/${one.buildId}`, { key: oneKey })).body.build;
+      }
+      expect(old).toMatchObject({ imageKept: false, imageDigest: `${open.host}/web/kept@${first}` });
+      // Gone from the engine: the platform's name was the only one left on it.
+      expect(await imageNamed(old.image)).toBe(false);
+      expect(await imageNamed(`${open.host}/web/kept@${first}`)).toBe(false);
+      const rollback = await keepingOne.request("POST", `/api/apps/${one.appId}/builds/${one.buildId}/rollback`, { key: oneKey });
+      expect(rollback.status).toBe(202);
+      let build: any;
+      for (let deadline = Date.now() + 60_000; Date.now() < deadline; await Bun.sleep(200)) {
+        build = (await keepingOne.request("GET", `/api/apps/${one.appId}/builds/${rollback.body.build.id}`, { key: oneKey })).body.build;
+        if (!["queued", "building"].includes(build.status)) break;
+      }
+      expect(build).toMatchObject({ status: "succeeded", imageDigest: `${open.host}/web/kept@${first}` });
+      const app = (await keepingOne.request("GET", `/api/apps/${one.appId}`, { key: oneKey })).body.app;
+      let text = "";
+      for (let deadline = Date.now() + 30_000; Date.now() < deadline && text !== "kept one"; await Bun.sleep(200)) {
+        text = await (await fetch(`http://127.0.0.1:${keepingOne.proxyPort}/`, { headers: { host: `${app.subdomain}.localhost` } })).text();
+      }
+      expect(text).toBe("kept one");
+    } finally {
+      await deleteAllApps(keepingOne, (await keepingOne.createKey("cleanup")).key, 60_000);
+      await keepingOne.stop();
+    }
+  }, 180_000);
+
   test("a missing tag fails the build with a clear error; the version serving keeps serving", async () => {
     await open.pushWebImage("web/tagged", "1", { text: "still here" });
     const { app } = await deployAndWait({ name: "img-tagged", image: `${open.host}/web/tagged:1` });
