@@ -8,6 +8,7 @@
 import { and, eq, isNotNull, isNull } from "drizzle-orm";
 import { builds } from "../../db/schema";
 import { BuildFailed, DockerNotFound, type DockerDriver } from "../../docker/driver";
+import type { ImageConfig } from "../../docker/images";
 import { ApiError } from "../../http/errors";
 import { Registries, registryMessage } from "../../registries/service";
 import { imageReferenceRefusal, lookupHost, parseImageReference, registryAddressRefusal, registryPullRefusal } from "../dockerfile-images";
@@ -45,14 +46,18 @@ export async function pullAppImage({ ctx, app, buildId, tag, log, signal }: Pull
   const namedBefore = await driver.hasImage(parsed.engineName);
   log(`==> Pulling ${reference}${auth ? ` with the workspace's credentials for ${parsed.registry} (user ${auth.username})` : ""}, at most ${config.imagePullTimeoutSeconds} s`);
   const startedAt = Date.now();
-  const digest = await pull(driver, reference, { auth, log, signal, timeoutSeconds: config.imagePullTimeoutSeconds, registry: parsed.registry });
-  const pinned = digest ? `${repository}@${digest}` : parsed.engineName;
-  let image;
-  try {
-    image = await driver.inspectImage(pinned);
-  } catch (error) {
-    if (error instanceof DockerNotFound) throw new BuildFailed(`the image ${reference} was pulled but is no longer on the engine (pulled again meanwhile?); deploy again`);
-    throw error;
+  let digest: string | undefined;
+  let pinned = parsed.engineName;
+  let image: ImageConfig | undefined;
+  // Another app's pull of the same image may take the names off between this pull and the look at
+  // its result (the image itself stays under that app's name): pulling again brings them back.
+  for (let attempt = 1; !image; attempt++) {
+    digest = await pull(driver, reference, { auth, log, signal, timeoutSeconds: config.imagePullTimeoutSeconds, registry: parsed.registry });
+    pinned = digest ? `${repository}@${digest}` : parsed.engineName;
+    image = await driver.inspectImage(pinned).catch((error) => {
+      if (error instanceof DockerNotFound && attempt < 2) return undefined;
+      throw error instanceof DockerNotFound ? new BuildFailed(`the image ${reference} was pulled but is no longer on the engine; deploy again`) : error;
+    });
   }
   const dropPulledNames = async () => {
     if (namedBefore) return;

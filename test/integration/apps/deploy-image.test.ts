@@ -254,6 +254,20 @@ describe("deploy from an open registry", () => {
     expect((await call("GET", "/api/apps/")).body.apps.map((app: { name: string }) => app.name)).not.toContain("img-refused");
   });
 
+  test("apps deploying one image at the same moment all run it, and it leaves the engine with the last of them", async () => {
+    const digest = await open.pushWebImage("web/shared", "1", { text: "shared" });
+    const names = ["img-shared-a", "img-shared-b", "img-shared-c"];
+    const deployed = await Promise.all(names.map((name) => deployAndWait({ name, image: `${open.host}/web/shared:1` })));
+    for (const { app, build } of deployed) {
+      expect({ status: build.status, error: build.error }).toEqual({ status: "succeeded", error: null });
+      expect(await (await viaProxy(server, app.subdomain)).text()).toBe("shared");
+    }
+    for (const { app } of deployed) await call("DELETE", `/api/apps/${app.id}`);
+    const pinnedNames = deployed.map(({ build }) => build.image as string);
+    for (let deadline = Date.now() + 30_000; Date.now() < deadline && (await Promise.all(pinnedNames.map(imageNamed))).some(Boolean); ) await Bun.sleep(200);
+    for (const name of [...pinnedNames, `${open.host}/web/shared:1`, `${open.host}/web/shared@${digest}`]) expect({ name, present: await imageNamed(name) }).toEqual({ name, present: false });
+  }, 120_000);
+
   test("a form body deploys as JSON does", async () => {
     await open.pushWebImage("web/form", "1", { text: "from a form" });
     const form = new FormData();
