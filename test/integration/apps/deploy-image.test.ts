@@ -11,6 +11,7 @@ import { appZip, deleteAllApps, deployZip, viaProxy, waitForStatus } from "../..
 import { dockerCli, dockerJson } from "../../helpers/docker";
 import { freePort } from "../../helpers/ports";
 import { removeImagesFrom, startRegistry, type TestRegistry } from "../../helpers/registry";
+import { workspaceNetworkName } from "../../../src/docker/workspace-network";
 
 const USER = "deployer";
 const PASSWORD = "Reg1stry-Passw0rd-x7Q";
@@ -23,6 +24,7 @@ const held: Socket<undefined>[] = [];
 let silentHost: string;
 let server: TestServer;
 let key: string;
+let workspaceId: string;
 let otherKey: string;
 /** Every answer the tests got, to look for the password in. */
 const answers: string[] = [];
@@ -37,7 +39,7 @@ beforeAll(async () => {
     PLATFORM_IMAGE_PULL_TIMEOUT_SECONDS: "4",
     PLATFORM_IMAGE_MAX_MB: "8",
   });
-  key = (await server.createKey("images")).key;
+  ({ key, workspaceId } = await server.createKey("images"));
   otherKey = (await server.createKey("images other", "images-other")).key;
 }, 60_000);
 
@@ -106,6 +108,9 @@ describe("deploy from an open registry", () => {
     expect(container.HostConfig.CapAdd.toSorted()).toEqual(["CHOWN", "DAC_OVERRIDE", "FOWNER", "NET_BIND_SERVICE", "SETGID", "SETUID"]);
     expect(container.HostConfig.Memory).toBe(64 * 1024 * 1024);
     expect(container.HostConfig.PidsLimit).toBeGreaterThan(0);
+    expect(container.HostConfig.NanoCpus).toBeGreaterThan(0);
+    // On the workspace's network, where its egress rules apply, as every app.
+    expect(container.HostConfig.NetworkMode).toBe(workspaceNetworkName(workspaceId));
     // The image's own user (root here), not PLATFORM_APP_USER; the image pinned by ID.
     expect(container.Config.User).toBe("");
     const pinned = (await dockerJson("image", "inspect", `platform-app-${app.id.toLowerCase()}:${build.id.toLowerCase()}`))[0];
