@@ -30,6 +30,13 @@ command -v git >/dev/null && [ -x /usr/lib/git-core/git-http-backend ] || apt_in
 # Pebble (Let's Encrypt's test ACME server) and openssl: the HTTPS tests order and make certificates.
 command -v pebble >/dev/null && command -v pebble-challtestsrv >/dev/null || apt_install pebble
 command -v openssl >/dev/null || apt_install openssl
+# Docker's registry (distribution) and busybox-static: the image-deploy tests push tiny images to a
+# registry they run on loopback (test/helpers/registry.ts). The package's own service is not wanted.
+if ! command -v docker-registry >/dev/null; then
+  apt_install docker-registry
+  if command -v systemctl >/dev/null; then systemctl disable --now docker-registry >/dev/null 2>&1 || true; fi
+fi
+[ -x /bin/busybox ] || apt_install busybox-static
 
 # --- 2. Images ---------------------------------------------------------------------------------
 # First Debian mirror from the apt sources (deb822 first, then the classic list); never hard-coded.

@@ -17,7 +17,7 @@ import type { AppRow, AppsContext } from "./deployer";
 /** The fields of a deploy form (./deploy-form.ts parseDeployFields). */
 export interface DeployInput {
   name: string;
-  runtime: Runtime;
+  runtime: Runtime | "image";
   memoryMB: number;
   cpus?: number;
   startupCommand?: string;
@@ -68,6 +68,10 @@ export class AppRecords {
   ): { appId: string; existing: AppRow | undefined } {
     const existing = this.findByName(workspaceId, input.name);
     if (!existing) this.assertNameFree(workspaceId, input.name);
+    if (existing && (existing.runtime === "image") !== (input.runtime === "image")) {
+      const kind = existing.runtime === "image" ? "deployed from an image" : "built from source";
+      throw new ApiError("NAME_TAKEN", `'${input.name}' is an app ${kind}: deploy this one under another name`);
+    }
     const usage = workspaceUsage(this.ctx.db, workspaceId);
     const quotas = this.ctx.config.quotas;
     if (!existing) assertWithinQuota("apps", usage.apps, 1, quotas.apps);

@@ -33,6 +33,7 @@ import { readEnvVars } from "./env-vars";
 import { contextEntries, sourceFiles } from "./sources";
 import { BuildSlots } from "./build-queue";
 import { DEFAULT_EXPOSE_PORT, type BuilderSetting } from "./model";
+import { pullAppImage } from "./images/pull";
 import type { AppRow, AppsContext } from "./deployer";
 
 /** Past this rate the build's output is read more slowly, and the build waits: a flood can't take the platform's CPU. */
@@ -247,6 +248,7 @@ export class Builder {
   ): Promise<string> {
     const { config } = this.ctx;
     const { log } = logs;
+    if (app.runtime === "image") return pullAppImage({ ctx: this.ctx, app, buildId, tag: imageTag(app.id, buildId), log, signal });
     const driver = this.ctx.machines.get(app.machineId);
     const sourceDir = this.ctx.storage.sourceDir(app.id);
     // This build reads the tree as it is now: edits from here on are the next build's.

@@ -123,7 +123,7 @@ export function buildsRoutes(ctx: ServerContext) {
             "`building` with that image, its log says so, and a container of it starts in the background with the " +
             "zero-downtime rules of a deploy (the serving container answers until the new one listens, and keeps answering " +
             "when it fails); the entry ends `succeeded` once it serves, `failed` with the reason when it never listened, " +
-            "`canceled` when a stop or delete came first. It builds nothing, so it cannot be cancelled itself (409 `BUILD_FINISHED`). Once the image was removed, a repository build's commit is built again (the entry is `queued`); " +
+            "`canceled` when a stop or delete came first. It builds nothing, so it cannot be cancelled itself (409 `BUILD_FINISHED`). Once the image was removed, a repository build's commit is built again and an image app's build pulls its digest again (the entry is `queued`); " +
             "a ZIP build cannot come back: 409 `ROLLBACK_UNAVAILABLE`, deploy it again. Rolling back to the build being served " +
             "is allowed and starts a fresh container of it, like a restart; like a restart, it waits behind a build or " +
             "release in progress, and it starts a stopped app. 409 `BUILD_NOT_RELEASABLE` for a build that is queued, " +

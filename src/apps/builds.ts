@@ -27,6 +27,7 @@ export class AppBuilds {
       queuePosition: build.status === "queued" ? this.deployer.builder.queuePosition(build.id) : null,
       trigger: build.trigger,
       image: build.image,
+      imageDigest: build.imageDigest,
       imageKept: build.image !== null && build.imageRemovedAt === null,
       commitSha: build.commitSha,
       commitMessage: build.commitMessage,

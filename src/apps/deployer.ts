@@ -25,6 +25,7 @@ import { waitUntilListening } from "./readiness";
 import { DEFAULT_EXPOSE_PORT, type AppStatus } from "./model";
 import { routePolicyOf } from "./rate-limits";
 import { removeImagesBeyondRetention } from "./image-retention";
+import { containerUserOf, imageAppSpec } from "./images/container";
 
 export type AppRow = typeof apps.$inferSelect;
 
@@ -55,9 +56,9 @@ class ReleaseFailed extends Error {}
  */
 export function containerSettings(ctx: AppsContext, app: AppRow) {
   const port = app.exposePort ?? DEFAULT_EXPOSE_PORT;
-  const user = ctx.config.appUser;
+  const user = containerUserOf(ctx.config, app);
   const cpus = app.cpus ?? ctx.config.defaultCpus;
-  const env: Record<string, string> = { ...(user && { HOME: "/tmp" }), ...readEnvVars(ctx.db, ctx.secrets, app.id), PORT: String(port) };
+  const env: Record<string, string> = { ...(user && app.runtime !== "image" && { HOME: "/tmp" }), ...readEnvVars(ctx.db, ctx.secrets, app.id), PORT: String(port) };
   const digest = new Bun.CryptoHasher("sha256").update(JSON.stringify({ env, memoryMB: app.memoryMB, cpus, user: user ?? null })).digest("hex");
   return { port, user, cpus, env, digest };
 }
@@ -277,6 +278,7 @@ export class Deployer {
       // Restarts begin once it listens (see release): a crash while starting must fail the deploy, not loop.
       restartPolicy: "no",
       init: true,
+      ...(await imageAppSpec(driver, app, image)),
     });
     log(`==> Starting container ${containerId.slice(0, 12)} (${app.memoryMB} MB, ${cpus} CPU, port ${port}, user ${user ?? "of the image"})`);
     await driver.startContainer(containerId);

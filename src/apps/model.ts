@@ -193,7 +193,9 @@ export const AppSchema = resource(
   {
     id: t.String(),
     name: t.String({ pattern: NAME_PATTERN }),
-    runtime: oneOf(["node", "bun", "python"] as const),
+    runtime: oneOf(["node", "bun", "python", "image"] as const, "`image`: deployed from a prebuilt image (POST /api/apps/deploy-image)"),
+    image: t.Nullable(t.String({ description: "Image apps: the reference each deploy pulls; null for apps built from source" })),
+    user: t.Nullable(t.String({ description: "Image apps: the user its container runs as (`uid[:gid]` or a name); null: the image's own USER" })),
     status: oneOf(Object.keys(APP_STATUSES) as (keyof typeof APP_STATUSES)[], Object.entries(APP_STATUSES).map(([status, meaning]) => `\`${status}\`: ${meaning}`).join("; ")),
     statusReason: t.Nullable(t.String({ description: "Why the app is in its status, when it is not the obvious one (a failed build, a crash, a failed delete)" })),
     memoryMB: t.Integer({ ...MEMORY_MB }),
@@ -233,9 +235,10 @@ export const BuildSchema = resource(
     trigger: t.String({
       description:
         "What started it: `upload` (the first ZIP), `redeploy` (a new upload of the app, or POST redeploy), `settings`, " +
-        "`repository` (a repository deploy), `push` (a signed GitHub push webhook), `deploy-hook` (the app's deploy-hook URL), `rollback`",
+        "`repository` (a repository deploy), `push` (a signed GitHub push webhook), `deploy-hook` (the app's deploy-hook URL), `rollback`, `image` (the first deploy of an image app)",
     }),
     image: t.Nullable(t.String({ description: "The image built (or released again by a rollback), once built" })),
+    imageDigest: t.Nullable(t.String({ description: "Image apps: the digest the pull got (`repo@sha256:…`), which the app runs" })),
     imageKept: t.Boolean({ description: "The image is still on the engine, so a rollback to this build needs no rebuild (PLATFORM_APP_IMAGES_KEPT)" }),
     commitSha: t.Nullable(t.String({ description: "Repository builds: the commit built, once cloned" })),
     commitMessage: t.Nullable(t.String({ description: "Repository builds: the first line of that commit's message" })),

@@ -18,7 +18,7 @@ export function releasesKeptImage(build: BuildRow): boolean {
   return build.trigger === "rollback" && build.status === "building" && build.image !== null;
 }
 
-/** Builds commit `from.commitSha` again as the build `newBuildId` (queued), then releases it. */
+/** Builds commit `from.commitSha` (or pulls `from.imageDigest`) again as the build `newBuildId` (queued), then releases it. */
 export type RebuildCommit = (app: AppRow, from: BuildRow, newBuildId: string) => void;
 
 export class AppRollbacks {
@@ -53,7 +53,7 @@ export class AppRollbacks {
     from = this.buildOf(app, buildId);
     if (onEngine && from.imageRemovedAt === null) return this.releaseKeptImage(app, from, from.image!);
     markImageRemoved(this.ctx, app.id, from.image!);
-    if (!from.commitSha) {
+    if (!from.commitSha && !from.imageDigest) {
       throw new ApiError("ROLLBACK_UNAVAILABLE", `The image of build ${from.id} was removed and a ZIP deploy's source is not kept; deploy it again`);
     }
     return this.rebuild(app, from);
@@ -105,8 +105,10 @@ export class AppRollbacks {
   }
 
   private rebuild(app: AppRow, from: BuildRow) {
-    const buildId = this.records.newBuild(app.id, "rollback", { rollbackOf: from.id, commitSha: from.commitSha, commitMessage: from.commitMessage });
-    this.ctx.buildLogs.append(app.id, buildId, `==> Rollback to build ${from.id}: its image was removed, so commit ${from.commitSha} is built again`);
+    // An image app's build is pulled again by its digest (src/apps/images/pull.ts reads it from the entry).
+    const buildId = this.records.newBuild(app.id, "rollback", { rollbackOf: from.id, commitSha: from.commitSha, commitMessage: from.commitMessage, imageDigest: from.imageDigest });
+    const again = from.commitSha ? `commit ${from.commitSha} is built again` : `${from.imageDigest} is pulled again`;
+    this.ctx.buildLogs.append(app.id, buildId, `==> Rollback to build ${from.id}: its image was removed, so ${again}`);
     this.rebuildCommit(app, from, buildId);
     return this.answer(app.id, buildId);
   }

@@ -26,6 +26,7 @@ import { RepositoryDeploys } from "./repository/service";
 import { AppDomains } from "./domains/service";
 import { AppRecovery } from "./recovery";
 import { AppRollbacks } from "./rollback";
+import { removePulledImageNames } from "./images/pull";
 import { appView, type PublicAddresses } from "./view";
 import { rateLimitColumnsAfter, routePolicyOf, sameRateLimits, type RateLimitsInput } from "./rate-limits";
 import { assertWithinQuota, bytesToMB } from "../quotas/limits";
@@ -88,7 +89,7 @@ export class AppsService {
     this.builds = new AppBuilds(ctx, this.deployer, (workspaceId, appId) => this.get(workspaceId, appId));
     this.recovery = new AppRecovery(ctx, this.deployer, (app) => this.removeEverything(app));
     this.rollbacks = new AppRollbacks(ctx, this.deployer, this.records, (workspaceId, appId) => this.get(workspaceId, appId), (app, from, buildId) => {
-      const source = this.repository.sourceFetch(app.id, buildId, { commit: from.commitSha! });
+      const source = from.commitSha ? this.repository.sourceFetch(app.id, buildId, { commit: from.commitSha }) : undefined;
       this.deployer.schedule(app.id, (signal) => this.deployer.buildAndRelease(app.id, buildId, source, signal));
     });
     this.proxyPort = ctx.config.proxyPort;
@@ -109,6 +110,11 @@ export class AppsService {
         .all();
       return this.ctx.buildLogs.diskBytes(logs);
     });
+  }
+
+  /** What the apps' parts share, for the image deploys (./images/deploy.ts). */
+  get context(): AppsContext {
+    return this.ctx;
   }
 
   publicApp(app: AppRow): Static<typeof AppSchema> {
@@ -212,6 +218,9 @@ export class AppsService {
   async updateSettings(workspaceId: string, appId: string, input: SettingsInput) {
     const app = this.get(workspaceId, appId);
     if (input.startupCommand !== undefined) checkStartupCommand(input.startupCommand);
+    if (app.runtime === "image" && (input.runtime !== undefined || input.builder !== undefined)) {
+      invalid(input.runtime !== undefined ? "runtime" : "builder", "an app deployed from an image is not built from source");
+    }
     if (input.name !== undefined && input.name !== app.name) this.records.assertNameFree(workspaceId, input.name);
     if (input.subdomain && this.records.subdomainTaken(input.subdomain, app.id)) {
       throw new ApiError("SUBDOMAIN_TAKEN", `Subdomain '${input.subdomain}' is taken`);
@@ -402,6 +411,7 @@ export class AppsService {
     const driver = this.ctx.machines.get(app.machineId);
     for (const container of await driver.listContainers({ [LABEL_APP]: app.id })) await driver.removeContainer(container.id, APP_CONTAINER_REMOVAL);
     for (const image of await driver.listImages({ [LABEL_APP]: app.id })) await driver.removeImage(image.id);
+    await removePulledImageNames(this.ctx, app);
     await releaseWorkspaceNetwork(driver, app.workspaceId);
     this.domains.unroute(app.id);
     this.ctx.db.delete(apps).where(eq(apps.id, app.id)).run();
@@ -425,7 +435,7 @@ export class AppsService {
       return { app: this.publicApp(this.get(workspaceId, appId)), buildId };
     }
     const buildId = this.records.newBuild(app.id, "redeploy");
-    this.ctx.buildLogs.append(app.id, buildId, "==> Redeploy of the kept source tree");
+    this.ctx.buildLogs.append(app.id, buildId, app.runtime === "image" ? `==> Redeploy: ${app.image} is pulled again` : "==> Redeploy of the kept source tree");
     this.deployer.schedule(app.id, (signal) => this.deployer.buildAndRelease(app.id, buildId, undefined, signal));
     return { app: this.publicApp(this.get(workspaceId, appId)), buildId };
   }

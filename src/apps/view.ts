@@ -1,7 +1,7 @@
 // An app as the API shows it: its row, with what is derived from the platform's settings (its URL,
 // its CPUs and rate limits where it has none of its own, its certificate).
 import type { Static } from "@sinclair/typebox";
-import type { Config, Runtime } from "../config";
+import type { Config } from "../config";
 import type { CertificateStatus } from "../certificates/service";
 import type { AppRow } from "./deployer";
 import { AppSchema, type AppStatus, type BuilderSetting } from "./model";
@@ -18,7 +18,9 @@ export function appView(app: AppRow, config: Pick<Config, "defaultCpus" | "domai
   return {
     id: app.id,
     name: app.name,
-    runtime: app.runtime as Runtime,
+    runtime: app.runtime,
+    image: app.image,
+    user: app.containerUser,
     status: app.status as AppStatus,
     statusReason: app.statusReason,
     memoryMB: app.memoryMB,

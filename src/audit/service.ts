@@ -47,6 +47,8 @@ export const AUDIT_ACTIONS = [
   "app.domain_removed",
   "app.certificate_uploaded",
   "app.certificate_removed",
+  "registry.added",
+  "registry.deleted",
   "database.created",
   "database.started",
   "database.stopped",

@@ -120,6 +120,10 @@ export interface Config {
   buildNpmRegistry: string | undefined;
   /** Image registries (`host` or `host:port`) builds may pull from besides the public ones, whatever their address: the administrator's own, trusted (PLATFORM_BUILD_REGISTRIES). */
   buildRegistries: string[];
+  /** Longest an image deploy's pull may take (PLATFORM_IMAGE_PULL_TIMEOUT_SECONDS). */
+  imagePullTimeoutSeconds: number;
+  /** Largest image an image deploy may run, unpacked, in MB (PLATFORM_IMAGE_MAX_MB). */
+  imageMaxMB: number;
   buildMemoryMB: number;
   buildCpus: number;
   buildPidsLimit: number;
@@ -417,6 +421,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     buildCaFile: env.PLATFORM_BUILD_CA_FILE || undefined,
     buildNpmRegistry: env.PLATFORM_BUILD_NPM_REGISTRY || undefined,
     buildRegistries: registryListSetting(env, "PLATFORM_BUILD_REGISTRIES"),
+    imagePullTimeoutSeconds: integerSetting(env, "PLATFORM_IMAGE_PULL_TIMEOUT_SECONDS", 600, 1),
+    imageMaxMB: integerSetting(env, "PLATFORM_IMAGE_MAX_MB", 4096, 1),
     buildMemoryMB: integerSetting(env, "PLATFORM_BUILD_MEMORY_MB", 2048, 64),
     buildCpus: cpusSetting(env, "PLATFORM_BUILD_CPUS", 1),
     buildPidsLimit: integerSetting(env, "PLATFORM_BUILD_PIDS_LIMIT", 512, 16),

@@ -135,7 +135,8 @@ export const apps = sqliteTable(
     id: text("id").primaryKey(),
     workspaceId: text("workspace_id").notNull().references(() => workspaces.id, { onDelete: "cascade" }),
     name: text("name").notNull(),
-    runtime: text("runtime", { enum: ["node", "bun", "python"] }).notNull(),
+    /** `image`: deployed from a prebuilt image (src/apps/images), not built from source. */
+    runtime: text("runtime", { enum: ["node", "bun", "python", "image"] }).notNull(),
     /** building, starting, running, stopped, failed, crashed, deleting: see src/apps/model.ts. */
     status: text("status").notNull(),
     statusReason: text("status_reason"),
@@ -195,6 +196,10 @@ export const apps = sqliteTable(
     deployHookEncrypted: text("deploy_hook_encrypted"),
     /** The secret of the app's own GitHub webhook (POST /api/webhooks/github/{appId}), encrypted by the SecretBox; null until one is made. */
     webhookSecretEncrypted: text("webhook_secret_encrypted"),
+    /** Image apps: the reference each deploy pulls (`ghcr.io/owner/app:1.4`, `name@sha256:…`); null for apps built from source. */
+    image: text("image"),
+    /** Image apps: `uid[:gid]` or a user name the container runs as; null: the image's own USER. */
+    containerUser: text("container_user"),
     createdAt: integer("created_at").notNull(),
     updatedAt: integer("updated_at").notNull(),
   },
@@ -255,6 +260,8 @@ export const builds = sqliteTable(
     image: text("image"),
     /** When the image was removed to keep only the newest few per app (PLATFORM_APP_IMAGES_KEPT). */
     imageRemovedAt: integer("image_removed_at"),
+    /** Image apps: the manifest digest the pull got (`repo@sha256:…`), which this build's image is. */
+    imageDigest: text("image_digest"),
     /** The commit a repository build was made from. */
     commitSha: text("commit_sha"),
     commitMessage: text("commit_message"),
@@ -265,6 +272,25 @@ export const builds = sqliteTable(
     finishedAt: integer("finished_at"),
   },
   (table) => [index("builds_app_time").on(table.appId, table.startedAt)],
+);
+
+/**
+ * A workspace's login to an image registry (src/registries), sent with that workspace's pulls from
+ * the host and nowhere else. The password (or token) is sealed by the SecretBox, the row id its
+ * associated data, and never leaves the platform.
+ */
+export const registryCredentials = sqliteTable(
+  "registry_credentials",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id").notNull().references(() => workspaces.id, { onDelete: "cascade" }),
+    /** Host, with its port if any, as image references name it (`ghcr.io`, `registry.example.com:5000`); lowercase. */
+    registry: text("registry").notNull(),
+    username: text("username").notNull(),
+    passwordEncrypted: text("password_encrypted").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (table) => [uniqueIndex("registry_credentials_workspace_registry").on(table.workspaceId, table.registry)],
 );
 
 /** Host names an app answers at besides its subdomain (src/apps/domains): one app each, platform-wide. */

@@ -119,9 +119,14 @@ export class DockerDriver {
     return images.ensure(this.engine, image, onProgress);
   }
 
-  /** Pulls the image without registry credentials; rejects with the engine's reason (or the signal's, when aborted). */
-  pullImage(image: string, options?: { onProgress?: (line: string) => void; signal?: AbortSignal }): Promise<void> {
+  /** Pulls the image, with registry credentials when given; answers the digest pulled; rejects with the engine's reason (or the signal's, when aborted). */
+  pullImage(image: string, options?: images.PullOptions): Promise<string | undefined> {
     return images.pull(this.engine, image, options);
+  }
+
+  /** A real login to a registry, made by the engine; rejects with its reason. */
+  checkRegistryLogin(auth: images.RegistryAuth): Promise<void> {
+    return images.checkLogin(this.engine, auth);
   }
 
   /** Builds an image from a tar context, streaming the build log; rejects with the build's own error. */
@@ -134,12 +139,22 @@ export class DockerDriver {
     return images.inspect(this.engine, image);
   }
 
+  /** Gives the image `id` the name `repo:tag` as well. */
+  tagImage(id: string, repo: string, tag: string): Promise<void> {
+    return images.tag(this.engine, id, repo, tag);
+  }
+
+  /** Takes a name off its image, never forced (the image goes only when nothing else names or runs it); false when no image had it. */
+  untagImage(reference: string): Promise<boolean> {
+    return images.untag(this.engine, reference);
+  }
+
   /** Saves a container's file system (and its config, labels included) as the image `repo:tag`. */
   commitContainer(id: string, repo: string, tag: string): Promise<void> {
     return images.commitContainer(this.engine, id, repo, tag);
   }
 
-  /** Removes an image only if it carries the platform's label. */
+  /** Removes an image only if it carries the platform's label (a pulled image: only the platform's own tag for it). */
   removeImage(image: string): Promise<boolean> {
     return images.remove(this.engine, image);
   }

@@ -47,6 +47,8 @@ export interface ImageConfig {
   exposedPorts: string[];
   /** Paths of its VOLUME lines. */
   volumes: string[];
+  /** Bytes of its file system, unpacked. */
+  sizeBytes: number;
 }
 
 export interface ImageSummary {
@@ -77,14 +79,35 @@ export async function ensure(engine: Engine, image: string, onProgress: (line: s
   }
 }
 
+/** A registry login the engine sends with a pull or checks (its /auth): never logged, never stored by the engine. */
+export interface RegistryAuth {
+  username: string;
+  password: string;
+  serveraddress: string;
+}
+
+export interface PullOptions {
+  onProgress?: (line: string) => void;
+  signal?: AbortSignal;
+  /** Sent to the registry with this pull only; omitted: no credentials. */
+  auth?: RegistryAuth;
+}
+
 /**
- * Pulls the image (no registry credentials are sent); rejects with the engine's reason. Aborting
- * drops the connection, which stops the pull; it then rejects with the signal's reason.
+ * Pulls the image; rejects with the engine's reason. Aborting drops the connection, which stops
+ * the pull; it then rejects with the signal's reason. Answers the manifest digest the engine
+ * reports having pulled (`sha256:…`), when it says.
  */
-export async function pull(engine: Engine, image: string, options: { onProgress?: (line: string) => void; signal?: AbortSignal } = {}): Promise<void> {
+export async function pull(engine: Engine, image: string, options: PullOptions = {}): Promise<string | undefined> {
   const { onProgress = () => {}, signal } = options;
+  let digest: string | undefined;
   await engine.call(`pull ${image}`, async () => {
-    const stream = (await engine.docker.pull(image)) as unknown as Readable;
+    // The modem sends `authconfig` as the X-Registry-Auth header (never in the URL). The signal also
+    // ends a pull the engine has not answered yet (a registry that hangs before the first byte).
+    const request = engine.docker.pull(image, { ...(options.auth && { authconfig: options.auth }), ...(signal && { abortSignal: signal }) });
+    const stream = (await request.catch((error: unknown) => {
+      throw signal?.aborted ? signal.reason : error;
+    })) as unknown as Readable;
     const abort = () => stream.destroy();
     if (signal?.aborted) abort();
     signal?.addEventListener("abort", abort, { once: true });
@@ -98,6 +121,7 @@ export async function pull(engine: Engine, image: string, options: { onProgress?
             else resolve();
           },
           (event: { status?: string; progress?: string; id?: string }) => {
+            digest = /^Digest: (sha256:[0-9a-f]{64})$/.exec(event.status ?? "")?.[1] ?? digest;
             if (event.status) onProgress([event.id, event.status, event.progress].filter(Boolean).join(" "));
           },
         ),
@@ -108,6 +132,12 @@ export async function pull(engine: Engine, image: string, options: { onProgress?
       signal?.removeEventListener("abort", abort);
     }
   }, null);
+  return digest;
+}
+
+/** Asks the engine to log in to a registry with `auth` (its /auth: a real login, nothing kept); rejects with the engine's reason. */
+export async function checkLogin(engine: Engine, auth: RegistryAuth): Promise<void> {
+  await engine.call(`log in to ${auth.serveraddress}`, () => engine.docker.checkAuth(auth));
 }
 
 /** A line of output this long without a line end is passed on as it is. */
@@ -236,7 +266,27 @@ export async function inspect(engine: Engine, image: string): Promise<ImageConfi
     user: info.Config?.User ?? "",
     exposedPorts: Object.keys(info.Config?.ExposedPorts ?? {}),
     volumes: Object.keys(info.Config?.Volumes ?? {}),
+    sizeBytes: info.Size ?? 0,
   };
+}
+
+/** Gives the image `id` the name `repo:tag` as well. */
+export async function tag(engine: Engine, id: string, repo: string, tagName: string): Promise<void> {
+  await engine.call(`tag ${id}`, () => engine.docker.getImage(id).tag({ repo, tag: tagName }));
+}
+
+/**
+ * Takes the name `reference` off its image, never forced: the image itself goes only when nothing
+ * else names it and no container uses it. Answers false when no image had that name.
+ */
+export async function untag(engine: Engine, reference: string): Promise<boolean> {
+  try {
+    await engine.call(`untag image ${reference}`, () => engine.docker.getImage(reference).remove({ force: false }), SLOW_CALL_TIMEOUT_MS);
+    return true;
+  } catch (error) {
+    if (error instanceof DockerNotFound) return false;
+    throw error;
+  }
 }
 
 /** Saves a container's file system (and its config, labels included) as the image `repo:tag`. */
@@ -244,11 +294,21 @@ export async function commitContainer(engine: Engine, id: string, repo: string, 
   await engine.call(`commit ${id}`, () => engine.docker.getContainer(id).commit({ repo, tag, pause: false }), SLOW_CALL_TIMEOUT_MS);
 }
 
-/** Removes an image only if it carries the platform's label. */
+/** The name the platform gives a pulled image for one app build (src/apps/images/pull.ts): a reference it may drop. */
+export const PULLED_APP_TAG = /^platform-app-[a-z0-9_]+:[a-z0-9_]+$/;
+
+/**
+ * Removes an image only if it carries the platform's label. A pulled image carries none (its
+ * labels are its publisher's): only the platform's own name for it (PULLED_APP_TAG) is removed,
+ * never forced, so the image itself goes only when nothing else names or runs it.
+ */
 export async function remove(engine: Engine, image: string): Promise<boolean> {
   try {
     const info = await engine.call(`inspect image ${image}`, () => engine.docker.getImage(image).inspect());
-    if (!info.Config?.Labels?.[LABEL_MANAGED]) return false;
+    if (!info.Config?.Labels?.[LABEL_MANAGED]) {
+      if (!PULLED_APP_TAG.test(image) || !info.RepoTags?.includes(image)) return false;
+      return untag(engine, image);
+    }
     await engine.call(`remove image ${image}`, () => engine.docker.getImage(image).remove({ force: true }), SLOW_CALL_TIMEOUT_MS);
     return true;
   } catch (error) {

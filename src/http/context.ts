@@ -58,6 +58,7 @@ function encryptedDataExists(db: PlatformDb): boolean {
     db.$client
       .query(
         "SELECT 1 FROM app_env_vars UNION ALL SELECT 1 FROM databases UNION ALL SELECT 1 FROM two_factor_secrets UNION ALL " +
+          "SELECT 1 FROM registry_credentials UNION ALL " +
           "SELECT 1 FROM apps WHERE repo_token_encrypted IS NOT NULL OR deploy_hook_encrypted IS NOT NULL OR webhook_secret_encrypted IS NOT NULL LIMIT 1",
       )
       .get() !== null

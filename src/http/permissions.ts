@@ -72,6 +72,7 @@ export const PERMISSIONS: Record<string, RoutePermission> = {
   "GET /api/apps/": { roles: EVERYONE },
   "POST /api/apps/deploy": { roles: OPERATORS, audit: "app.deployed" },
   "POST /api/apps/deploy-from-repo": { roles: OPERATORS, audit: "app.deployed" },
+  "POST /api/apps/deploy-image": { roles: OPERATORS, audit: "app.deployed" },
   "POST /api/apps/inspect-env": { roles: OPERATORS },
   "GET /api/apps/:appId": { roles: EVERYONE },
   "POST /api/apps/:appId/start": { roles: OPERATORS, audit: "app.started" },
@@ -117,6 +118,12 @@ export const PERMISSIONS: Record<string, RoutePermission> = {
   "POST /api/apps/:appId/fs/delete": { roles: OPERATORS, audit: "app.files_changed" },
   "POST /api/apps/:appId/fs/bulk-rename/preview": { roles: OPERATORS },
   "POST /api/apps/:appId/fs/bulk-rename/apply": { roles: OPERATORS, audit: "app.files_changed" },
+
+  // Registry credentials: everyone sees which hosts and users, nobody the passwords; those who deploy manage them.
+  "GET /api/registries/": { roles: EVERYONE },
+  "POST /api/registries/": { roles: OPERATORS, audit: "registry.added" },
+  "POST /api/registries/:registryId/test": { roles: OPERATORS },
+  "DELETE /api/registries/:registryId": { roles: OPERATORS, audit: "registry.deleted" },
 
   // Databases. Viewers get connection strings masked.
   "GET /api/databases/": { roles: EVERYONE },

@@ -18,6 +18,8 @@ import { quotaRoutes } from "../quotas/routes";
 import { machinesRoutes } from "../machines";
 import { databasesRoutes } from "../databases";
 import { appsRoutes } from "../apps";
+import { registriesRoutes } from "../registries";
+import { imageDeployRoutes } from "../apps/images/routes";
 import { appFilesRoutes } from "../apps/files/routes";
 import { repositoryRoutes } from "../apps/repository/routes";
 import { webhooksRoutes } from "../webhooks/routes";
@@ -109,6 +111,7 @@ export function createServer(ctx: ServerContext) {
     .use(machinesRoutes(ctx))
     .use(databasesRoutes(ctx))
     .use(appsRoutes(ctx))
+    .use(imageDeployRoutes(ctx))
     .use(buildsRoutes(ctx))
     .use(appFilesRoutes(ctx))
     .use(repositoryRoutes(ctx))
@@ -116,7 +119,8 @@ export function createServer(ctx: ServerContext) {
     .use(webhooksRoutes(ctx))
     .use(appWebhookRoutes(ctx))
     .use(githubAppRoutes(ctx))
-    .use(appHistoryRoutes(ctx));
+    .use(appHistoryRoutes(ctx))
+    .use(registriesRoutes(ctx));
   bodySchemas = bodySchemasOf(server.routes);
   return server;
 }

@@ -153,6 +153,8 @@ export const APP_ROUTES: AuthenticatedRoute[] = [
   { method: "POST", path: "/api/apps/inspect-env", body: { name: "matrix" } },
   // No repository: refused as invalid once authenticated, nothing is cloned.
   { method: "POST", path: "/api/apps/deploy-from-repo", body: { name: "matrix" } },
+  // No image: refused as invalid once authenticated, nothing is pulled.
+  { method: "POST", path: "/api/apps/deploy-image", body: { name: "matrix" } },
   { method: "GET", path: "/api/apps/:appId", resource: appOf },
   { method: "POST", path: "/api/apps/:appId/stop", resource: appOf },
   { method: "POST", path: "/api/apps/:appId/start", resource: appOf },

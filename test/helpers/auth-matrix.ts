@@ -6,6 +6,9 @@ import type { TestServer } from "./server";
 import { DATABASE_ROUTES } from "./databases";
 import { APP_ROUTES } from "./apps";
 
+/** The registry host of the matrix's registry credentials (the discard port of loopback). */
+const MATRIX_REGISTRY = "127.0.0.1:9";
+
 /** A key and the workspace it acts in. */
 export interface Tenant {
   key: string;
@@ -34,6 +37,8 @@ export interface AuthenticatedRoute {
 export const AUTH_MATRIX_ENV = {
   PLATFORM_AUTH_FAILURE_BURST: "100000",
   PLATFORM_API_RATE_BURST: "100000",
+  // The matrix's registry credentials name it: a loopback port nothing listens on, so a login check fails at once, locally.
+  PLATFORM_BUILD_REGISTRIES: MATRIX_REGISTRY,
 };
 
 let resourceCount = 0;
@@ -53,6 +58,15 @@ const invitationOf = async (server: TestServer, owner: Tenant) => {
   const email = `matrix-${++resourceCount}@example.com`;
   const body = await created(server.request("POST", "/api/organization/invitations", { key: owner.key, body: { email } }));
   return { invitationId: body.invitation.id as string };
+};
+
+/** The owner's credentials for MATRIX_REGISTRY: the ones it has, or new ones (one per registry and workspace). */
+const registryCredentialOf = async (server: TestServer, owner: Tenant) => {
+  const listed = await server.request("GET", "/api/registries/", { key: owner.key });
+  const existing = listed.body.registries?.find((entry: { registry: string }) => entry.registry === MATRIX_REGISTRY);
+  if (existing) return { registryId: existing.id as string };
+  const body = await created(server.request("POST", "/api/registries/", { key: owner.key, body: { registry: MATRIX_REGISTRY, username: "matrix", password: "matrix-password" } }));
+  return { registryId: body.registry.id as string };
 };
 
 /** A member of `owner`'s workspace: a new account that accepted an invitation. */
@@ -100,6 +114,11 @@ export const AUTHENTICATED_ROUTES: AuthenticatedRoute[] = [
   { method: "GET", path: "/api/platform/status" },
   { method: "GET", path: "/api/machines/" },
   { method: "GET", path: "/api/machines/:machineId", params: { machineId: "local" } },
+  // Once the workspace has credentials for the registry, a second add is 409 REGISTRY_TAKEN: still let in.
+  { method: "GET", path: "/api/registries/" },
+  { method: "POST", path: "/api/registries/", body: { registry: MATRIX_REGISTRY, username: "matrix", password: "matrix-password" } },
+  { method: "POST", path: "/api/registries/:registryId/test", resource: registryCredentialOf },
+  { method: "DELETE", path: "/api/registries/:registryId", resource: registryCredentialOf },
   ...DATABASE_ROUTES,
   ...APP_ROUTES,
 ];

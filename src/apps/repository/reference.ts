@@ -130,7 +130,7 @@ export function repositoryReference(fields: Fields): RepositoryReference {
 }
 
 /** The deploy fields as the deploy form's text fields: JSON numbers and booleans as text, envVars as JSON text. */
-function asFormText(fields: Fields): Record<string, string> {
+export function asFormText(fields: Fields): Record<string, string> {
   const form: Record<string, string> = {};
   for (const [name, value] of Object.entries(fields)) {
     if (name === "repository" || name.startsWith("repository[") || name.startsWith("repository.")) continue;

@@ -137,7 +137,7 @@ describe("what a Dockerfile receives", () => {
 describe("the built image", () => {
   const labels = { "platform.managed": "true", "platform.workspace": "ws_1", "platform.app": "app_1", "platform.build": "bld_1" };
   const runAs = { port: 3000, user: "1000:1000", labels };
-  const image = { id: "sha256:1", names: [], onBuild: [], labels: { ...labels, "org.opencontainers.image.title": "mine" }, user: "", exposedPorts: [], volumes: [] };
+  const image = { id: "sha256:1", names: [], onBuild: [], labels: { ...labels, "org.opencontainers.image.title": "mine" }, user: "", exposedPorts: [], volumes: [], sizeBytes: 0 };
 
   test("may not carry a platform label of its own: the platform would take its containers for a database's or a verify's", () => {
     expect(reviewImage({ ...image, labels: { ...image.labels, "platform.database": "db_other" } }, runAs)).toEqual({

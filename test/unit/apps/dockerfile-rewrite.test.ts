@@ -239,6 +239,7 @@ describe("pinning an image", () => {
     user: "",
     exposedPorts: [],
     volumes: [],
+    sizeBytes: 0,
     ...changes,
   });
   /** A driver whose engine holds `present` (by any reference) and whose pulls give `pulled` or fail. */

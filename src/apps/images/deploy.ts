@@ -1,0 +1,57 @@
+// POST /api/apps/deploy-image: the usual app fields plus `image` (and an optional `user`), as JSON
+// or a form. The reference is checked before anything is kept (Docker's grammar, bounded, a
+// registry image deploys may pull from); the pull itself is the build (./pull.ts), in the
+// background as every build is. Deploying a name that exists releases a new version of that app.
+import type { Principal } from "../../http/auth";
+import { ApiError } from "../../http/errors";
+import { readFields } from "../files/bodies";
+import { invalid, parseDeployFields } from "../deploy-form";
+import { asFormText } from "../repository/reference";
+import { imageReferenceRefusal, parseImageReference, registryPullRefusal } from "../dockerfile-images";
+import type { AppsService } from "../service";
+
+/** `uid`, `uid:gid`, or a user (and group) name of the usual portable characters. */
+const CONTAINER_USER = /^(?:\d{1,10}(?::\d{1,10})?|[a-z_][a-z0-9_-]{0,31}(?::[a-z_][a-z0-9_-]{0,31})?)$/;
+const MAX_IMAGE_REFERENCE = 512;
+
+export interface ImageDeployInput extends ReturnType<typeof parseDeployFields> {
+  image: string;
+  user: string | null;
+}
+
+/** The deploy's fields, or 400 naming the one that is wrong; 400 IMAGE_NOT_ALLOWED for an image no deploy may pull. */
+export function imageDeployInput(fields: Record<string, unknown>, registries: readonly string[]): ImageDeployInput {
+  const { image, user, runtime, builder, ...rest } = fields;
+  if (runtime !== undefined || builder !== undefined) invalid(runtime !== undefined ? "runtime" : "builder", "an image app is not built from source: leave it out");
+  if (typeof image !== "string" || image.length === 0) invalid("image", "required: a reference such as ghcr.io/owner/app:1.4 or name@sha256:…");
+  if (image.length > MAX_IMAGE_REFERENCE) invalid("image", `at most ${MAX_IMAGE_REFERENCE} characters`);
+  const refused = imageReferenceRefusal(image, registries);
+  const parsed = parseImageReference(image);
+  if (typeof parsed === "string") invalid("image", `${image} ${parsed}`);
+  if (refused) throw new ApiError("IMAGE_NOT_ALLOWED", `The image ${image} ${refused}`);
+  const registryRefusal = registryPullRefusal(parsed.registry, registries);
+  if (registryRefusal) throw new ApiError("IMAGE_NOT_ALLOWED", `The image ${image} ${registryRefusal}`);
+  if (user !== undefined && user !== null && user !== "" && (typeof user !== "string" || !CONTAINER_USER.test(user))) {
+    invalid("user", "uid, uid:gid, or a user name (and :group) of lowercase letters, digits, '_' and '-'");
+  }
+  const input = parseDeployFields({ ...asFormText(rest), runtime: "node" });
+  return { ...input, runtime: "node", image, user: typeof user === "string" && user !== "" ? user : null };
+}
+
+/** Accepts the deploy and schedules its pull and release; answers as the other deploys do. */
+export async function deployImage(apps: AppsService, principal: Principal, request: Request) {
+  const ctx = apps.context;
+  const input = imageDeployInput(await readFields(request), ctx.config.buildRegistries);
+  const machineId = ctx.machines.place(input.machineId).machineId;
+  const { appId, existing } = apps.records.accept(
+    principal.workspaceId,
+    { ...input, runtime: "image" },
+    machineId,
+    { runtime: "image", image: input.image, containerUser: input.user },
+    (app, subdomain) => apps.moveRoute(app, subdomain),
+  );
+  const buildId = apps.records.newBuild(appId, existing ? "redeploy" : "image");
+  ctx.buildLogs.append(appId, buildId, `==> Deploy of the image ${input.image} accepted`);
+  apps.deployer.schedule(appId, (signal) => apps.deployer.buildAndRelease(appId, buildId, undefined, signal));
+  return { app: apps.publicApp(apps.get(principal.workspaceId, appId)), buildId, created: !existing };
+}

@@ -1,0 +1,140 @@
+// The build step of an image app: the image its reference names, pulled by the engine (with the
+// workspace's credentials for that registry, if any), bounded in time (PLATFORM_IMAGE_PULL_TIMEOUT_SECONDS)
+// and size (PLATFORM_IMAGE_MAX_MB), checked, and pinned: the build's image is the platform's own
+// name for the exact image pulled (`platform-app-<app>:<build>`, on its ID), and the build records
+// the digest. Which registries may be pulled from is the Dockerfile builds' policy
+// (../dockerfile-images.ts). The names the pull added are taken off again, so that once retention
+// or a delete drops the platform's name, nothing keeps the image on the engine.
+import { and, eq, isNotNull, isNull } from "drizzle-orm";
+import { builds } from "../../db/schema";
+import { BuildFailed, DockerNotFound, type DockerDriver } from "../../docker/driver";
+import type { ImageConfig } from "../../docker/images";
+import { ApiError } from "../../http/errors";
+import { Registries, registryMessage } from "../../registries/service";
+import { imageReferenceRefusal, lookupHost, parseImageReference, registryAddressRefusal, registryPullRefusal } from "../dockerfile-images";
+import type { AppRow, AppsContext } from "../deployer";
+import { platformLabelsOf } from "./container";
+
+/** Progress lines of a pull reach the build log at most this often (the engine sends one per chunk and layer). */
+const PROGRESS_INTERVAL_MS = 2_000;
+const MB = 1024 * 1024;
+
+interface PullStep {
+  ctx: AppsContext;
+  app: AppRow;
+  buildId: string;
+  /** The name the build's image gets: `platform-app-<app>:<build>`. */
+  tag: string;
+  log: (line: string) => void;
+  signal: AbortSignal;
+}
+
+/** Pulls and pins the app's image; answers the build's image name. Refusals and failures throw BuildFailed with a reason for the log. */
+export async function pullAppImage({ ctx, app, buildId, tag, log, signal }: PullStep): Promise<string> {
+  // A rollback whose image was removed pulls the digest it had; any other build, the app's reference.
+  const reference = ctx.db.select({ imageDigest: builds.imageDigest }).from(builds).where(eq(builds.id, buildId)).get()?.imageDigest ?? app.image ?? "";
+  const { config } = ctx;
+  const refused = imageReferenceRefusal(reference, config.buildRegistries);
+  const parsed = parseImageReference(reference);
+  if (refused || typeof parsed === "string") throw new BuildFailed(`the image reference ${reference} ${refused ?? parsed}`);
+  const registryRefusal = registryPullRefusal(parsed.registry, config.buildRegistries) ?? (await registryAddressRefusal(parsed.registry, lookupHost, config.buildRegistries));
+  if (registryRefusal) throw new BuildFailed(`the image ${reference} ${registryRefusal}`);
+  const driver = ctx.machines.get(app.machineId);
+  const auth = new Registries({ db: ctx.db, secrets: ctx.secrets, registries: config.buildRegistries }).authFor(app.workspaceId, parsed.registry);
+  const repository = parsed.engineName.replace(/[@:][^/]*$/, "");
+  // Names present before the pull are someone else's (an administrator's, another app's pull in progress): left alone.
+  const namedBefore = await driver.hasImage(parsed.engineName);
+  log(`==> Pulling ${reference}${auth ? ` with the workspace's credentials for ${parsed.registry} (user ${auth.username})` : ""}, at most ${config.imagePullTimeoutSeconds} s`);
+  const startedAt = Date.now();
+  let digest: string | undefined;
+  let pinned = parsed.engineName;
+  let image: ImageConfig | undefined;
+  // Another app's pull of the same image may take the names off between this pull and the look at
+  // its result (the image itself stays under that app's name): pulling again brings them back.
+  for (let attempt = 1; !image; attempt++) {
+    digest = await pull(driver, reference, { auth, log, signal, timeoutSeconds: config.imagePullTimeoutSeconds, registry: parsed.registry });
+    pinned = digest ? `${repository}@${digest}` : parsed.engineName;
+    image = await driver.inspectImage(pinned).catch((error) => {
+      if (error instanceof DockerNotFound && attempt < 2) return undefined;
+      throw error instanceof DockerNotFound ? new BuildFailed(`the image ${reference} was pulled but is no longer on the engine; deploy again`) : error;
+    });
+  }
+  const dropPulledNames = async () => {
+    if (namedBefore) return;
+    await driver.untagImage(parsed.engineName).catch(() => false);
+    if (digest) await driver.untagImage(pinned).catch(() => false);
+  };
+  try {
+    const claimed = platformLabelsOf(image.labels);
+    if (claimed.length) throw new BuildFailed(`the image ${reference} carries labels of the platform's own (${claimed.slice(0, 5).join(", ")}): refused, an image may not pass for the platform's`);
+    if (image.sizeBytes > config.imageMaxMB * MB) {
+      throw new BuildFailed(`the image ${reference} is ${Math.ceil(image.sizeBytes / MB)} MB unpacked, over the limit of ${config.imageMaxMB} MB (PLATFORM_IMAGE_MAX_MB): removed`);
+    }
+    const [tagRepo, tagName] = tag.split(":") as [string, string];
+    await driver.tagImage(image.id, tagRepo, tagName);
+  } finally {
+    await dropPulledNames();
+  }
+  ctx.db.update(builds).set({ imageDigest: digest ? pinned : null }).where(eq(builds.id, buildId)).run();
+  log(`==> Pulled ${digest ? pinned : reference} (${Math.ceil(image.sizeBytes / MB)} MB, image ${image.id.slice(7, 19)}) in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
+  return tag;
+}
+
+interface PullOptions {
+  auth: ReturnType<Registries["authFor"]>;
+  log: (line: string) => void;
+  signal: AbortSignal;
+  timeoutSeconds: number;
+  registry: string;
+}
+
+/** The engine's pull, with its progress paced into the log and its failures said plainly; answers the digest. */
+async function pull(driver: DockerDriver, reference: string, options: PullOptions): Promise<string | undefined> {
+  const timeout = AbortSignal.timeout(options.timeoutSeconds * 1000);
+  const signal = AbortSignal.any([options.signal, timeout]);
+  let lastLoggedAt = 0;
+  let latest: string | undefined;
+  const onProgress = (line: string) => {
+    latest = line;
+    const now = Date.now();
+    if (now - lastLoggedAt < PROGRESS_INTERVAL_MS && !/^(Digest|Status):/.test(line)) return;
+    lastLoggedAt = now;
+    options.log(`    ${line}`);
+    latest = undefined;
+  };
+  try {
+    const digest = await driver.pullImage(reference, { auth: options.auth, onProgress, signal });
+    if (latest) options.log(`    ${latest}`);
+    return digest;
+  } catch (error) {
+    if (options.signal.aborted) throw options.signal.reason;
+    if (timeout.aborted) throw new BuildFailed(`the pull of ${reference} did not finish within ${options.timeoutSeconds} s (PLATFORM_IMAGE_PULL_TIMEOUT_SECONDS)`);
+    if (error instanceof ApiError) throw error;
+    throw new BuildFailed(pullFailure(error as Error, reference, options));
+  }
+}
+
+/** What went wrong, in the user's terms, with the engine's own words (never the password). */
+function pullFailure(error: Error, reference: string, { auth, registry }: PullOptions): string {
+  if (error instanceof DockerNotFound) return `the image ${reference} was not found: ${registry} has no such repository or tag`;
+  const said = registryMessage(error, auth?.password ?? "");
+  if (/manifest unknown|not found/i.test(said)) return `the image ${reference} was not found: ${registry} has no such repository or tag (${said})`;
+  if (/unauthorized|authentication required|no basic auth credentials|denied/i.test(said)) {
+    return auth
+      ? `${registry} refused the workspace's credentials (user ${auth.username}) for ${reference}: ${said}`
+      : `${registry} asks for credentials to pull ${reference}: add them with POST /api/registries (${said})`;
+  }
+  if (/dial tcp|connection refused|no such host|i\/o timeout|EOF|TLS handshake|server misbehaving|network is unreachable/i.test(said)) {
+    return `the registry ${registry} could not be reached: ${said}`;
+  }
+  return `the pull of ${reference} failed: ${said}`;
+}
+
+/** An image app's names for its pulled images (its builds' images carry no platform label to find them by): removed with the app. */
+export async function removePulledImageNames(ctx: Pick<AppsContext, "db" | "machines">, app: AppRow): Promise<void> {
+  if (app.runtime !== "image") return;
+  const held = ctx.db.selectDistinct({ image: builds.image }).from(builds)
+    .where(and(eq(builds.appId, app.id), isNotNull(builds.image), isNull(builds.imageRemovedAt))).all();
+  const driver = ctx.machines.get(app.machineId);
+  for (const { image } of held) await driver.removeImage(image!);
+}
