@@ -20,6 +20,7 @@ const SETTINGS_TABS = [
   { tab: "Account", heading: "Two-factor sign-in" },
   { tab: "Members", heading: "Members" },
   { tab: "Audit log", heading: "Audit log" },
+  { tab: "Registries", heading: "Registries" },
   { tab: "Platform", heading: "Platform" },
 ];
 

@@ -22,7 +22,7 @@ const REFRESH_MS = 4000;
 
 export function AppList() {
   const { session } = useSession();
-  const canDeploy = may(session, "POST /api/apps/deploy") || may(session, "POST /api/apps/deploy-from-repo");
+  const canDeploy = may(session, "POST /api/apps/deploy") || may(session, "POST /api/apps/deploy-from-repo") || may(session, "POST /api/apps/deploy-image");
   const apps = useLoad(() => api<{ apps: AppSummary[] }>("GET", "/api/apps/").then(({ apps }) => apps));
   const [search, setSearch] = useState("");
   const { reload } = apps;

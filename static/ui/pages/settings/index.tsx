@@ -1,5 +1,5 @@
 // Settings: tabs for API keys, the account's two-factor sign-in, members and invitations, the audit
-// log, and the platform.
+// log, image registry credentials, and the platform.
 import { useEffect } from "preact/hooks";
 import { may, useSession } from "../../session";
 import { AccountTab } from "./account";
@@ -7,6 +7,7 @@ import { AuditLogTab } from "./audit-log";
 import { DeveloperTab } from "./developer";
 import { MembersTab } from "./members";
 import { PlatformTab } from "./platform";
+import { RegistriesTab } from "./registries";
 
 /** The tabs; one that reads a route the user's role may not call is not offered. */
 const TABS = [
@@ -14,6 +15,7 @@ const TABS = [
   { path: "account", title: "Account", Tab: AccountTab },
   { path: "members", title: "Members", Tab: MembersTab },
   { path: "audit-log", title: "Audit log", Tab: AuditLogTab, reads: "GET /api/organization/audit-log" },
+  { path: "registries", title: "Registries", Tab: RegistriesTab, reads: "GET /api/registries/" },
   { path: "platform", title: "Platform", Tab: PlatformTab },
 ];
 

@@ -9,6 +9,7 @@ import { ErrorText, When } from "../../../components/text";
 import { Spinner, StatusBadge } from "../../../components/widgets";
 import { href } from "../../../router";
 import { may, useLoad, useSession } from "../../../session";
+import { BuildDigest, isImageApp } from "./image-source";
 import type { Build, TabProps } from "./types";
 
 const UNFINISHED = new Set(["queued", "building"]);
@@ -98,7 +99,7 @@ export function BuildsTab({ app, reloadApp, rest }: TabProps) {
       {builds.data && (
         <Table
           caption="Builds, newest first"
-          headings={["Build", "Status", "Trigger", "Commit", "Started", "Duration", ...(canRollBack || canCancel ? ["Actions"] : [])]}
+          headings={["Build", "Status", "Trigger", isImageApp(app) ? "Digest pulled" : "Commit", "Started", "Duration", ...(canRollBack || canCancel ? ["Actions"] : [])]}
           empty="No builds yet."
           rowKeys={builds.data.map((build) => build.id)}
           rows={builds.data.map((build) => {
@@ -112,7 +113,7 @@ export function BuildsTab({ app, reloadApp, rest }: TabProps) {
               {build.id === app.currentBuildId && <span class="muted"> serving</span>}
             </>,
             build.rollbackOf ? `rollback of ${build.rollbackOf.slice(0, 12)}` : build.trigger,
-            build.commitSha ? <span title={build.commitMessage ?? ""}><code>{build.commitSha.slice(0, 7)}</code> {build.commitMessage}</span> : "—",
+            isImageApp(app) ? <BuildDigest build={build} /> : build.commitSha ? <span title={build.commitMessage ?? ""}><code>{build.commitSha.slice(0, 7)}</code> {build.commitMessage}</span> : "—",
             <When iso={build.startedAt} />,
             duration(build.durationMs),
             ];

@@ -13,6 +13,7 @@ import { BuildsTab } from "./builds";
 import { DomainsTab } from "./domains";
 import { EnvTab } from "./env";
 import { HistoryTab } from "./history";
+import { ImageSource, isImageApp } from "./image-source";
 import { LogsTab } from "./logs";
 import { SettingsTab } from "./settings";
 import { TrafficTab } from "./traffic";
@@ -29,7 +30,7 @@ function OverviewTab({ app }: TabProps) {
     ["Subdomain", app.subdomain ?? "None"],
     ["Serving port", app.servingPort === null ? "Not serving" : String(app.servingPort)],
     ["Current build", app.currentBuildId ? <a href={href("apps", app.id, "builds", app.currentBuildId)}><code>{app.currentBuildId}</code></a> : "None yet"],
-    ["Source", app.repository ? `${app.repository.owner}/${app.repository.name} (${app.repository.branch})` : "ZIP upload"],
+    ["Source", isImageApp(app) ? <ImageSource app={app} /> : app.repository ? `${app.repository.owner}/${app.repository.name} (${app.repository.branch})` : "ZIP upload"],
     [
       "Certificate",
       app.certificate ? (
@@ -100,7 +101,7 @@ function Actions({ app, reloadApp }: { app: App; reloadApp(): Promise<void> }) {
       <div class="app-action-buttons" role="group" aria-label="App actions">
         {offered.map(([, action, label]) => (
           <ActionButton run={lifecycle(action)} onError={setError}>
-            {label}
+            {action === "redeploy" && isImageApp(app) ? "Redeploy (pulls the image again)" : label}
           </ActionButton>
         ))}
         {canDelete && (

@@ -2,7 +2,7 @@
 // names a field ("Invalid body field 'memoryMB': ...") is shown beside that field, else under the form.
 // A repository app's GitHub webhook (./github-webhook.tsx) and the deploy-hook URL
 // (./deploy-hook.tsx) follow. A role that may not change them reads them in
-// disabled fields.
+// disabled fields. An image app has no runtime or builder to choose.
 import type { ComponentChildren } from "preact";
 import { useMemo, useState } from "preact/hooks";
 import { api, segment } from "../../../api";
@@ -11,6 +11,7 @@ import { Spinner } from "../../../components/widgets";
 import { may, useSession } from "../../../session";
 import { DeployHook } from "./deploy-hook";
 import { GitHubWebhook } from "./github-webhook";
+import { isImageApp } from "./image-source";
 import type { App, RateLimits, TabProps } from "./types";
 
 const RATE_LIMIT_FIELDS: [keyof RateLimits, string][] = [
@@ -81,13 +82,13 @@ function changesOf(app: App, form: HTMLFormElement): Record<string, unknown> {
     if (wanted !== current) body[field] = wanted;
   };
   compare("name", text("name"), app.name);
-  compare("runtime", text("runtime"), app.runtime);
+  if (values.has("runtime")) compare("runtime", text("runtime"), app.runtime);
   compare("memoryMB", numberOrNull("memoryMB"), app.memoryMB);
   compare("cpus", numberOrNull("cpus"), app.cpus);
   compare("startupCommand", text("startupCommand") || "auto", app.startupCommand);
   compare("exposePort", numberOrNull("exposePort"), app.exposePort);
   compare("subdomain", text("subdomain") || null, app.subdomain);
-  compare("builder", text("builder"), app.builder);
+  if (values.has("builder")) compare("builder", text("builder"), app.builder);
   for (const flag of ["autoRestart", "autoDeploy", "httpsRedirect", "hsts"] as const) compare(flag, values.has(flag), app[flag]);
   const limits: Partial<RateLimits> = {};
   for (const [field] of RATE_LIMIT_FIELDS) {
@@ -150,20 +151,24 @@ export function SettingsTab({ app, reloadApp }: TabProps) {
           <SettingField name="subdomain" label="Subdomain" error={error("subdomain")} hint="Empty: no public address">
             {input("subdomain", { defaultValue: formApp.subdomain ?? "", autocomplete: "off", spellcheck: false })}
           </SettingField>
-          <SettingField name="runtime" label="Runtime" error={error("runtime")}>
-            {(ids) => (
-              <select id={ids.id} name="runtime" aria-describedby={ids.describedBy}>
-                {options([["node", "Node.js"], ["bun", "Bun"], ["python", "Python"]], formApp.runtime)}
-              </select>
-            )}
-          </SettingField>
-          <SettingField name="builder" label="Builder" error={error("builder")}>
-            {(ids) => (
-              <select id={ids.id} name="builder" aria-describedby={ids.describedBy}>
-                {options([["auto", "Automatic"], ["dockerfile", "The source's Dockerfile"]], formApp.builder)}
-              </select>
-            )}
-          </SettingField>
+          {!isImageApp(formApp) && (
+            <>
+              <SettingField name="runtime" label="Runtime" error={error("runtime")}>
+                {(ids) => (
+                  <select id={ids.id} name="runtime" aria-describedby={ids.describedBy}>
+                    {options([["node", "Node.js"], ["bun", "Bun"], ["python", "Python"]], formApp.runtime)}
+                  </select>
+                )}
+              </SettingField>
+              <SettingField name="builder" label="Builder" error={error("builder")}>
+                {(ids) => (
+                  <select id={ids.id} name="builder" aria-describedby={ids.describedBy}>
+                    {options([["auto", "Automatic"], ["dockerfile", "The source's Dockerfile"]], formApp.builder)}
+                  </select>
+                )}
+              </SettingField>
+            </>
+          )}
           <SettingField name="startupCommand" label="Startup command" error={error("startupCommand")} hint="auto: detected from the source">
             {input("startupCommand", { defaultValue: formApp.startupCommand, autocomplete: "off", spellcheck: false })}
           </SettingField>

@@ -17,7 +17,11 @@ export interface RateLimits {
 export interface App {
   id: string;
   name: string;
-  runtime: "node" | "bun" | "python";
+  runtime: "node" | "bun" | "python" | "image";
+  /** Image apps: the reference each deploy pulls; null for apps built from source. */
+  image: string | null;
+  /** Image apps: the user the container runs as; null: the image's own. */
+  user: string | null;
   status: string;
   statusReason: string | null;
   memoryMB: number;
@@ -49,6 +53,8 @@ export interface Build {
   trigger: string;
   commitSha: string | null;
   commitMessage: string | null;
+  /** Image apps: the digest the pull got (`repo@sha256:…`). */
+  imageDigest: string | null;
   rollbackOf: string | null;
   error: string | null;
   startedAt: string;

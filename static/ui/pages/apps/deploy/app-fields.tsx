@@ -1,6 +1,7 @@
-// The fields a deploy from a ZIP and one from a repository share: the app's name, runtime, memory,
-// CPUs, subdomain, and the start command and port for an app the detection does not know how to run.
-// The API checks them and names the field at fault; no pattern here would say more.
+// The fields every deploy shares: the app's name, runtime, memory, CPUs, subdomain, and the start
+// command and port for an app the detection does not know how to run. An image has no runtime and
+// runs its own command unless given one. The API checks them and names the field at fault; no
+// pattern here would say more.
 import { Field, SelectField } from "../../../components/form";
 
 export const RUNTIMES: [value: string, text: string][] = [
@@ -9,15 +10,19 @@ export const RUNTIMES: [value: string, text: string][] = [
   ["python", "Python"],
 ];
 
-export function AppFields() {
+export function AppFields({ fromImage = false }: { fromImage?: boolean }) {
   return (
     <div class="deploy-fields">
       <Field label="Name" name="name" required maxLength={63} autocomplete="off" spellcheck={false} placeholder="my-site" hint="Lowercase letters, digits and dashes. Deploying an existing name releases a new version of it." />
-      <SelectField label="Runtime" name="runtime" options={RUNTIMES} />
+      {!fromImage && <SelectField label="Runtime" name="runtime" options={RUNTIMES} />}
       <Field label="Memory (MB)" name="memoryMB" type="number" required min={64} max={16384} step={1} defaultValue="256" />
       <Field label="CPUs (optional)" name="cpus" type="number" min={0.1} max={16} step={0.1} placeholder="Platform default" hint="0.1 to 16, e.g. 0.5 for half a core." />
       <Field label="Subdomain (optional)" name="subdomain" autocomplete="off" spellcheck={false} placeholder="Same as the name" />
-      <Field label="Start command (optional)" name="startupCommand" autocomplete="off" spellcheck={false} placeholder="Detected from the source" hint="Run in the app's folder, for example: python web.py" />
+      {fromImage ? (
+        <Field label="Start command (optional)" name="startupCommand" autocomplete="off" spellcheck={false} placeholder="The image's own" hint="Run with /bin/sh -c in the image, which then needs a shell." />
+      ) : (
+        <Field label="Start command (optional)" name="startupCommand" autocomplete="off" spellcheck={false} placeholder="Detected from the source" hint="Run in the app's folder, for example: python web.py" />
+      )}
       <Field label="Port (optional)" name="exposePort" type="number" min={1} max={65535} step={1} placeholder="3000" hint="Given to the app as PORT, where it must listen." />
     </div>
   );
@@ -27,7 +32,7 @@ export function AppFields() {
 export function appFieldValues(values: Record<string, string>) {
   return {
     name: values.name!.trim(),
-    runtime: values.runtime!,
+    ...(values.runtime ? { runtime: values.runtime } : {}),
     memoryMB: Number(values.memoryMB),
     ...(values.cpus?.trim() ? { cpus: Number(values.cpus) } : {}),
     ...(values.subdomain?.trim() ? { subdomain: values.subdomain.trim() } : {}),
