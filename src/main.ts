@@ -65,6 +65,7 @@ function serve() {
   certificates.served.onChange = (change) => proxy.certificate(change);
   certificates.onChallenge = (token, keyAuthorization) => proxy.challenge(token, keyAuthorization);
   ctx.traffic = proxy;
+  ctx.apps.deployer.inFlight = (host, port) => proxy.inFlight(host, port);
   // Watched from here: building the routes above blocks the loop too, but before anyone can wait on it.
   const stopWatchingLoop = config.eventLoopWarnMs > 0 ? watchEventLoop(config.eventLoopWarnMs, (stall) => console.warn(describeStall(stall))) : () => {};
   ctx.apps.proxyPort = proxy.port;

@@ -21,7 +21,9 @@ import { Builder, type BuildRoomCheck, type SourceFetch } from "./builder";
 import { readEnvVars } from "./env-vars";
 import type { AppStorage } from "./sources";
 import type { BuildLogs } from "./build-logs";
-import { waitUntilListening } from "./readiness";
+import { drain, type InFlightCount } from "./health/drain";
+import { waitUntilHealthy } from "./health/gate";
+import { healthCheckOf } from "./health/settings";
 import { DEFAULT_EXPOSE_PORT, type AppStatus } from "./model";
 import { routePolicyOf } from "./rate-limits";
 import { removeImagesBeyondRetention } from "./image-retention";
@@ -41,11 +43,8 @@ export interface AppsContext {
   dns: DnsChecker;
 }
 
-const START_TIMEOUT_MS = 60_000;
 /** An app keeps nothing in volumes: those its image's VOLUME lines made go with the container. */
 export const APP_CONTAINER_REMOVAL = { withAnonymousVolumes: true };
-/** Time the previous container keeps answering requests already sent to it after the switch. */
-const DRAIN_MS = 1_000;
 
 class ReleaseFailed extends Error {}
 
@@ -82,6 +81,8 @@ export class Deployer {
 
   /** Runs builds: slots, timeout, cancel (./builder.ts). */
   readonly builder: Builder;
+  /** Requests in flight through the public proxy to an address: the proxy's thread, once it runs (src/main.ts). */
+  inFlight: InFlightCount = () => 0;
 
   constructor(
     private readonly ctx: AppsContext,
@@ -219,6 +220,8 @@ export class Deployer {
       // Retired by this release after the drain, not by a reconciliation meanwhile.
       if (previous.containerId) held.add(previous.containerId);
       this.setStatus(appId, "running", null, { containerId, hostPort, servingPort: upstream.port, currentBuildId: buildId, releasingBuildId: null });
+      // The route the previous container served by: its requests in flight are waited for before it stops.
+      const retiredUpstream = previous.subdomain ? this.ctx.proxyRoutes.get(previous.subdomain) : undefined;
       if (previous.subdomain) {
         this.ctx.proxyRoutes.set(previous.subdomain, { ...upstream, ...routePolicyOf(previous, this.ctx.config.proxyRateLimits) });
         // A first release: its host gets a certificate now rather than at the next scheduled check.
@@ -229,7 +232,7 @@ export class Deployer {
       await pauseForTest("release.switched");
       if (previous.containerId && previous.containerId !== containerId) {
         const old = previous.containerId;
-        await Bun.sleep(DRAIN_MS);
+        if (retiredUpstream) await this.drainRetired(retiredUpstream, log);
         await driver.stopContainer(old, 10).catch(() => {});
         await driver.removeContainer(old, APP_CONTAINER_REMOVAL).catch(() => {});
       }
@@ -251,6 +254,16 @@ export class Deployer {
       this.containersInHand.delete(appId);
       this.ctx.db.update(apps).set({ releasingBuildId: null }).where(eq(apps.id, appId)).run();
     }
+  }
+
+  /** Waits (PLATFORM_RELEASE_DRAIN_SECONDS at most) until the proxy has no request in flight to the retired container. */
+  private async drainRetired(upstream: { host: string; port: number }, log: (line: string) => void) {
+    const limitSeconds = this.ctx.config.health.releaseDrainSeconds;
+    const inFlight = this.inFlight(upstream.host, upstream.port);
+    if (inFlight === 0) return;
+    log(`==> Waiting for ${inFlight} request(s) in flight to the previous container (at most ${limitSeconds} s)`);
+    const left = await drain(this.inFlight, upstream, limitSeconds * 1000);
+    if (left > 0) log(`==> ${left} request(s) still in flight after ${limitSeconds} s: stopping the previous container anyway`);
   }
 
   /** `held` gets the container's name before the engine is asked to create it: the reconciler may list it before the answer. */
@@ -288,22 +301,23 @@ export class Deployer {
     // A preempted release stops waiting at once; its caller sees the aborted signal.
     const stillRunning = async () => !signal?.aborted && (await driver.inspectContainer(containerId)).running;
     const host = (await driver.inspectContainer(containerId)).networks[workspaceNetworkName(app.workspaceId)];
-    const outcome = host
-      ? await waitUntilListening({ host, port, timeoutMs: START_TIMEOUT_MS, stillRunning })
+    const hostHeader = app.subdomain ? `${app.subdomain}.${this.ctx.config.domain}` : app.name;
+    const gate = host
+      ? await waitUntilHealthy({ host, port, check: healthCheckOf(app), hostHeader, stillRunning, log })
       : (await stillRunning())
         ? null
-        : "exited";
-    if (outcome === null) throw new ReleaseFailed("the container got no address on the workspace network");
-    if (outcome === "listening") return { host: host!, port };
+        : { outcome: "exited" as const };
+    if (gate === null) throw new ReleaseFailed("the container got no address on the workspace network");
+    if (gate.outcome === "ready") return { host: host!, port };
     if (signal?.aborted) throw signal.reason;
     const lines = await driver.logs(containerId, { tail: 20, timestamps: false }).catch(() => []);
     if (lines.length) log("==> Last lines of the app's output:");
     for (const line of lines) log(`    ${line.text}`);
-    if (outcome === "exited") {
+    if (gate.outcome === "exited") {
       const { exitCode } = await driver.inspectContainer(containerId);
       throw new ReleaseFailed(`the app exited with code ${exitCode} before listening on port ${port}`);
     }
-    throw new ReleaseFailed(`the app did not accept connections on port ${port} within ${START_TIMEOUT_MS / 1000} s`);
+    throw new ReleaseFailed(gate.reason);
   }
 
   /** After a failed build or release: `running` (with the reason) while the previous container serves, else `failed`. */

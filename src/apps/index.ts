@@ -322,7 +322,8 @@ export function appsRoutes(ctx: ServerContext) {
           "PLATFORM_DEFAULT_CPUS. `rateLimits`: the app's own limits at the public proxy (`clientBurst`, `clientRps` per " +
           `client address; \`hostBurst\`, \`hostRps\` for the app as a whole), each ${PROXY_RATE_LIMIT.minimum}-${PROXY_RATE_LIMIT.maximum} or null for the platform's ` +
           "(PLATFORM_PROXY_IP_BURST, _IP_RPS, _HOST_BURST, _HOST_RPS); fields left out keep their value, `rateLimits: null` " +
-          "clears them all; they apply from the next request through the proxy. 409 `SUBDOMAIN_TAKEN` / `NAME_TAKEN`; 409 `QUOTA_EXCEEDED` when more memory would pass PLATFORM_QUOTA_MEMORY_MB. Answers `app`, `restarted` and `buildId` (when a rebuild started).",
+          "clears them all; they apply from the next request through the proxy. `healthCheck`: fields given change, null " +
+          "goes back to the defaults (a TCP check); read by the next release and the next probe, nothing restarts. 409 `SUBDOMAIN_TAKEN` / `NAME_TAKEN`; 409 `QUOTA_EXCEEDED` when more memory would pass PLATFORM_QUOTA_MEMORY_MB. Answers `app`, `restarted` and `buildId` (when a rebuild started).",
       },
     });
 }

@@ -4,6 +4,7 @@ import { CertificateStatusSchema } from "../certificates/model";
 import { CONTAINER_CPUS } from "../config";
 import { DEFAULT_RANGE_BYTES, MAX_RANGE_BYTES } from "./build-logs";
 import { oneOf, ref, resource, timestamp } from "../http/responses";
+import { HealthCheckSchema, HealthProbeSchema, healthCheckInput } from "./health/settings";
 
 export const APP_STATUSES = {
   building: "an image is being built from the uploaded source (the previous container, if any, keeps serving)",
@@ -106,6 +107,7 @@ export const settingsBody = t.Object({
   rateLimits: t.Optional(rateLimits),
   httpsRedirect: t.Optional(t.Boolean({ description: "Plain HTTP requests get a 308 to HTTPS once a certificate serves the host (default true; ACME challenges are never redirected)" })),
   hsts: t.Optional(t.Boolean({ description: "HTTPS answers carry `Strict-Transport-Security: max-age=31536000` (default false: browsers remember it for a year)" })),
+  healthCheck: t.Optional(healthCheckInput),
 });
 
 const zipFile = t.String({ format: "binary", contentMediaType: "application/zip", description: "The app's source as a ZIP" });
@@ -123,6 +125,7 @@ export const deployForm = t.Object({
   subdomain: t.Optional(t.String({ pattern: SUBDOMAIN_PATTERN, description: "Default: the name, or the name with a suffix when taken" })),
   autoRestart: t.Optional(t.Boolean({ default: true })),
   builder: t.Optional(builderInput),
+  healthCheck: t.Optional(t.String({ description: "The health check as JSON text, e.g. `{\"path\":\"/health\"}`: fields left out take their defaults (see HealthCheck)" })),
   machineId: t.Optional(t.String({ default: "local" })),
 });
 
@@ -214,6 +217,8 @@ export const AppSchema = resource(
     certificate: t.Nullable(ref(CertificateStatusSchema), { description: "The HTTPS certificate of its subdomain; null without a subdomain" }),
     machineId: t.String(),
     currentBuildId: t.Nullable(t.String({ description: "The build the serving container runs" })),
+    healthCheck: ref(HealthCheckSchema),
+    health: t.Nullable(ref(HealthProbeSchema), { description: "The last probe of the running app's health check; null before the first (kept in memory: none after a platform restart until the next probe)" }),
     filesChangedSinceBuild: t.Boolean({
       description: "True once the source tree was edited through the file system API, until a build reads it (POST redeploy builds from it)",
     }),
@@ -291,4 +296,4 @@ export const AppTrafficSchema = resource(
   "An app's traffic through the public proxy, counted in one-minute slots, in memory: it starts afresh after a restart of the platform or a change of subdomain.",
 );
 
-export const APP_RESOURCES = [AppRateLimitOverridesSchema, AppRateLimitsSchema, RepositorySchema, AppSchema, BuildSchema, EnvReferenceSchema, EnvVariableSchema, TrafficWindowSchema, AppTrafficSchema];
+export const APP_RESOURCES = [HealthCheckSchema, HealthProbeSchema, AppRateLimitOverridesSchema, AppRateLimitsSchema, RepositorySchema, AppSchema, BuildSchema, EnvReferenceSchema, EnvVariableSchema, TrafficWindowSchema, AppTrafficSchema];

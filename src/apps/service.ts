@@ -27,6 +27,8 @@ import { AppDomains } from "./domains/service";
 import { AppRecovery } from "./recovery";
 import { AppRollbacks } from "./rollback";
 import { appView, type PublicAddresses } from "./view";
+import { HealthHistory } from "./health/history";
+import { healthCheckAfter, healthCheckOf, type HealthCheck } from "./health/settings";
 import { rateLimitColumnsAfter, routePolicyOf, sameRateLimits, type RateLimitsInput } from "./rate-limits";
 import { assertWithinQuota, bytesToMB } from "../quotas/limits";
 import { MIN_ENTRY_BYTES, treeBytes, workspaceUsage, WorkspaceDisk } from "../quotas/usage";
@@ -45,6 +47,7 @@ export interface SettingsInput {
   rateLimits?: RateLimitsInput;
   httpsRedirect?: boolean;
   hsts?: boolean;
+  healthCheck?: Partial<HealthCheck> | null;
 }
 
 export class AppsService {
@@ -61,6 +64,8 @@ export class AppsService {
   readonly domains: AppDomains;
   /** Deploys from a git repository, pushes and deploy hooks (./repository). */
   readonly repository: RepositoryDeploys;
+  /** The recent probes of each app's health check (./health). */
+  readonly health = new HealthHistory();
   private readonly uploadSlots = new UploadSlots(UPLOADS_PER_WORKSPACE);
   private readonly deletions = new Set<Promise<void>>();
   /** The disk quota's accounting; app sources and build logs are counted here, backups register beside them. */
@@ -112,7 +117,7 @@ export class AppsService {
   }
 
   publicApp(app: AppRow): Static<typeof AppSchema> {
-    return appView(app, this.ctx.config, this.addresses);
+    return appView(app, this.ctx.config, this.addresses, this.health.lastProbe(app.id));
   }
 
 
@@ -230,6 +235,8 @@ export class AppsService {
       ...rateLimitColumnsAfter(app, input.rateLimits),
       httpsRedirect: input.httpsRedirect ?? app.httpsRedirect,
       hsts: input.hsts ?? app.hsts,
+      // Read by the next release and the next probe: nothing restarts.
+      healthCheck: input.healthCheck === undefined ? app.healthCheck : healthCheckAfter(healthCheckOf(app), input.healthCheck),
     };
     const rebuild = next.runtime !== app.runtime || next.startupCommand !== app.startupCommand || next.builder !== app.builder;
     const restart = rebuild || next.memoryMB !== app.memoryMB || next.cpus !== app.cpus || next.exposePort !== app.exposePort;
@@ -408,6 +415,7 @@ export class AppsService {
     await this.ctx.storage.removeApp(app.id);
     this.sourceBytes.delete(app.id);
     this.ctx.buildLogs.forgetApp(app.id);
+    this.health.forget(app.id);
     // Its hosts' certificates go.
     this.ctx.certificates.hostsChanged();
   }

@@ -1,0 +1,146 @@
+// Health-checked releases through the real platform and its public proxy: a new version that never
+// passes its health check is not switched to (a client hammering the proxy sees no failure), and a
+// request in flight to the old container when a release switches still completes.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { TestServer } from "../../helpers/server";
+import { dockerCli, dockerJson } from "../../helpers/docker";
+import { appZip, deleteAllApps, deployZip, viaProxy, waitForStatus } from "../../helpers/apps";
+
+let server: TestServer;
+let key: string;
+
+/**
+ * A Node app that answers `version`. `healthStatus`: what GET /health answers. GET /slow is held
+ * until GET /release reaches the same container (the test sends it to the container itself).
+ */
+const versioned = (version: string, options: { healthStatus?: number; status?: number } = {}) =>
+  appZip({
+    "package.json": JSON.stringify({ name: "health", scripts: { start: "node server.js" } }),
+    "server.js": `
+const held = [];
+require("http").createServer((req, res) => {
+  if (req.url === "/health") return res.writeHead(${options.healthStatus ?? 200}).end("${version} health");
+  if (req.url === "/slow") return held.push(res);
+  if (req.url === "/release") { for (const slow of held.splice(0)) slow.end("${version} slow done"); return res.end("released"); }
+  res.writeHead(${options.status ?? 200}).end("${version}");
+}).listen(process.env.PORT);
+`,
+  });
+
+const fields = (name: string, healthCheck: object) => ({ name, runtime: "node", memoryMB: "96", healthCheck: JSON.stringify(healthCheck) });
+
+/** The build once its release has ended: failed, canceled, or serving. */
+async function releasedBuild(appId: string, buildId: string) {
+  for (let attempt = 0; attempt < 600; attempt++) {
+    const build = (await server.request("GET", `/api/apps/${appId}/builds`, { key })).body.builds.find((entry: any) => entry.id === buildId);
+    const app = (await server.request("GET", `/api/apps/${appId}`, { key })).body.app;
+    if (["failed", "canceled"].includes(build?.status) || app.currentBuildId === buildId) return build;
+    await Bun.sleep(200);
+  }
+  throw new Error(`the release of build ${buildId} did not end`);
+}
+
+/** Loopback clients sending requests through the proxy back to back until stopped. */
+function hammer(subdomain: string, clients = 4) {
+  const answers = new Map<string, number>();
+  const failures: string[] = [];
+  let running = true;
+  const loops = Array.from({ length: clients }, async () => {
+    while (running) {
+      try {
+        const response = await viaProxy(server, subdomain);
+        const text = await response.text();
+        if (response.status !== 200) failures.push(`${response.status} ${text.slice(0, 100)}`);
+        else answers.set(text, (answers.get(text) ?? 0) + 1);
+      } catch (error) {
+        failures.push(String(error));
+      }
+      await Bun.sleep(5);
+    }
+  });
+  return {
+    answers,
+    failures,
+    async stop() {
+      running = false;
+      await Promise.all(loops);
+    },
+  };
+}
+
+beforeAll(async () => {
+  // The hammering clients stay within the proxy's rate limits.
+  const unlimited = { PLATFORM_PROXY_IP_BURST: "100000", PLATFORM_PROXY_IP_RPS: "100000", PLATFORM_PROXY_HOST_BURST: "100000", PLATFORM_PROXY_HOST_RPS: "100000" };
+  server = await TestServer.start({ PLATFORM_RELEASE_DRAIN_SECONDS: "60", ...unlimited });
+  key = (await server.createKey("health")).key;
+}, 60_000);
+afterAll(async () => {
+  await deleteAllApps(server, key);
+  await server.stop();
+}, 60_000);
+
+describe("health-checked releases", () => {
+  test("a new version that never passes its health check is not switched to: zero failed requests, the old one serves", async () => {
+    const check = { path: "/health", startPeriodSeconds: 3, timeoutSeconds: 2, healthyThreshold: 2 };
+    const first = await deployZip(server, key, fields("gated", check), versioned("v1"));
+    expect(first.status).toBe(202);
+    expect(first.body.app.healthCheck).toEqual({ path: "/health", intervalSeconds: 10, timeoutSeconds: 2, healthyThreshold: 2, unhealthyThreshold: 3, startPeriodSeconds: 3 });
+    const app = await waitForStatus(server, key, first.body.app.id, ["running", "failed"]);
+    expect(app.status).toBe("running");
+    expect(await (await viaProxy(server, app.subdomain)).text()).toBe("v1");
+
+    const load = hammer(app.subdomain);
+    // It listens and answers, but its health check says 503 and every page 500.
+    const second = await deployZip(server, key, fields("gated", check), versioned("v2", { healthStatus: 503, status: 500 }));
+    expect(second.status).toBe(202);
+    const build = await releasedBuild(app.id, second.body.buildId);
+    await load.stop();
+
+    expect(load.failures).toEqual([]);
+    expect([...load.answers.keys()]).toEqual(["v1"]);
+    expect(load.answers.get("v1")!).toBeGreaterThan(20);
+    expect(build.status).toBe("failed");
+    expect(build.error).toContain("health check");
+    expect(build.error).toContain("GET /health: HTTP 503");
+    const after = (await server.request("GET", `/api/apps/${app.id}`, { key })).body.app;
+    expect(after).toMatchObject({ status: "running", currentBuildId: first.body.buildId });
+    expect(after.statusReason).toContain("GET /health: HTTP 503");
+    const log = await (await fetch(`${server.baseUrl}/api/apps/${app.id}/builds/${second.body.buildId}/log`, { headers: { authorization: `Bearer ${key}` } })).text();
+    expect(log).toContain("probe failed: GET /health: HTTP 503");
+    expect(log).toContain("==> Release failed: the app did not pass its health check");
+  }, 240_000);
+
+  test("the old container stops only once its request in flight has finished (drain)", async () => {
+    const first = await deployZip(server, key, fields("drained", { path: "/health" }), versioned("v1"));
+    const app = await waitForStatus(server, key, first.body.app.id, ["running", "failed"]);
+    expect(app.status).toBe("running");
+    const oldContainer = (await dockerJson("inspect", await servingContainerOf(app.id)))[0];
+    const oldAddress = Object.values(oldContainer.NetworkSettings.Networks as Record<string, { IPAddress: string }>)[0]!.IPAddress;
+
+    const slow = viaProxy(server, app.subdomain, "/slow").then(async (response) => ({ status: response.status, text: await response.text() }));
+    await Bun.sleep(300);
+    const second = await deployZip(server, key, fields("drained", { path: "/health" }), versioned("v2"));
+    expect(second.status).toBe(202);
+    // Switched: new requests reach v2 while the slow one is still held by v1.
+    for (let attempt = 0; attempt < 600 && (await (await viaProxy(server, app.subdomain)).text()) !== "v2"; attempt++) await Bun.sleep(200);
+    expect(await (await viaProxy(server, app.subdomain)).text()).toBe("v2");
+    await Bun.sleep(2500);
+    expect((await dockerJson("inspect", oldContainer.Id))[0].State.Running).toBe(true);
+
+    expect(await (await fetch(`http://${oldAddress}:3000/release`)).text()).toBe("released");
+    expect(await slow).toEqual({ status: 200, text: "v1 slow done" });
+    // Drained: the old container goes.
+    for (let attempt = 0; attempt < 100 && (await servingContainers(app.id)).length > 1; attempt++) await Bun.sleep(200);
+    expect(await servingContainers(app.id)).toHaveLength(1);
+  }, 240_000);
+});
+
+async function servingContainers(appId: string): Promise<string[]> {
+  return (await dockerCli("ps", "-q", "--no-trunc", "--filter", `label=platform.app=${appId}`)).trim().split("\n").filter(Boolean);
+}
+
+async function servingContainerOf(appId: string): Promise<string> {
+  const ids = await servingContainers(appId);
+  expect(ids).toHaveLength(1);
+  return ids[0]!;
+}
