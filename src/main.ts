@@ -96,6 +96,7 @@ function serve() {
   certificates.start();
   ctx.apps.domains.start();
   ctx.disk.start();
+  ctx.apps.healthMonitor.start();
   void ctx.apps.recovery
     .recoverAfterRestart()
     .catch((error) => console.error("[apps] recovery after restart:", error))
@@ -118,6 +119,7 @@ function serve() {
     // The proxy takes no new connection from now on; requests in flight may finish, within reason.
     const proxyDrained = Promise.race([proxy.stop(), Bun.sleep(PROXY_DRAIN_MS)]);
     ctx.reconciler.stop();
+    ctx.apps.healthMonitor.stop();
     certificates.stop();
     ctx.apps.domains.stop();
     housekeeping.stop();

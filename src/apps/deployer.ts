@@ -12,6 +12,7 @@ import type { Machines } from "../machines/service";
 import type { ProxyRoutes } from "../proxy/routes";
 import type { Certificates } from "../certificates/service";
 import type { DnsChecker } from "../certificates/dns-check";
+import type { PlatformEvents } from "../platform/events";
 import type { DockerDriver } from "../docker/driver";
 import { LABEL_APP, LABEL_BUILD, LABEL_MANAGED, LABEL_SETTINGS, LABEL_WORKSPACE } from "../docker/container-spec";
 import { ensureWorkspaceNetwork, workspaceNetworkName } from "../docker/workspace-network";
@@ -41,6 +42,8 @@ export interface AppsContext {
   certificates: Certificates;
   /** The DNS check of custom domains. */
   dns: DnsChecker;
+  /** Platform events (an app turning unhealthy or crash-looping). */
+  events: PlatformEvents;
 }
 
 /** An app keeps nothing in volumes: those its image's VOLUME lines made go with the container. */

@@ -4,12 +4,13 @@ import { CertificateStatusSchema } from "../certificates/model";
 import { CONTAINER_CPUS } from "../config";
 import { DEFAULT_RANGE_BYTES, MAX_RANGE_BYTES } from "./build-logs";
 import { oneOf, ref, resource, timestamp } from "../http/responses";
-import { HealthCheckSchema, HealthProbeSchema, healthCheckInput } from "./health/settings";
+import { AppHealthSchema, HealthCheckSchema, HealthProbeSchema, healthCheckInput } from "./health/settings";
 
 export const APP_STATUSES = {
   building: "an image is being built from the uploaded source (the previous container, if any, keeps serving)",
   starting: "a new container is starting and the platform waits for it to accept TCP on its port (the previous one, if any, keeps serving)",
   running: "serving; after a failed redeploy the app stays running on its previous build and statusReason says why",
+  unhealthy: "serving, but its health check failed `unhealthyThreshold` times in a row (statusReason: the last probe); `running` again once it passes, restarted with backoff when autoRestart is on",
   stopping: "a stop was accepted: work in progress is cancelled and the container is being stopped",
   stopped: "stopped by a user",
   failed: "nothing serves: the first deploy or a start failed (build error, crash, or never listened); statusReason and the build log say why",
@@ -18,7 +19,7 @@ export const APP_STATUSES = {
 } as const;
 export type AppStatus = keyof typeof APP_STATUSES;
 /** Statuses in which the app's container serves and its subdomain routes to it (a release may be building or starting its successor). */
-export const SERVING_STATUSES = new Set<string>(["running", "building", "starting"]);
+export const SERVING_STATUSES = new Set<string>(["running", "unhealthy", "building", "starting"]);
 
 export const BUILD_STATUSES = ["queued", "building", "succeeded", "failed", "canceled"] as const;
 export type BuildStatus = (typeof BUILD_STATUSES)[number];
@@ -296,4 +297,4 @@ export const AppTrafficSchema = resource(
   "An app's traffic through the public proxy, counted in one-minute slots, in memory: it starts afresh after a restart of the platform or a change of subdomain.",
 );
 
-export const APP_RESOURCES = [HealthCheckSchema, HealthProbeSchema, AppRateLimitOverridesSchema, AppRateLimitsSchema, RepositorySchema, AppSchema, BuildSchema, EnvReferenceSchema, EnvVariableSchema, TrafficWindowSchema, AppTrafficSchema];
+export const APP_RESOURCES = [HealthCheckSchema, HealthProbeSchema, AppHealthSchema, AppRateLimitOverridesSchema, AppRateLimitsSchema, RepositorySchema, AppSchema, BuildSchema, EnvReferenceSchema, EnvVariableSchema, TrafficWindowSchema, AppTrafficSchema];

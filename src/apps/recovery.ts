@@ -35,7 +35,7 @@ export class AppRecovery implements ContainerOwner {
       if (!app.containerId || this.deployer.busy(app.id)) continue;
       const container = containers.find((candidate) => candidate.id === app.containerId);
       const running = container?.state === "running";
-      if (app.status === "running" && !running) {
+      if ((app.status === "running" || app.status === "unhealthy") && !running) {
         this.ctx.db.update(apps).set({ status: "crashed", statusReason: `container is ${container?.state ?? "gone"}`, updatedAt: Date.now() }).where(eq(apps.id, app.id)).run();
         if (app.subdomain) this.ctx.proxyRoutes.delete(app.subdomain);
       } else if (app.status === "crashed" && running) {
@@ -173,7 +173,7 @@ export class AppRecovery implements ContainerOwner {
         .removeWriteLeftovers(this.ctx.config.uploads.maxArchiveEntries)
         .catch((error) => console.warn(`[apps] could not look for interrupted file writes of ${app.id}: ${(error as Error).message}`));
     }
-    for (const app of this.ctx.db.select().from(apps).where(eq(apps.status, "running")).all()) {
+    for (const app of this.ctx.db.select().from(apps).where(inArray(apps.status, ["running", "unhealthy"])).all()) {
       await this.restoreRoute(app.id);
       await this.restartIfSettingsChanged(app);
     }

@@ -28,6 +28,8 @@ import { AppRecovery } from "./recovery";
 import { AppRollbacks } from "./rollback";
 import { appView, type PublicAddresses } from "./view";
 import { HealthHistory } from "./health/history";
+import { RestartBackoff } from "./health/backoff";
+import { HealthMonitor } from "./health/monitor";
 import { healthCheckAfter, healthCheckOf, type HealthCheck } from "./health/settings";
 import { rateLimitColumnsAfter, routePolicyOf, sameRateLimits, type RateLimitsInput } from "./rate-limits";
 import { assertWithinQuota, bytesToMB } from "../quotas/limits";
@@ -66,6 +68,10 @@ export class AppsService {
   readonly repository: RepositoryDeploys;
   /** The recent probes of each app's health check (./health). */
   readonly health = new HealthHistory();
+  /** The waits between the restarts the platform makes itself (./health). */
+  readonly restartBackoff: RestartBackoff;
+  /** Probes the running apps (./health/monitor.ts); started by src/main.ts. */
+  readonly healthMonitor: HealthMonitor;
   private readonly uploadSlots = new UploadSlots(UPLOADS_PER_WORKSPACE);
   private readonly deletions = new Set<Promise<void>>();
   /** The disk quota's accounting; app sources and build logs are counted here, backups register beside them. */
@@ -96,6 +102,10 @@ export class AppsService {
       const source = this.repository.sourceFetch(app.id, buildId, { commit: from.commitSha! });
       this.deployer.schedule(app.id, (signal) => this.deployer.buildAndRelease(app.id, buildId, source, signal));
     });
+    this.restartBackoff = new RestartBackoff(ctx.config.health.restartBackoffMaxSeconds * 1000);
+    this.healthMonitor = new HealthMonitor(ctx, this.deployer, this.health, this.restartBackoff, (appId) =>
+      this.deployer.schedule(appId, (signal) => this.releaseCurrentBuild(appId, signal)),
+    );
     this.proxyPort = ctx.config.proxyPort;
     this.domains = new AppDomains(ctx, (workspaceId, appId) => this.get(workspaceId, appId), this.addresses, ctx.dns);
     this.domains.routeAll();
@@ -316,6 +326,7 @@ export class AppsService {
   start(workspaceId: string, appId: string) {
     const app = this.get(workspaceId, appId);
     this.assertStartable(app);
+    this.restartBackoff.forget(app.id);
     const queued = this.deployer.busy(app.id);
     if (!queued && app.status === "running") return { app: this.publicApp(app), queued };
     if (!queued) this.setStatus(app.id, "starting");
@@ -329,6 +340,7 @@ export class AppsService {
   restart(workspaceId: string, appId: string) {
     const app = this.get(workspaceId, appId);
     this.assertStartable(app);
+    this.restartBackoff.forget(app.id);
     const queued = this.deployer.busy(app.id);
     if (!queued) this.setStatus(app.id, "starting");
     this.deployer.schedule(app.id, (signal) => this.releaseCurrentBuild(app.id, signal));

@@ -198,6 +198,8 @@ export interface WorkspaceQuotas {
 export interface HealthSettings {
   /** Longest a release waits for the requests in flight to its old container before stopping it. */
   releaseDrainSeconds: number;
+  /** Longest wait between two restarts the platform makes of an unhealthy or crashing app. */
+  restartBackoffMaxSeconds: number;
 }
 
 function integerSetting(env: Record<string, string | undefined>, name: string, fallback: number, min = 0): number {
@@ -482,6 +484,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     appImagesKept: integerSetting(env, "PLATFORM_APP_IMAGES_KEPT", 3, 1),
     health: {
       releaseDrainSeconds: integerSetting(env, "PLATFORM_RELEASE_DRAIN_SECONDS", 30, 0),
+      restartBackoffMaxSeconds: integerSetting(env, "PLATFORM_RESTART_BACKOFF_MAX_SECONDS", 300, 2),
     },
     git: gitSettings(env),
     backups: {

@@ -4,7 +4,8 @@
 import { t } from "elysia";
 import type { apps } from "../../db/schema";
 import { ApiError } from "../../http/errors";
-import { resource } from "../../http/responses";
+import { ref, resource } from "../../http/responses";
+import { HEALTH_HISTORY_LENGTH } from "./history";
 
 /** As an app row holds it (the fields are described by HEALTH_CHECK_FIELDS). */
 export type HealthCheck = NonNullable<(typeof apps.$inferSelect)["healthCheck"]>;
@@ -148,4 +149,26 @@ export function describeProbe(probe: HealthProbe, path: string | null): string {
   const what = path === null ? "TCP connect" : `GET ${path}`;
   const outcome = probe.httpStatus !== null ? `HTTP ${probe.httpStatus}` : (probe.error ?? "no answer");
   return `${what}: ${outcome} after ${Math.round(probe.latencyMs)} ms`;
+}
+
+export const AppHealthSchema = resource(
+  "AppHealth",
+  {
+    healthCheck: ref(HealthCheckSchema),
+    lastProbe: t.Nullable(ref(HealthProbeSchema), { description: "null before the first probe since the platform started" }),
+    consecutiveFailures: t.Integer({ minimum: 0, description: "Failing probes in a row up to the last one" }),
+    probes: t.Array(ref(HealthProbeSchema), { description: `The last probes of the serving container, newest first (at most ${HEALTH_HISTORY_LENGTH}, in memory)` }),
+  },
+  "An app's health check and its recent probes.",
+);
+
+/** GET /api/apps/{id}/health from the probes kept (newest first). */
+export function appHealthView(app: { healthCheck: HealthCheck | null }, probes: HealthProbe[]) {
+  const failures = probes.findIndex((probe) => probe.passed);
+  return {
+    healthCheck: healthCheckOf(app),
+    lastProbe: probes[0] ? probeView(probes[0]) : null,
+    consecutiveFailures: failures < 0 ? probes.length : failures,
+    probes: probes.map(probeView),
+  };
 }

@@ -10,7 +10,7 @@ let server: TestServer;
 let key: string;
 
 /**
- * A Node app that answers `version`. `healthStatus`: what GET /health answers. GET /slow is held
+ * A Node app that answers `version`. `healthStatus`: what GET /health answers (500 after GET /sick, until GET /well). GET /slow is held
  * until GET /release reaches the same container (the test sends it to the container itself).
  */
 const versioned = (version: string, options: { healthStatus?: number; status?: number } = {}) =>
@@ -18,8 +18,10 @@ const versioned = (version: string, options: { healthStatus?: number; status?: n
     "package.json": JSON.stringify({ name: "health", scripts: { start: "node server.js" } }),
     "server.js": `
 const held = [];
+let sick = false;
 require("http").createServer((req, res) => {
-  if (req.url === "/health") return res.writeHead(${options.healthStatus ?? 200}).end("${version} health");
+  if (req.url === "/sick" || req.url === "/well") { sick = req.url === "/sick"; return res.end(req.url); }
+  if (req.url === "/health") return res.writeHead(sick ? 500 : ${options.healthStatus ?? 200}).end("${version} health");
   if (req.url === "/slow") return held.push(res);
   if (req.url === "/release") { for (const slow of held.splice(0)) slow.end("${version} slow done"); return res.end("released"); }
   res.writeHead(${options.status ?? 200}).end("${version}");
@@ -132,6 +134,53 @@ describe("health-checked releases", () => {
     // Drained: the old container goes.
     for (let attempt = 0; attempt < 100 && (await servingContainers(app.id)).length > 1; attempt++) await Bun.sleep(200);
     expect(await servingContainers(app.id)).toHaveLength(1);
+  }, 240_000);
+});
+
+describe("running apps are probed", () => {
+  test("failing probes make an app unhealthy, passing ones running again; with autoRestart it gets a fresh container", async () => {
+    const check = { path: "/health", intervalSeconds: 1, timeoutSeconds: 1, unhealthyThreshold: 2 };
+    const deployed = await deployZip(server, key, { ...fields("probed", check), autoRestart: "false" }, versioned("v1"));
+    const app = await waitForStatus(server, key, deployed.body.app.id, ["running", "failed"]);
+    expect(app.status).toBe("running");
+    const firstContainer = await servingContainerOf(app.id);
+    const health = async () => (await server.request("GET", `/api/apps/${app.id}/health`, { key })).body.health;
+    for (let attempt = 0; attempt < 50 && (await health()).lastProbe?.status !== "pass"; attempt++) await Bun.sleep(200);
+    expect((await health()).lastProbe).toMatchObject({ status: "pass", httpStatus: 200, error: null });
+
+    expect(await (await viaProxy(server, app.subdomain, "/sick")).text()).toBe("/sick");
+    const unhealthy = await waitForStatus(server, key, app.id, ["unhealthy"], 30_000);
+    expect(unhealthy.statusReason).toContain("GET /health: HTTP 500");
+    expect(unhealthy.health).toMatchObject({ status: "fail", httpStatus: 500 });
+    const history = await health();
+    expect(history.consecutiveFailures).toBeGreaterThanOrEqual(2);
+    expect(history.probes[0]).toMatchObject({ status: "fail", httpStatus: 500 });
+    expect(history.probes.some((probe: any) => probe.status === "pass")).toBe(true);
+    // Still serving while unhealthy: the proxy keeps its route.
+    expect(await (await viaProxy(server, app.subdomain)).text()).toBe("v1");
+    const events = (await server.request("GET", "/api/platform/status", { key })).body.events ?? [];
+    expect(JSON.stringify(events)).toContain("app.unhealthy");
+
+    // Without autoRestart nothing restarts it; it is running again once it passes.
+    await viaProxy(server, app.subdomain, "/well");
+    const recovered = await waitForStatus(server, key, app.id, ["running"], 30_000);
+    expect(recovered.statusReason).toBeNull();
+    expect(await servingContainerOf(app.id)).toBe(firstContainer);
+
+    // With autoRestart an unhealthy app gets a fresh container, which passes.
+    await server.request("PUT", `/api/apps/${app.id}/settings`, { key, body: { autoRestart: true } });
+    await viaProxy(server, app.subdomain, "/sick");
+    await waitForStatus(server, key, app.id, ["unhealthy"], 30_000);
+    let restarted = firstContainer;
+    for (let attempt = 0; attempt < 200 && restarted === firstContainer; attempt++) {
+      await Bun.sleep(200);
+      const ids = await servingContainers(app.id);
+      if (ids.length === 1) restarted = ids[0]!;
+    }
+    expect(restarted).not.toBe(firstContainer);
+    const after = await waitForStatus(server, key, app.id, ["running"], 30_000);
+    expect(after.statusReason).toBeNull();
+    expect(await (await viaProxy(server, app.subdomain, "/health")).text()).toBe("v1 health");
   }, 240_000);
 });
 
