@@ -100,7 +100,10 @@ function serve() {
   void ctx.apps.recovery
     .recoverAfterRestart()
     .catch((error) => console.error("[apps] recovery after restart:", error))
-    .then(() => ctx.reconciler.start(config.reconcileSchedule))
+    .then(() => {
+      ctx.reconciler.start(config.reconcileSchedule);
+      ctx.apps.crashSupervisor.start();
+    })
     .catch((error) => console.error("[reconciler] cannot start:", error));
   const housekeeping = startHousekeeping(
     { db, machines: ctx.machines, buildRetention: config.buildRetention, removeBuildLog: (appId, buildId) => ctx.apps.removeBuildLog(appId, buildId) },
@@ -120,6 +123,7 @@ function serve() {
     const proxyDrained = Promise.race([proxy.stop(), Bun.sleep(PROXY_DRAIN_MS)]);
     ctx.reconciler.stop();
     ctx.apps.healthMonitor.stop();
+    ctx.apps.crashSupervisor.stop();
     certificates.stop();
     ctx.apps.domains.stop();
     housekeeping.stop();

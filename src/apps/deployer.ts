@@ -214,7 +214,6 @@ export class Deployer {
       containerId = await this.startContainer(driver, app, buildId, image, log, held);
       await pauseForTest("release.started");
       const upstream = await this.waitForContainer(driver, app, containerId, log, signal);
-      if (app.autoRestart) await driver.setRestartPolicy(containerId, "unless-stopped");
       const hostPort = (await driver.inspectContainer(containerId)).ports[upstream.port] ?? null;
       // From this check to the switch nothing awaits: a stop or delete either came before it or queues after it.
       if (signal?.aborted) throw signal.reason;
@@ -290,7 +289,7 @@ export class Deployer {
       sysctls: port < 1024 && user ? { "net.ipv4.ip_unprivileged_port_start": "0" } : undefined,
       network: { name: network, aliases: [app.name] },
       publish: { containerPort: port, hostIp: "127.0.0.1" },
-      // Restarts begin once it listens (see release): a crash while starting must fail the deploy, not loop.
+      // Never the engine's: the platform restarts app containers itself (./health/supervisor.ts).
       restartPolicy: "no",
       init: true,
     });

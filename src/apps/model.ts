@@ -11,15 +11,16 @@ export const APP_STATUSES = {
   starting: "a new container is starting and the platform waits for it to accept TCP on its port (the previous one, if any, keeps serving)",
   running: "serving; after a failed redeploy the app stays running on its previous build and statusReason says why",
   unhealthy: "serving, but its health check failed `unhealthyThreshold` times in a row (statusReason: the last probe); `running` again once it passes, restarted with backoff when autoRestart is on",
+  "crash-loop": "its container exited PLATFORM_CRASH_LOOP_EXITS times within PLATFORM_CRASH_LOOP_MINUTES (statusReason: the last exit code and output); the platform keeps restarting it at the longest backoff, and it is `running` again once it stays up that long or after a start, restart or redeploy",
   stopping: "a stop was accepted: work in progress is cancelled and the container is being stopped",
   stopped: "stopped by a user",
   failed: "nothing serves: the first deploy or a start failed (build error, crash, or never listened); statusReason and the build log say why",
-  crashed: "the container exited on its own and was not restarted",
+  crashed: "the container exited on its own and was not restarted (autoRestart off)",
   deleting: "being removed",
 } as const;
 export type AppStatus = keyof typeof APP_STATUSES;
 /** Statuses in which the app's container serves and its subdomain routes to it (a release may be building or starting its successor). */
-export const SERVING_STATUSES = new Set<string>(["running", "unhealthy", "building", "starting"]);
+export const SERVING_STATUSES = new Set<string>(["running", "unhealthy", "crash-loop", "building", "starting"]);
 
 export const BUILD_STATUSES = ["queued", "building", "succeeded", "failed", "canceled"] as const;
 export type BuildStatus = (typeof BUILD_STATUSES)[number];

@@ -30,6 +30,7 @@ import { appView, type PublicAddresses } from "./view";
 import { HealthHistory } from "./health/history";
 import { RestartBackoff } from "./health/backoff";
 import { HealthMonitor } from "./health/monitor";
+import { CrashSupervisor } from "./health/supervisor";
 import { healthCheckAfter, healthCheckOf, type HealthCheck } from "./health/settings";
 import { rateLimitColumnsAfter, routePolicyOf, sameRateLimits, type RateLimitsInput } from "./rate-limits";
 import { assertWithinQuota, bytesToMB } from "../quotas/limits";
@@ -72,6 +73,8 @@ export class AppsService {
   readonly restartBackoff: RestartBackoff;
   /** Probes the running apps (./health/monitor.ts); started by src/main.ts. */
   readonly healthMonitor: HealthMonitor;
+  /** Restarts the containers of autoRestart apps that exit, and spots crash loops (./health/supervisor.ts); started by src/main.ts. */
+  readonly crashSupervisor: CrashSupervisor;
   private readonly uploadSlots = new UploadSlots(UPLOADS_PER_WORKSPACE);
   private readonly deletions = new Set<Promise<void>>();
   /** The disk quota's accounting; app sources and build logs are counted here, backups register beside them. */
@@ -103,8 +106,11 @@ export class AppsService {
       this.deployer.schedule(app.id, (signal) => this.deployer.buildAndRelease(app.id, buildId, source, signal));
     });
     this.restartBackoff = new RestartBackoff(ctx.config.health.restartBackoffMaxSeconds * 1000);
-    this.healthMonitor = new HealthMonitor(ctx, this.deployer, this.health, this.restartBackoff, (appId) =>
+    this.healthMonitor = new HealthMonitor(ctx, this.deployer, this.health, this.restartBackoff, (appId) => this.crashSupervisor.isDown(appId), (appId) =>
       this.deployer.schedule(appId, (signal) => this.releaseCurrentBuild(appId, signal)),
+    );
+    this.crashSupervisor = new CrashSupervisor(ctx, this.deployer, this.restartBackoff, (appId) => this.recovery.restoreRoute(appId), (appId, signal) =>
+      this.releaseCurrentBuild(appId, signal),
     );
     this.proxyPort = ctx.config.proxyPort;
     this.domains = new AppDomains(ctx, (workspaceId, appId) => this.get(workspaceId, appId), this.addresses, ctx.dns);
@@ -170,6 +176,7 @@ export class AppsService {
       // From here to the end nothing awaits: no other request can slip in between checks and writes.
       const { appId, existing } = this.records.accept(workspaceId, input, machineId, {}, (app, subdomain) => this.moveRoute(app, subdomain));
       const buildId = this.records.newBuild(appId, existing ? "redeploy" : "upload");
+      this.endRestartRun(appId);
       // The tree becomes the app's source when its build starts, never under a build still reading the old one.
       const newSource = this.ctx.storage.keepForBuild(appId, buildId, staging);
       this.sourceBytes.set(appId, Promise.resolve(chargedBytes));
@@ -257,10 +264,6 @@ export class AppsService {
       // The route carries the limits and HTTPS rules: the next request through the proxy follows the new ones.
       this.ctx.proxyRoutes.setPolicy(next.subdomain, routePolicyOf(next, this.ctx.config.proxyRateLimits));
     }
-    if (next.autoRestart !== app.autoRestart && app.containerId && !restart) {
-      // Applied to the running container in place: changing it alone restarts nothing.
-      await this.ctx.machines.get(app.machineId).setRestartPolicy(app.containerId, next.autoRestart ? "unless-stopped" : "no");
-    }
     const result = this.restartForChange(app, rebuild ? "settings" : null, restart);
     return { app: this.publicApp(this.get(workspaceId, appId)), ...result };
   }
@@ -326,7 +329,7 @@ export class AppsService {
   start(workspaceId: string, appId: string) {
     const app = this.get(workspaceId, appId);
     this.assertStartable(app);
-    this.restartBackoff.forget(app.id);
+    this.endRestartRun(app.id);
     const queued = this.deployer.busy(app.id);
     if (!queued && app.status === "running") return { app: this.publicApp(app), queued };
     if (!queued) this.setStatus(app.id, "starting");
@@ -340,11 +343,17 @@ export class AppsService {
   restart(workspaceId: string, appId: string) {
     const app = this.get(workspaceId, appId);
     this.assertStartable(app);
-    this.restartBackoff.forget(app.id);
+    this.endRestartRun(app.id);
     const queued = this.deployer.busy(app.id);
     if (!queued) this.setStatus(app.id, "starting");
     this.deployer.schedule(app.id, (signal) => this.releaseCurrentBuild(app.id, signal));
     return { app: this.publicApp(this.get(workspaceId, appId)), queued };
+  }
+
+  /** A manual start, restart or deploy: the platform's own restarts start afresh (no backoff, no crash loop). */
+  private endRestartRun(appId: string) {
+    this.restartBackoff.forget(appId);
+    this.crashSupervisor.forget(appId);
   }
 
   private async releaseCurrentBuild(appId: string, signal: AbortSignal) {
@@ -444,6 +453,7 @@ export class AppsService {
       const { buildId } = this.repository.deployHead(app, "redeploy", `Redeploy of ${app.repoOwner}/${app.repoName} branch ${app.repoBranch}`);
       return { app: this.publicApp(this.get(workspaceId, appId)), buildId };
     }
+    this.endRestartRun(app.id);
     const buildId = this.records.newBuild(app.id, "redeploy");
     this.ctx.buildLogs.append(app.id, buildId, "==> Redeploy of the kept source tree");
     this.deployer.schedule(app.id, (signal) => this.deployer.buildAndRelease(app.id, buildId, undefined, signal));

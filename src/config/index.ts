@@ -200,6 +200,9 @@ export interface HealthSettings {
   releaseDrainSeconds: number;
   /** Longest wait between two restarts the platform makes of an unhealthy or crashing app. */
   restartBackoffMaxSeconds: number;
+  /** This many exits of an app's container within crashLoopMinutes make it `crash-loop`. */
+  crashLoopExits: number;
+  crashLoopMinutes: number;
 }
 
 function integerSetting(env: Record<string, string | undefined>, name: string, fallback: number, min = 0): number {
@@ -485,6 +488,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     health: {
       releaseDrainSeconds: integerSetting(env, "PLATFORM_RELEASE_DRAIN_SECONDS", 30, 0),
       restartBackoffMaxSeconds: integerSetting(env, "PLATFORM_RESTART_BACKOFF_MAX_SECONDS", 300, 2),
+      crashLoopExits: integerSetting(env, "PLATFORM_CRASH_LOOP_EXITS", 5, 2),
+      crashLoopMinutes: integerSetting(env, "PLATFORM_CRASH_LOOP_MINUTES", 10, 1),
     },
     git: gitSettings(env),
     backups: {

@@ -41,6 +41,8 @@ export class HealthMonitor {
     private readonly deployer: Deployer,
     private readonly history: HealthHistory,
     private readonly restarts: RestartBackoff,
+    /** Its container exited and waits for its restart (./supervisor.ts): no probe means anything then. */
+    private readonly containerDown: (appId: string) => boolean,
     /** A fresh container of the app's current build, queued behind its other work. */
     private readonly restart: (appId: string) => void,
   ) {}
@@ -61,7 +63,7 @@ export class HealthMonitor {
     for (const appId of this.states.keys()) if (!probed.has(appId)) this.states.delete(appId);
     for (const app of rows) {
       if (this.probing >= MAX_PROBES_AT_ONCE) break;
-      if (this.deployer.busy(app.id)) continue;
+      if (this.deployer.busy(app.id) || this.containerDown(app.id)) continue;
       let state = this.states.get(app.id);
       if (!state || state.containerId !== app.containerId) {
         state = { containerId: app.containerId!, host: null, failures: 0, passes: 0, nextProbeAt: now, unhealthySince: app.status === "unhealthy" ? now : null };
@@ -117,6 +119,8 @@ export class HealthMonitor {
   private failed(appId: string, state: ProbeState, result: HealthProbe, check: ReturnType<typeof healthCheckOf>) {
     state.passes = 0;
     state.failures++;
+    // A container started again may have another address: inspected afresh for the next probe.
+    state.host = null;
     if (state.failures < check.unhealthyThreshold) return;
     const reason = `Health check failed ${state.failures} time(s) in a row; last: ${describeProbe(result, check.path)}`;
     const changed = this.ctx.db

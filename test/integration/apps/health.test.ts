@@ -73,7 +73,7 @@ function hammer(subdomain: string, clients = 4) {
 beforeAll(async () => {
   // The hammering clients stay within the proxy's rate limits.
   const unlimited = { PLATFORM_PROXY_IP_BURST: "100000", PLATFORM_PROXY_IP_RPS: "100000", PLATFORM_PROXY_HOST_BURST: "100000", PLATFORM_PROXY_HOST_RPS: "100000" };
-  server = await TestServer.start({ PLATFORM_RELEASE_DRAIN_SECONDS: "60", ...unlimited });
+  server = await TestServer.start({ PLATFORM_RELEASE_DRAIN_SECONDS: "60", PLATFORM_CRASH_LOOP_EXITS: "3", PLATFORM_CRASH_LOOP_MINUTES: "5", ...unlimited });
   key = (await server.createKey("health")).key;
 }, 60_000);
 afterAll(async () => {
@@ -184,8 +184,82 @@ describe("running apps are probed", () => {
   }, 240_000);
 });
 
-async function servingContainers(appId: string): Promise<string[]> {
-  return (await dockerCli("ps", "-q", "--no-trunc", "--filter", `label=platform.app=${appId}`)).trim().split("\n").filter(Boolean);
+/** An app that listens, says so, and exits with code 3 a second and a half later. */
+const crashing = appZip({
+  "package.json": JSON.stringify({ name: "crashing", scripts: { start: "node server.js" } }),
+  "server.js": `require("http").createServer((req, res) => res.end("up")).listen(process.env.PORT);\nsetTimeout(() => { console.log("dying now"); process.exit(3); }, 1500);\n`,
+});
+
+describe("crash loops, without the engine's restart policy", () => {
+  test("a container that keeps exiting gets crash-loop with its exit code and last output; stop and start are accepted at once", async () => {
+    const deployed = await deployZip(server, key, { name: "crashing", runtime: "node", memoryMB: "96" }, crashing);
+    const app = await waitForStatus(server, key, deployed.body.app.id, ["crash-loop", "failed"], 90_000);
+    expect(app.status).toBe("crash-loop");
+    expect(app.statusReason).toContain("exited 3 times");
+    expect(app.statusReason).toContain("code 3");
+    expect(app.statusReason).toContain("dying now");
+    const [container, ...others] = await servingContainers(app.id, true);
+    expect(others).toEqual([]);
+    expect((await dockerJson("inspect", container))[0].HostConfig.RestartPolicy.Name).toBe("no");
+    const events = (await server.request("GET", "/api/platform/status", { key })).body.events;
+    expect(events.some((event: any) => event.type === "app.crash-loop" && event.data.appId === app.id && event.data.exitCode === 3)).toBe(true);
+
+    // Restarts go on after the next backoff (the container started again, or a fresh one where it cannot be).
+    const loopSeenAt = new Date().toISOString();
+    expect(await startedSince(app.id, loopSeenAt)).toBe(true);
+
+    const stop = await server.request("POST", `/api/apps/${app.id}/stop`, { key });
+    expect(stop.status).toBe(202);
+    expect(stop.body.app.status).toBe("stopping");
+    await waitForStatus(server, key, app.id, ["stopped"], 30_000);
+    await Bun.sleep(5000);
+    expect(await servingContainers(app.id)).toEqual([]);
+    expect((await server.request("GET", `/api/apps/${app.id}`, { key })).body.app.status).toBe("stopped");
+
+    // A manual start clears it: a fresh container, `running` until it has crashed often enough again.
+    const start = await server.request("POST", `/api/apps/${app.id}/start`, { key });
+    expect(start.status).toBe(202);
+    const started = await waitForStatus(server, key, app.id, ["running"], 60_000);
+    expect(started.statusReason).toBeNull();
+    await server.request("DELETE", `/api/apps/${app.id}`, { key });
+  }, 240_000);
+
+  test("a container stopped behind the platform's back (as an engine restart leaves it) is started again", async () => {
+    const deployed = await deployZip(server, key, fields("steady", { path: "/health" }), versioned("steady"));
+    const app = await waitForStatus(server, key, deployed.body.app.id, ["running", "failed"]);
+    expect(app.status).toBe("running");
+    const stoppedAt = new Date().toISOString();
+    await dockerCli("stop", "-t", "1", await servingContainerOf(app.id));
+    expect(await startedSince(app.id, stoppedAt)).toBe(true);
+    let answer = "";
+    for (let attempt = 0; attempt < 50 && answer !== "steady"; attempt++) {
+      answer = await viaProxy(server, app.subdomain).then((response) => response.text(), () => "");
+      if (answer !== "steady") await Bun.sleep(200);
+    }
+    expect(answer).toBe("steady");
+    expect((await server.request("GET", `/api/apps/${app.id}`, { key })).body.app.status).toBe("running");
+  }, 120_000);
+});
+
+/**
+ * Whether a container of the app started after `since` (within 30 s): the stopped one again, or a
+ * fresh one where it cannot start (a test run elsewhere on the shared engine may remove the
+ * workspace network under a stopped container).
+ */
+async function startedSince(appId: string, since: string): Promise<boolean> {
+  for (let attempt = 0; attempt < 150; attempt++) {
+    for (const id of await servingContainers(appId)) {
+      const [inspected] = await dockerJson("inspect", id).catch(() => [null]);
+      if (inspected?.State.Running && inspected.State.StartedAt > since) return true;
+    }
+    await Bun.sleep(200);
+  }
+  return false;
+}
+
+/** The app's running containers (`all`: stopped ones too). */
+async function servingContainers(appId: string, all = false): Promise<string[]> {
+  return (await dockerCli("ps", ...(all ? ["-a"] : []), "-q", "--no-trunc", "--filter", `label=platform.app=${appId}`)).trim().split("\n").filter(Boolean);
 }
 
 async function servingContainerOf(appId: string): Promise<string> {
