@@ -224,22 +224,36 @@ describe("crash loops, without the engine's restart policy", () => {
     await server.request("DELETE", `/api/apps/${app.id}`, { key });
   }, 240_000);
 
-  test("a container stopped behind the platform's back (as an engine restart leaves it) is started again", async () => {
+  test("a container stopped behind the platform's back (as an engine restart leaves it) is started again, also by a platform that was down meanwhile", async () => {
     const deployed = await deployZip(server, key, fields("steady", { path: "/health" }), versioned("steady"));
     const app = await waitForStatus(server, key, deployed.body.app.id, ["running", "failed"]);
     expect(app.status).toBe("running");
     const stoppedAt = new Date().toISOString();
     await dockerCli("stop", "-t", "1", await servingContainerOf(app.id));
     expect(await startedSince(app.id, stoppedAt)).toBe(true);
-    let answer = "";
-    for (let attempt = 0; attempt < 50 && answer !== "steady"; attempt++) {
-      answer = await viaProxy(server, app.subdomain).then((response) => response.text(), () => "");
-      if (answer !== "steady") await Bun.sleep(200);
-    }
-    expect(answer).toBe("steady");
+    expect(await answerWithin(app.subdomain, "steady")).toBe("steady");
+    expect((await server.request("GET", `/api/apps/${app.id}`, { key })).body.app.status).toBe("running");
+
+    // The platform is down while the engine stops the container: at its start it brings the app back.
+    await server.stop();
+    const downAt = new Date().toISOString();
+    await dockerCli("stop", "-t", "1", await servingContainerOf(app.id));
+    await server.boot();
+    expect(await startedSince(app.id, downAt)).toBe(true);
+    expect(await answerWithin(app.subdomain, "steady")).toBe("steady");
     expect((await server.request("GET", `/api/apps/${app.id}`, { key })).body.app.status).toBe("running");
   }, 120_000);
 });
+
+/** What the app answers through the proxy, polled for 10 s until it is `expected`. */
+async function answerWithin(subdomain: string, expected: string): Promise<string> {
+  let answer = "";
+  for (let attempt = 0; attempt < 50 && answer !== expected; attempt++) {
+    answer = await viaProxy(server, subdomain).then((response) => response.text(), () => "");
+    if (answer !== expected) await Bun.sleep(200);
+  }
+  return answer;
+}
 
 /**
  * Whether a container of the app started after `since` (within 30 s): the stopped one again, or a
