@@ -110,6 +110,21 @@ describe("health-checked releases", () => {
     const log = await (await fetch(`${server.baseUrl}/api/apps/${app.id}/builds/${second.body.buildId}/log`, { headers: { authorization: `Bearer ${key}` } })).text();
     expect(log).toContain("probe failed: GET /health: HTTP 503");
     expect(log).toContain("==> Release failed: the app did not pass its health check");
+
+    // Settings: fields given change, the others stay; refused values say which field; null goes back to the defaults.
+    const put = (healthCheck: unknown) => server.request("PUT", `/api/apps/${app.id}/settings`, { key, body: { healthCheck } });
+    const changed = await put({ intervalSeconds: 30 });
+    expect(changed.status).toBe(200);
+    expect(changed.body).toMatchObject({ restarted: false, app: { healthCheck: { ...check, intervalSeconds: 30, unhealthyThreshold: 3 } } });
+    for (const refused of [{ path: "health" }, { path: "/a b" }, { timeoutSeconds: 0 }, { healthyThreshold: 11 }, { interval: 5 }, "fast"]) {
+      const response = await put(refused);
+      expect({ refused, status: response.status, code: response.body.code }).toEqual({ refused, status: 400, code: "VALIDATION_FAILED" });
+      expect(response.body.error).toContain("healthCheck");
+    }
+    expect((await put(null)).body.app.healthCheck).toEqual({ path: null, intervalSeconds: 10, timeoutSeconds: 5, healthyThreshold: 1, unhealthyThreshold: 3, startPeriodSeconds: 60 });
+    const badForm = await deployZip(server, key, { ...fields("gated", check), healthCheck: '{"path":"/x\\r\\nInjected: 1"}' }, versioned("v3"));
+    expect(badForm.status).toBe(400);
+    expect(badForm.body.error).toContain("healthCheck.path");
   }, 240_000);
 
   test("the old container stops only once its request in flight has finished (drain)", async () => {
