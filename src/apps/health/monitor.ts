@@ -56,8 +56,8 @@ export class HealthMonitor {
     this.timer = null;
   }
 
-  /** Starts the probes that are due (public for tests that drive time themselves). */
-  tick(now = Date.now()) {
+  /** Starts the probes that are due. */
+  private tick(now = Date.now()) {
     const rows = this.ctx.db.select().from(apps).where(and(inArray(apps.status, PROBED_STATUSES), isNotNull(apps.containerId))).all();
     const probed = new Set(rows.map((row) => row.id));
     for (const appId of this.states.keys()) if (!probed.has(appId)) this.states.delete(appId);
