@@ -65,6 +65,7 @@ function serve() {
   certificates.served.onChange = (change) => proxy.certificate(change);
   certificates.onChallenge = (token, keyAuthorization) => proxy.challenge(token, keyAuthorization);
   ctx.traffic = proxy;
+  ctx.apps.deployer.inFlight = (host, port) => proxy.inFlight(host, port);
   // Watched from here: building the routes above blocks the loop too, but before anyone can wait on it.
   const stopWatchingLoop = config.eventLoopWarnMs > 0 ? watchEventLoop(config.eventLoopWarnMs, (stall) => console.warn(describeStall(stall))) : () => {};
   ctx.apps.proxyPort = proxy.port;
@@ -95,10 +96,14 @@ function serve() {
   certificates.start();
   ctx.apps.domains.start();
   ctx.disk.start();
+  ctx.apps.healthMonitor.start();
   void ctx.apps.recovery
     .recoverAfterRestart()
     .catch((error) => console.error("[apps] recovery after restart:", error))
-    .then(() => ctx.reconciler.start(config.reconcileSchedule))
+    .then(() => {
+      ctx.reconciler.start(config.reconcileSchedule);
+      ctx.apps.crashSupervisor.start();
+    })
     .catch((error) => console.error("[reconciler] cannot start:", error));
   const housekeeping = startHousekeeping(
     { db, machines: ctx.machines, buildRetention: config.buildRetention, removeBuildLog: (appId, buildId) => ctx.apps.removeBuildLog(appId, buildId) },
@@ -117,6 +122,8 @@ function serve() {
     // The proxy takes no new connection from now on; requests in flight may finish, within reason.
     const proxyDrained = Promise.race([proxy.stop(), Bun.sleep(PROXY_DRAIN_MS)]);
     ctx.reconciler.stop();
+    ctx.apps.healthMonitor.stop();
+    ctx.apps.crashSupervisor.stop();
     certificates.stop();
     ctx.apps.domains.stop();
     housekeeping.stop();

@@ -50,5 +50,6 @@ answerProxyCalls(self, {
   },
   startTls: () => proxy!.startTls(),
   traffic: (subdomain) => traffic.report(subdomain),
+  inFlight: (host, port) => proxy!.inFlight(host, port),
   stop: (force) => proxy!.stop(force),
 });

@@ -13,6 +13,7 @@ import { workspaceUsage } from "../quotas/usage";
 import { mergeEnvVars } from "./env-vars";
 import { DEFAULT_EXPOSE_PORT, type BuilderSetting } from "./model";
 import type { AppRow, AppsContext } from "./deployer";
+import type { HealthCheck } from "./health/settings";
 
 /** The fields of a deploy form (./deploy-form.ts parseDeployFields). */
 export interface DeployInput {
@@ -26,6 +27,7 @@ export interface DeployInput {
   subdomain?: string;
   autoRestart?: boolean;
   builder?: BuilderSetting;
+  healthCheck?: HealthCheck;
 }
 
 export class AppRecords {
@@ -93,6 +95,7 @@ export class AppRecords {
           ...(input.subdomain !== undefined && { subdomain: input.subdomain }),
           ...(input.autoRestart !== undefined && { autoRestart: input.autoRestart }),
           ...(input.builder !== undefined && { builder: input.builder }),
+          ...(input.healthCheck !== undefined && { healthCheck: input.healthCheck }),
           ...extra,
           updatedAt: now,
         })
@@ -116,6 +119,7 @@ export class AppRecords {
           autoRestart: input.autoRestart ?? true,
           autoDeploy: false,
           builder: input.builder ?? "auto",
+          healthCheck: input.healthCheck ?? null,
           machineId,
           ...extra,
           createdAt: now,

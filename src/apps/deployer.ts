@@ -12,6 +12,7 @@ import type { Machines } from "../machines/service";
 import type { ProxyRoutes } from "../proxy/routes";
 import type { Certificates } from "../certificates/service";
 import type { DnsChecker } from "../certificates/dns-check";
+import type { PlatformEvents } from "../platform/events";
 import type { DockerDriver } from "../docker/driver";
 import { LABEL_APP, LABEL_BUILD, LABEL_MANAGED, LABEL_SETTINGS, LABEL_WORKSPACE } from "../docker/container-spec";
 import { ensureWorkspaceNetwork, workspaceNetworkName } from "../docker/workspace-network";
@@ -21,7 +22,9 @@ import { Builder, type BuildRoomCheck, type SourceFetch } from "./builder";
 import { readEnvVars } from "./env-vars";
 import type { AppStorage } from "./sources";
 import type { BuildLogs } from "./build-logs";
-import { waitUntilListening } from "./readiness";
+import { drain, type InFlightCount } from "./health/drain";
+import { waitUntilHealthy } from "./health/gate";
+import { healthCheckOf } from "./health/settings";
 import { DEFAULT_EXPOSE_PORT, type AppStatus } from "./model";
 import { routePolicyOf } from "./rate-limits";
 import { removeImagesBeyondRetention } from "./image-retention";
@@ -40,13 +43,12 @@ export interface AppsContext {
   certificates: Certificates;
   /** The DNS check of custom domains. */
   dns: DnsChecker;
+  /** Platform events (an app turning unhealthy or crash-looping). */
+  events: PlatformEvents;
 }
 
-const START_TIMEOUT_MS = 60_000;
 /** An app keeps nothing in volumes: those its image's VOLUME lines made go with the container. */
 export const APP_CONTAINER_REMOVAL = { withAnonymousVolumes: true };
-/** Time the previous container keeps answering requests already sent to it after the switch. */
-const DRAIN_MS = 1_000;
 
 class ReleaseFailed extends Error {}
 
@@ -83,6 +85,8 @@ export class Deployer {
 
   /** Runs builds: slots, timeout, cancel (./builder.ts). */
   readonly builder: Builder;
+  /** Requests in flight through the public proxy to an address: the proxy's thread, once it runs (src/main.ts). */
+  inFlight: InFlightCount = () => 0;
 
   constructor(
     private readonly ctx: AppsContext,
@@ -211,7 +215,6 @@ export class Deployer {
       containerId = await this.startContainer(driver, app, buildId, image, log, held);
       await pauseForTest("release.started");
       const upstream = await this.waitForContainer(driver, app, containerId, log, signal);
-      if (app.autoRestart) await driver.setRestartPolicy(containerId, "unless-stopped");
       const hostPort = (await driver.inspectContainer(containerId)).ports[upstream.port] ?? null;
       // From this check to the switch nothing awaits: a stop or delete either came before it or queues after it.
       if (signal?.aborted) throw signal.reason;
@@ -220,6 +223,8 @@ export class Deployer {
       // Retired by this release after the drain, not by a reconciliation meanwhile.
       if (previous.containerId) held.add(previous.containerId);
       this.setStatus(appId, "running", null, { containerId, hostPort, servingPort: upstream.port, currentBuildId: buildId, releasingBuildId: null });
+      // The route the previous container served by: its requests in flight are waited for before it stops.
+      const retiredUpstream = previous.subdomain ? this.ctx.proxyRoutes.get(previous.subdomain) : undefined;
       if (previous.subdomain) {
         this.ctx.proxyRoutes.set(previous.subdomain, { ...upstream, ...routePolicyOf(previous, this.ctx.config.proxyRateLimits) });
         // A first release: its host gets a certificate now rather than at the next scheduled check.
@@ -230,7 +235,7 @@ export class Deployer {
       await pauseForTest("release.switched");
       if (previous.containerId && previous.containerId !== containerId) {
         const old = previous.containerId;
-        await Bun.sleep(DRAIN_MS);
+        if (retiredUpstream) await this.drainRetired(retiredUpstream, log);
         await driver.stopContainer(old, 10).catch(() => {});
         await driver.removeContainer(old, APP_CONTAINER_REMOVAL).catch(() => {});
       }
@@ -254,6 +259,16 @@ export class Deployer {
     }
   }
 
+  /** Waits (PLATFORM_RELEASE_DRAIN_SECONDS at most) until the proxy has no request in flight to the retired container. */
+  private async drainRetired(upstream: { host: string; port: number }, log: (line: string) => void) {
+    const limitSeconds = this.ctx.config.health.releaseDrainSeconds;
+    const inFlight = this.inFlight(upstream.host, upstream.port);
+    if (inFlight === 0) return;
+    log(`==> Waiting for ${inFlight} request(s) in flight to the previous container (at most ${limitSeconds} s)`);
+    const left = await drain(this.inFlight, upstream, limitSeconds * 1000);
+    if (left > 0) log(`==> ${left} request(s) still in flight after ${limitSeconds} s: stopping the previous container anyway`);
+  }
+
   /** `held` gets the container's name before the engine is asked to create it: the reconciler may list it before the answer. */
   private async startContainer(driver: DockerDriver, app: AppRow, buildId: string, image: string, log: (line: string) => void, held: Set<string>) {
     // Non-root by default (PLATFORM_APP_USER): /app stays root-owned and readable, HOME is writable.
@@ -275,7 +290,7 @@ export class Deployer {
       sysctls: port < 1024 && user ? { "net.ipv4.ip_unprivileged_port_start": "0" } : undefined,
       network: { name: network, aliases: [app.name] },
       publish: { containerPort: port, hostIp: "127.0.0.1" },
-      // Restarts begin once it listens (see release): a crash while starting must fail the deploy, not loop.
+      // Never the engine's: the platform restarts app containers itself (./health/supervisor.ts).
       restartPolicy: "no",
       init: true,
       ...(await imageAppSpec(driver, app, image)),
@@ -290,22 +305,23 @@ export class Deployer {
     // A preempted release stops waiting at once; its caller sees the aborted signal.
     const stillRunning = async () => !signal?.aborted && (await driver.inspectContainer(containerId)).running;
     const host = (await driver.inspectContainer(containerId)).networks[workspaceNetworkName(app.workspaceId)];
-    const outcome = host
-      ? await waitUntilListening({ host, port, timeoutMs: START_TIMEOUT_MS, stillRunning })
+    const hostHeader = app.subdomain ? `${app.subdomain}.${this.ctx.config.domain}` : app.name;
+    const gate = host
+      ? await waitUntilHealthy({ host, port, check: healthCheckOf(app), hostHeader, stillRunning, log })
       : (await stillRunning())
         ? null
-        : "exited";
-    if (outcome === null) throw new ReleaseFailed("the container got no address on the workspace network");
-    if (outcome === "listening") return { host: host!, port };
+        : { outcome: "exited" as const };
+    if (gate === null) throw new ReleaseFailed("the container got no address on the workspace network");
+    if (gate.outcome === "ready") return { host: host!, port };
     if (signal?.aborted) throw signal.reason;
     const lines = await driver.logs(containerId, { tail: 20, timestamps: false }).catch(() => []);
     if (lines.length) log("==> Last lines of the app's output:");
     for (const line of lines) log(`    ${line.text}`);
-    if (outcome === "exited") {
+    if (gate.outcome === "exited") {
       const { exitCode } = await driver.inspectContainer(containerId);
       throw new ReleaseFailed(`the app exited with code ${exitCode} before listening on port ${port}`);
     }
-    throw new ReleaseFailed(`the app did not accept connections on port ${port} within ${START_TIMEOUT_MS / 1000} s`);
+    throw new ReleaseFailed(gate.reason);
   }
 
   /** After a failed build or release: `running` (with the reason) while the previous container serves, else `failed`. */

@@ -25,7 +25,8 @@ const APP_FIELDS =
   "to the app as PORT), servingPort (the port the serving container really listens on, the one the proxy routes to; it " +
   "changes only when a release succeeds, null while no container serves), subdomain, url, startupCommand, autoRestart, " +
   "autoDeploy, rateLimits (its own limits at the public proxy, as set; null when none), effectiveRateLimits (the " +
-  "limits the proxy applies: its own, else the platform's), machineId, currentBuildId, workspaceId, createdAt, " +
+  "limits the proxy applies: its own, else the platform's), healthCheck, health (the last probe of its health check), " +
+  "machineId, currentBuildId, workspaceId, createdAt, " +
   "updatedAt. Env var values never appear in it.";
 
 /** Refusals of an unsafe or oversized archive (src/apps/archive.ts). */
@@ -72,11 +73,13 @@ export function appsRoutes(ctx: ServerContext) {
             "(`node`, `bun`, `python`, required), `memoryMB` (required, 64-16384), `cpus` (0.1-16, default PLATFORM_DEFAULT_CPUS), `startupCommand` (omit or `auto` to detect " +
             "Vite, Next.js, Node, Bun, static sites, FastAPI/Flask/Django/Python; else a one-line command run with `sh -c`), `envVars` " +
             "(JSON object text), `exposePort` (default 3000, given to the app as PORT), `subdomain` (default: the name, or the " +
-            "name with a suffix when taken), `autoRestart` (default true), `builder` (`auto` or `dockerfile`, default `auto`), `machineId` " +
+            "name with a suffix when taken), `autoRestart` (default true), `builder` (`auto` or `dockerfile`, default `auto`), `healthCheck` " +
+            "(JSON text: path, intervalSeconds, timeoutSeconds, healthyThreshold, unhealthyThreshold, startPeriodSeconds; fields left out take " +
+            "their defaults; without a path the check is a TCP connect), `machineId` " +
             "(default `local`). Deploying a name " +
             "that exists in the workspace releases a new version of that app. Answers 202 at once with " +
             `${APP_FIELDS} plus \`buildId\` and \`created\`; the build and start go on in the background ` +
-            "(`building` -> `starting` -> `running`, or `failed`). The upload is streamed to disk: 413 `PAYLOAD_TOO_LARGE` " +
+            "(`building` -> `starting` -> `running`, or `failed`); the proxy switches to the new container once its health check passes. The upload is streamed to disk: 413 `PAYLOAD_TOO_LARGE` " +
             "past `uploadLimits.maxUploadBytes`; unsafe archives (path traversal, absolute paths, links, paths over 32 segments " +
             "deep: `ARCHIVE_TOO_DEEP`, more files and folders than `uploadLimits.maxArchiveEntries` counting the folders paths " +
             "imply: `ARCHIVE_TOO_MANY_ENTRIES`, more than `uploadLimits.maxUncompressedBytes` with every file and folder " +
@@ -322,7 +325,8 @@ export function appsRoutes(ctx: ServerContext) {
           "PLATFORM_DEFAULT_CPUS. `rateLimits`: the app's own limits at the public proxy (`clientBurst`, `clientRps` per " +
           `client address; \`hostBurst\`, \`hostRps\` for the app as a whole), each ${PROXY_RATE_LIMIT.minimum}-${PROXY_RATE_LIMIT.maximum} or null for the platform's ` +
           "(PLATFORM_PROXY_IP_BURST, _IP_RPS, _HOST_BURST, _HOST_RPS); fields left out keep their value, `rateLimits: null` " +
-          "clears them all; they apply from the next request through the proxy. 409 `SUBDOMAIN_TAKEN` / `NAME_TAKEN`; 409 `QUOTA_EXCEEDED` when more memory would pass PLATFORM_QUOTA_MEMORY_MB. Answers `app`, `restarted` and `buildId` (when a rebuild started).",
+          "clears them all; they apply from the next request through the proxy. `healthCheck`: fields given change, null " +
+          "goes back to the defaults (a TCP check); read by the next release and the next probe, nothing restarts. 409 `SUBDOMAIN_TAKEN` / `NAME_TAKEN`; 409 `QUOTA_EXCEEDED` when more memory would pass PLATFORM_QUOTA_MEMORY_MB. Answers `app`, `restarted` and `buildId` (when a rebuild started).",
       },
     });
 }

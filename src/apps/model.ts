@@ -4,20 +4,23 @@ import { CertificateStatusSchema } from "../certificates/model";
 import { CONTAINER_CPUS } from "../config";
 import { DEFAULT_RANGE_BYTES, MAX_RANGE_BYTES } from "./build-logs";
 import { oneOf, ref, resource, timestamp } from "../http/responses";
+import { AppHealthSchema, HealthCheckSchema, HealthProbeSchema, healthCheckInput } from "./health/settings";
 
 export const APP_STATUSES = {
   building: "an image is being built from the uploaded source (the previous container, if any, keeps serving)",
   starting: "a new container is starting and the platform waits for it to accept TCP on its port (the previous one, if any, keeps serving)",
   running: "serving; after a failed redeploy the app stays running on its previous build and statusReason says why",
+  unhealthy: "serving, but its health check failed `unhealthyThreshold` times in a row (statusReason: the last probe); `running` again once it passes, restarted with backoff when autoRestart is on",
+  "crash-loop": "its container exited PLATFORM_CRASH_LOOP_EXITS times within PLATFORM_CRASH_LOOP_MINUTES (statusReason: the last exit code and output); the platform keeps restarting it at the longest backoff, and it is `running` again once it stays up that long or after a start, restart or redeploy",
   stopping: "a stop was accepted: work in progress is cancelled and the container is being stopped",
   stopped: "stopped by a user",
   failed: "nothing serves: the first deploy or a start failed (build error, crash, or never listened); statusReason and the build log say why",
-  crashed: "the container exited on its own and was not restarted",
+  crashed: "the container exited on its own and was not restarted (autoRestart off)",
   deleting: "being removed",
 } as const;
 export type AppStatus = keyof typeof APP_STATUSES;
 /** Statuses in which the app's container serves and its subdomain routes to it (a release may be building or starting its successor). */
-export const SERVING_STATUSES = new Set<string>(["running", "building", "starting"]);
+export const SERVING_STATUSES = new Set<string>(["running", "unhealthy", "crash-loop", "building", "starting"]);
 
 export const BUILD_STATUSES = ["queued", "building", "succeeded", "failed", "canceled"] as const;
 export type BuildStatus = (typeof BUILD_STATUSES)[number];
@@ -106,6 +109,7 @@ export const settingsBody = t.Object({
   rateLimits: t.Optional(rateLimits),
   httpsRedirect: t.Optional(t.Boolean({ description: "Plain HTTP requests get a 308 to HTTPS once a certificate serves the host (default true; ACME challenges are never redirected)" })),
   hsts: t.Optional(t.Boolean({ description: "HTTPS answers carry `Strict-Transport-Security: max-age=31536000` (default false: browsers remember it for a year)" })),
+  healthCheck: t.Optional(healthCheckInput),
 });
 
 const zipFile = t.String({ format: "binary", contentMediaType: "application/zip", description: "The app's source as a ZIP" });
@@ -123,6 +127,7 @@ export const deployForm = t.Object({
   subdomain: t.Optional(t.String({ pattern: SUBDOMAIN_PATTERN, description: "Default: the name, or the name with a suffix when taken" })),
   autoRestart: t.Optional(t.Boolean({ default: true })),
   builder: t.Optional(builderInput),
+  healthCheck: t.Optional(t.String({ description: "The health check as JSON text, e.g. `{\"path\":\"/health\"}`: fields left out take their defaults (see HealthCheck)" })),
   machineId: t.Optional(t.String({ default: "local" })),
 });
 
@@ -216,6 +221,8 @@ export const AppSchema = resource(
     certificate: t.Nullable(ref(CertificateStatusSchema), { description: "The HTTPS certificate of its subdomain; null without a subdomain" }),
     machineId: t.String(),
     currentBuildId: t.Nullable(t.String({ description: "The build the serving container runs" })),
+    healthCheck: ref(HealthCheckSchema),
+    health: t.Nullable(ref(HealthProbeSchema), { description: "The last probe of the running app's health check; null before the first (kept in memory: none after a platform restart until the next probe)" }),
     filesChangedSinceBuild: t.Boolean({
       description: "True once the source tree was edited through the file system API, until a build reads it (POST redeploy builds from it)",
     }),
@@ -294,4 +301,4 @@ export const AppTrafficSchema = resource(
   "An app's traffic through the public proxy, counted in one-minute slots, in memory: it starts afresh after a restart of the platform or a change of subdomain.",
 );
 
-export const APP_RESOURCES = [AppRateLimitOverridesSchema, AppRateLimitsSchema, RepositorySchema, AppSchema, BuildSchema, EnvReferenceSchema, EnvVariableSchema, TrafficWindowSchema, AppTrafficSchema];
+export const APP_RESOURCES = [HealthCheckSchema, HealthProbeSchema, AppHealthSchema, AppRateLimitOverridesSchema, AppRateLimitsSchema, RepositorySchema, AppSchema, BuildSchema, EnvReferenceSchema, EnvVariableSchema, TrafficWindowSchema, AppTrafficSchema];

@@ -10,6 +10,7 @@ import { workspaceNetworkName } from "../docker/workspace-network";
 import type { ContainerOwner, ManagedContainer } from "../machines/reconciler";
 import { APP_CONTAINER_REMOVAL, containerSettings, type AppRow, type AppsContext, type Deployer } from "./deployer";
 import { AppTree } from "./files/tree";
+import { SUPERVISED_STATUSES } from "./health/supervisor";
 import { DEFAULT_EXPOSE_PORT, SERVING_STATUSES, UNFINISHED_BUILD_STATUSES, type BuildStatus } from "./model";
 import { routePolicyOf } from "./rate-limits";
 
@@ -32,10 +33,11 @@ export class AppRecovery implements ContainerOwner {
     const known = new Set<string>();
     for (const app of this.ctx.db.select().from(apps).all()) {
       known.add(app.id);
-      if (!app.containerId || this.deployer.busy(app.id)) continue;
+      // The supervisor starts these again itself (./health/supervisor.ts).
+      if (!app.containerId || this.deployer.busy(app.id) || (app.autoRestart && SUPERVISED_STATUSES.includes(app.status))) continue;
       const container = containers.find((candidate) => candidate.id === app.containerId);
       const running = container?.state === "running";
-      if (app.status === "running" && !running) {
+      if (SUPERVISED_STATUSES.includes(app.status) && !running) {
         this.ctx.db.update(apps).set({ status: "crashed", statusReason: `container is ${container?.state ?? "gone"}`, updatedAt: Date.now() }).where(eq(apps.id, app.id)).run();
         if (app.subdomain) this.ctx.proxyRoutes.delete(app.subdomain);
       } else if (app.status === "crashed" && running) {
@@ -173,7 +175,7 @@ export class AppRecovery implements ContainerOwner {
         .removeWriteLeftovers(this.ctx.config.uploads.maxArchiveEntries)
         .catch((error) => console.warn(`[apps] could not look for interrupted file writes of ${app.id}: ${(error as Error).message}`));
     }
-    for (const app of this.ctx.db.select().from(apps).where(eq(apps.status, "running")).all()) {
+    for (const app of this.ctx.db.select().from(apps).where(inArray(apps.status, SUPERVISED_STATUSES)).all()) {
       await this.restoreRoute(app.id);
       await this.restartIfSettingsChanged(app);
     }

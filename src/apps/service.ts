@@ -28,6 +28,11 @@ import { AppRecovery } from "./recovery";
 import { AppRollbacks } from "./rollback";
 import { removePulledImageNames } from "./images/pull";
 import { appView, type PublicAddresses } from "./view";
+import { HealthHistory } from "./health/history";
+import { RestartBackoff } from "./health/backoff";
+import { HealthMonitor } from "./health/monitor";
+import { CrashSupervisor } from "./health/supervisor";
+import { healthCheckAfter, healthCheckOf, type HealthCheck } from "./health/settings";
 import { rateLimitColumnsAfter, routePolicyOf, sameRateLimits, type RateLimitsInput } from "./rate-limits";
 import { assertWithinQuota, bytesToMB } from "../quotas/limits";
 import { MIN_ENTRY_BYTES, treeBytes, workspaceUsage, WorkspaceDisk } from "../quotas/usage";
@@ -46,6 +51,7 @@ export interface SettingsInput {
   rateLimits?: RateLimitsInput;
   httpsRedirect?: boolean;
   hsts?: boolean;
+  healthCheck?: Partial<HealthCheck> | null;
 }
 
 export class AppsService {
@@ -62,6 +68,14 @@ export class AppsService {
   readonly domains: AppDomains;
   /** Deploys from a git repository, pushes and deploy hooks (./repository). */
   readonly repository: RepositoryDeploys;
+  /** The recent probes of each app's health check (./health). */
+  readonly health = new HealthHistory();
+  /** The waits between the restarts the platform makes itself (./health). */
+  readonly restartBackoff: RestartBackoff;
+  /** Probes the running apps (./health/monitor.ts); started by src/main.ts. */
+  readonly healthMonitor: HealthMonitor;
+  /** Restarts the containers of autoRestart apps that exit, and spots crash loops (./health/supervisor.ts); started by src/main.ts. */
+  readonly crashSupervisor: CrashSupervisor;
   private readonly uploadSlots = new UploadSlots(UPLOADS_PER_WORKSPACE);
   private readonly deletions = new Set<Promise<void>>();
   /** The disk quota's accounting; app sources and build logs are counted here, backups register beside them. */
@@ -92,6 +106,13 @@ export class AppsService {
       const source = from.commitSha ? this.repository.sourceFetch(app.id, buildId, { commit: from.commitSha }) : undefined;
       this.deployer.schedule(app.id, (signal) => this.deployer.buildAndRelease(app.id, buildId, source, signal));
     });
+    this.restartBackoff = new RestartBackoff(ctx.config.health.restartBackoffMaxSeconds * 1000);
+    this.healthMonitor = new HealthMonitor(ctx, this.deployer, this.health, this.restartBackoff, (appId) => this.crashSupervisor.isDown(appId), (appId) =>
+      this.deployer.schedule(appId, (signal) => this.releaseCurrentBuild(appId, signal)),
+    );
+    this.crashSupervisor = new CrashSupervisor(ctx, this.deployer, this.restartBackoff, (appId) => this.recovery.restoreRoute(appId), (appId, signal) =>
+      this.releaseCurrentBuild(appId, signal),
+    );
     this.proxyPort = ctx.config.proxyPort;
     this.domains = new AppDomains(ctx, (workspaceId, appId) => this.get(workspaceId, appId), this.addresses, ctx.dns);
     this.domains.routeAll();
@@ -118,7 +139,7 @@ export class AppsService {
   }
 
   publicApp(app: AppRow): Static<typeof AppSchema> {
-    return appView(app, this.ctx.config, this.addresses);
+    return appView(app, this.ctx.config, this.addresses, this.health.lastProbe(app.id));
   }
 
 
@@ -161,6 +182,7 @@ export class AppsService {
       // From here to the end nothing awaits: no other request can slip in between checks and writes.
       const { appId, existing } = this.records.accept(workspaceId, input, machineId, {}, (app, subdomain) => this.moveRoute(app, subdomain));
       const buildId = this.records.newBuild(appId, existing ? "redeploy" : "upload");
+      this.endRestartRun(appId);
       // The tree becomes the app's source when its build starts, never under a build still reading the old one.
       const newSource = this.ctx.storage.keepForBuild(appId, buildId, staging);
       this.sourceBytes.set(appId, Promise.resolve(chargedBytes));
@@ -239,6 +261,8 @@ export class AppsService {
       ...rateLimitColumnsAfter(app, input.rateLimits),
       httpsRedirect: input.httpsRedirect ?? app.httpsRedirect,
       hsts: input.hsts ?? app.hsts,
+      // Read by the next release and the next probe: nothing restarts.
+      healthCheck: input.healthCheck === undefined ? app.healthCheck : healthCheckAfter(healthCheckOf(app), input.healthCheck),
     };
     const rebuild = next.runtime !== app.runtime || next.startupCommand !== app.startupCommand || next.builder !== app.builder;
     const restart = rebuild || next.memoryMB !== app.memoryMB || next.cpus !== app.cpus || next.exposePort !== app.exposePort;
@@ -248,10 +272,6 @@ export class AppsService {
     else if (next.subdomain && (!sameRateLimits(next, app) || next.httpsRedirect !== app.httpsRedirect || next.hsts !== app.hsts)) {
       // The route carries the limits and HTTPS rules: the next request through the proxy follows the new ones.
       this.ctx.proxyRoutes.setPolicy(next.subdomain, routePolicyOf(next, this.ctx.config.proxyRateLimits));
-    }
-    if (next.autoRestart !== app.autoRestart && app.containerId && !restart) {
-      // Applied to the running container in place: changing it alone restarts nothing.
-      await this.ctx.machines.get(app.machineId).setRestartPolicy(app.containerId, next.autoRestart ? "unless-stopped" : "no");
     }
     const result = this.restartForChange(app, rebuild ? "settings" : null, restart);
     return { app: this.publicApp(this.get(workspaceId, appId)), ...result };
@@ -318,6 +338,7 @@ export class AppsService {
   start(workspaceId: string, appId: string) {
     const app = this.get(workspaceId, appId);
     this.assertStartable(app);
+    this.endRestartRun(app.id);
     const queued = this.deployer.busy(app.id);
     if (!queued && app.status === "running") return { app: this.publicApp(app), queued };
     if (!queued) this.setStatus(app.id, "starting");
@@ -331,10 +352,17 @@ export class AppsService {
   restart(workspaceId: string, appId: string) {
     const app = this.get(workspaceId, appId);
     this.assertStartable(app);
+    this.endRestartRun(app.id);
     const queued = this.deployer.busy(app.id);
     if (!queued) this.setStatus(app.id, "starting");
     this.deployer.schedule(app.id, (signal) => this.releaseCurrentBuild(app.id, signal));
     return { app: this.publicApp(this.get(workspaceId, appId)), queued };
+  }
+
+  /** A manual start, restart or deploy: the platform's own restarts start afresh (no backoff, no crash loop). */
+  private endRestartRun(appId: string) {
+    this.restartBackoff.forget(appId);
+    this.crashSupervisor.forget(appId);
   }
 
   private async releaseCurrentBuild(appId: string, signal: AbortSignal) {
@@ -418,6 +446,7 @@ export class AppsService {
     await this.ctx.storage.removeApp(app.id);
     this.sourceBytes.delete(app.id);
     this.ctx.buildLogs.forgetApp(app.id);
+    this.health.forget(app.id);
     // Its hosts' certificates go.
     this.ctx.certificates.hostsChanged();
   }
@@ -434,6 +463,7 @@ export class AppsService {
       const { buildId } = this.repository.deployHead(app, "redeploy", `Redeploy of ${app.repoOwner}/${app.repoName} branch ${app.repoBranch}`);
       return { app: this.publicApp(this.get(workspaceId, appId)), buildId };
     }
+    this.endRestartRun(app.id);
     const buildId = this.records.newBuild(app.id, "redeploy");
     this.ctx.buildLogs.append(app.id, buildId, app.runtime === "image" ? `==> Redeploy: ${app.image} is pulled again` : "==> Redeploy of the kept source tree");
     this.deployer.schedule(app.id, (signal) => this.deployer.buildAndRelease(app.id, buildId, undefined, signal));

@@ -5,6 +5,7 @@ import type { Config } from "../config";
 import type { CertificateStatus } from "../certificates/service";
 import type { AppRow } from "./deployer";
 import { AppSchema, type AppStatus, type BuilderSetting } from "./model";
+import { healthCheckOf, probeView, type HealthProbe } from "./health/settings";
 import { effectiveRateLimits, rateLimitOverridesOf, rateLimitsView } from "./rate-limits";
 
 /** Where the public proxy serves a host, and with which certificate (AppsService). */
@@ -13,7 +14,7 @@ export interface PublicAddresses {
   certificateOf(host: string): CertificateStatus;
 }
 
-export function appView(app: AppRow, config: Pick<Config, "defaultCpus" | "domain" | "proxyRateLimits" | "git">, addresses: PublicAddresses): Static<typeof AppSchema> {
+export function appView(app: AppRow, config: Pick<Config, "defaultCpus" | "domain" | "proxyRateLimits" | "git">, addresses: PublicAddresses, lastProbe: HealthProbe | null = null): Static<typeof AppSchema> {
   const host = app.subdomain ? `${app.subdomain}.${config.domain}` : null;
   return {
     id: app.id,
@@ -41,6 +42,8 @@ export function appView(app: AppRow, config: Pick<Config, "defaultCpus" | "domai
     certificate: host === null ? null : addresses.certificateOf(host),
     machineId: app.machineId,
     currentBuildId: app.currentBuildId,
+    healthCheck: healthCheckOf(app),
+    health: lastProbe && probeView(lastProbe),
     filesChangedSinceBuild: app.filesChangedAt !== null,
     workspaceId: app.workspaceId,
     createdAt: new Date(app.createdAt).toISOString(),

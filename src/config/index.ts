@@ -165,6 +165,8 @@ export interface Config {
   buildRetention: number;
   /** Images kept per app for rollbacks (besides the one serving): the newest successful builds'. */
   appImagesKept: number;
+  /** Releases and the running apps' health (src/apps/health). */
+  health: HealthSettings;
   git: GitSettings;
   backups: BackupSettings;
   /** Croner schedule of housekeeping: pruning expired sessions and old builds. */
@@ -195,6 +197,16 @@ export interface WorkspaceQuotas {
   diskMB: number;
   /** Manual and uploaded backups kept per database (scheduled ones have their schedule's retention). */
   backupsPerDatabase: number;
+}
+
+export interface HealthSettings {
+  /** Longest a release waits for the requests in flight to its old container before stopping it. */
+  releaseDrainSeconds: number;
+  /** Longest wait between two restarts the platform makes of an unhealthy or crashing app. */
+  restartBackoffMaxSeconds: number;
+  /** This many exits of an app's container within crashLoopMinutes make it `crash-loop`. */
+  crashLoopExits: number;
+  crashLoopMinutes: number;
 }
 
 function integerSetting(env: Record<string, string | undefined>, name: string, fallback: number, min = 0): number {
@@ -479,6 +491,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     reconcileSchedule: textSetting(env, "PLATFORM_RECONCILE_SCHEDULE", "*/30 * * * * *"),
     buildRetention: integerSetting(env, "PLATFORM_BUILD_RETENTION", 50, 1),
     appImagesKept: integerSetting(env, "PLATFORM_APP_IMAGES_KEPT", 3, 1),
+    health: {
+      releaseDrainSeconds: integerSetting(env, "PLATFORM_RELEASE_DRAIN_SECONDS", 30, 0),
+      restartBackoffMaxSeconds: integerSetting(env, "PLATFORM_RESTART_BACKOFF_MAX_SECONDS", 300, 2),
+      crashLoopExits: integerSetting(env, "PLATFORM_CRASH_LOOP_EXITS", 5, 2),
+      crashLoopMinutes: integerSetting(env, "PLATFORM_CRASH_LOOP_MINUTES", 10, 1),
+    },
     git: gitSettings(env),
     backups: {
       uploadMaxBytes: integerSetting(env, "PLATFORM_BACKUP_UPLOAD_MAX_MB", 10_240, 1) * 1024 * 1024,

@@ -20,6 +20,7 @@ import m0014 from "./migrations/0014_domains_takeover.sql" with { type: "text" }
 import m0015 from "./migrations/0015_release_recovery.sql" with { type: "text" };
 import m0016 from "./migrations/0016_volumes.sql" with { type: "text" };
 import m0017 from "./migrations/0017_image_deploys.sql" with { type: "text" };
+import m0018 from "./migrations/0018_health.sql" with { type: "text" };
 
 export const EMBEDDED_MIGRATIONS: Record<string, string> = {
   "0000_init": m0000,
@@ -40,6 +41,7 @@ export const EMBEDDED_MIGRATIONS: Record<string, string> = {
   "0015_release_recovery": m0015,
   "0016_volumes": m0016,
   "0017_image_deploys": m0017,
+  "0018_health": m0018,
 };
 
 export interface MigrationMeta {

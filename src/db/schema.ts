@@ -181,6 +181,16 @@ export const apps = sqliteTable(
     httpsRedirect: integer("https_redirect", { mode: "boolean" }).notNull().default(true),
     /** HTTPS answers carry Strict-Transport-Security (opt-in: browsers remember it for a year). */
     hsts: integer("hsts", { mode: "boolean" }).notNull().default(false),
+    /** The app's health check (src/apps/health/settings.ts), all its fields; null: the defaults (a TCP check). */
+    healthCheck: text("health_check", { mode: "json" }).$type<{
+      /** GET this path on the container; null: a TCP connect to its port is the check. */
+      path: string | null;
+      intervalSeconds: number;
+      timeoutSeconds: number;
+      healthyThreshold: number;
+      unhealthyThreshold: number;
+      startPeriodSeconds: number;
+    }>(),
     /** The repository a repository deploy clones (src/apps/repository); null for ZIP apps. */
     repoId: text("repo_id"),
     repoOwner: text("repo_owner"),

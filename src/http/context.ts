@@ -83,9 +83,9 @@ export function createServerContext(config: Config, db: PlatformDb): ServerConte
     wantedHosts: (): WantedHost[] => [...apps.domains.wantedHosts(), ...(config.tls.apiDomain ? [{ host: config.tls.apiDomain, owner: "platform", checkDns: false }] : [])],
     pointsHere: async (host) => ["ok", "unknown"].includes((await dns.check(host)).status),
   });
-  const apps: AppsService = new AppsService({ db, config, machines, secrets, storage, buildLogs, proxyRoutes, certificates, dns });
-  reconciler.register(apps.recovery);
   const events = new PlatformEvents();
+  const apps: AppsService = new AppsService({ db, config, machines, secrets, storage, buildLogs, proxyRoutes, certificates, dns, events });
+  reconciler.register(apps.recovery);
   return {
     config,
     db,

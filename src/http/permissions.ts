@@ -81,6 +81,7 @@ export const PERMISSIONS: Record<string, RoutePermission> = {
   "DELETE /api/apps/:appId": { roles: OPERATORS, audit: "app.deleted" },
   "GET /api/apps/:appId/logs": { roles: EVERYONE },
   "GET /api/apps/:appId/traffic": { roles: EVERYONE },
+  "GET /api/apps/:appId/health": { roles: EVERYONE },
   // Viewers get the names with the values masked.
   "GET /api/apps/:appId/env": { roles: EVERYONE },
   "PUT /api/apps/:appId/env": { roles: OPERATORS, audit: "app.env_changed" },

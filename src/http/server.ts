@@ -22,6 +22,7 @@ import { registriesRoutes } from "../registries";
 import { imageDeployRoutes } from "../apps/images/routes";
 import { appFilesRoutes } from "../apps/files/routes";
 import { repositoryRoutes } from "../apps/repository/routes";
+import { healthRoutes } from "../apps/health/routes";
 import { webhooksRoutes } from "../webhooks/routes";
 import { appWebhookRoutes } from "../webhooks/app-routes";
 import { githubAppRoutes } from "../git/routes";
@@ -115,6 +116,7 @@ export function createServer(ctx: ServerContext) {
     .use(buildsRoutes(ctx))
     .use(appFilesRoutes(ctx))
     .use(repositoryRoutes(ctx))
+    .use(healthRoutes(ctx))
     .use(appDomainsRoutes(ctx))
     .use(webhooksRoutes(ctx))
     .use(appWebhookRoutes(ctx))

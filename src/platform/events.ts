@@ -6,7 +6,7 @@
 /** Platform events kept in memory for the status API. */
 const KEPT_EVENTS = 50;
 
-export type PlatformEventType = "disk.low";
+export type PlatformEventType = "disk.low" | "app.unhealthy" | "app.crash-loop";
 
 export interface PlatformEvent {
   id: string;

@@ -39,10 +39,14 @@ export const PlatformEventSchema = resource(
   "PlatformEvent",
   {
     id: t.String(),
-    type: t.Union([t.Literal("disk.low")], { description: "`disk.low`: the data directory's free space fell under PLATFORM_DISK_LOW_PERCENT" }),
+    type: t.Union([t.Literal("disk.low"), t.Literal("app.unhealthy"), t.Literal("app.crash-loop")], {
+      description:
+        "`disk.low`: the data directory's free space fell under PLATFORM_DISK_LOW_PERCENT; `app.unhealthy`: an app's health check failed " +
+        "`unhealthyThreshold` times in a row; `app.crash-loop`: an app's container exited PLATFORM_CRASH_LOOP_EXITS times within PLATFORM_CRASH_LOOP_MINUTES",
+    }),
     at: t.String({ format: "date-time" }),
     message: t.String(),
-    data: t.Record(t.String(), t.Union([t.Number(), t.String(), t.Boolean()]), { description: "The measurements behind it (`freeBytes`, `totalBytes`, `freePercent` for `disk.low`)" }),
+    data: t.Record(t.String(), t.Union([t.Number(), t.String(), t.Boolean()]), { description: "The measurements behind it (`freeBytes`, `totalBytes`, `freePercent` for `disk.low`; `appId`, `workspaceId` for the app events)" }),
   },
   "Something the platform raised with no user watching, newest first; also logged as an `[event]` line.",
 );

@@ -109,6 +109,11 @@ export class ClientConnection {
     this.writer = new SocketWriter(socket);
   }
 
+  /** Whether a request (or a WebSocket) on it is in the hands of the upstream at this address. */
+  relaysTo(host: string, port: number): boolean {
+    return (this.state === "exchange" || this.state === "tunnel") && this.exchange !== null && this.exchange.goesTo(host, port);
+  }
+
   /** Nothing in progress: a stopping proxy may close it at once. */
   get idle(): boolean {
     return this.state === "head" && !this.buffered?.byteLength;

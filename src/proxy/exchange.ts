@@ -56,6 +56,10 @@ export class Exchange implements UpstreamListener {
     this.closeClient = !request.keepAlive;
   }
 
+  goesTo(host: string, port: number): boolean {
+    return !this.done && this.address.host === host && this.address.port === port;
+  }
+
   private get requestDone(): boolean {
     return this.requestBody.done;
   }

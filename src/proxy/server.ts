@@ -53,6 +53,12 @@ export interface PublicProxy {
    * Resolves once all are closed. `force`: closes everything now.
    */
   stop(force?: boolean): Promise<void>;
+  /**
+   * Requests (and WebSockets) in flight to the upstream at this address: a release retires its old
+   * container once none are left. Counted when asked, over the open connections, so that the
+   * requests themselves pay nothing for it.
+   */
+  inFlight(host: string, port: number): number;
 }
 
 /** How often the timeouts are checked. */
@@ -194,6 +200,11 @@ export function startProxy(options: ProxyOptions): PublicProxy {
   return {
     port: listener.port,
     startTls,
+    inFlight(host, port) {
+      let count = 0;
+      for (const connection of clients) if (connection.relaysTo(host, port)) count++;
+      return count;
+    },
     stop(force = false) {
       readClock();
       context.stopping = true;

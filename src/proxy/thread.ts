@@ -35,7 +35,8 @@ export type ProxyCall =
   | { kind: "certificate"; change: ServedChange }
   | { kind: "challenge"; token: string; keyAuthorization: string | null }
   | { kind: "startTls" }
-  | { kind: "traffic"; subdomain: string | null };
+  | { kind: "traffic"; subdomain: string | null }
+  | { kind: "inFlight"; host: string; port: number };
 
 /** How the proxy's thread answers each call; start and startTls answer the port they listen on. */
 export interface ProxyCallHandlers {
@@ -45,6 +46,7 @@ export interface ProxyCallHandlers {
   challenge(token: string, keyAuthorization: string | null): void;
   startTls(): number;
   traffic(subdomain: string | null): TrafficReport;
+  inFlight(host: string, port: number): number;
   stop(force: boolean): Promise<void>;
 }
 
@@ -108,6 +110,10 @@ export class ProxyThread implements PublicProxy, TrafficSource {
 
   report(subdomain: string | null): TrafficReport {
     return this.call({ kind: "traffic", subdomain }) as TrafficReport;
+  }
+
+  inFlight(host: string, port: number): number {
+    return this.call({ kind: "inFlight", host, port }) as number;
   }
 
   /** As PublicProxy.stop; the thread ends once its connections are closed. */
@@ -179,5 +185,7 @@ function answer(handlers: ProxyCallHandlers, call: ProxyCall): unknown {
       return handlers.startTls();
     case "traffic":
       return handlers.traffic(call.subdomain);
+    case "inFlight":
+      return handlers.inFlight(call.host, call.port);
   }
 }

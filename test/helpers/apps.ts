@@ -161,6 +161,7 @@ export const APP_ROUTES: AuthenticatedRoute[] = [
   { method: "POST", path: "/api/apps/:appId/restart", resource: appOf },
   { method: "GET", path: "/api/apps/:appId/logs", resource: appOf },
   { method: "GET", path: "/api/apps/:appId/traffic", resource: appOf },
+  { method: "GET", path: "/api/apps/:appId/health", resource: appOf },
   { method: "GET", path: "/api/apps/:appId/env", resource: appOf },
   { method: "PUT", path: "/api/apps/:appId/env", body: { envVars: {} }, resource: appOf },
   { method: "DELETE", path: "/api/apps/:appId/env/:name", resource: envVarOf, consumesResource: true },

@@ -38,6 +38,8 @@ export interface TestProxy {
   route(subdomain: string, upstream: Upstream): void;
   /** fetch() through the proxy to `subdomain`; redirects are not followed. */
   fetch(subdomain: string, path?: string, init?: RequestInit): Promise<Response>;
+  /** Requests in flight to the upstream at this address (PublicProxy.inFlight). */
+  inFlight(upstream: Upstream): number;
 }
 
 export interface BunApp {
@@ -179,6 +181,7 @@ export class ProxyHarness {
       traffic,
       stop,
       startTls: () => proxy.startTls(),
+      inFlight: (upstream) => proxy.inFlight(upstream.host, upstream.port),
       route: (subdomain, upstream) => routes.set(subdomain, upstream),
       fetch: (subdomain, path = "/", init = {}) => {
         const headers = new Headers(init.headers);

@@ -72,6 +72,7 @@ const EXPECTED: Record<string, Role[]> = {
   "DELETE /api/apps/:appId": OPERATORS,
   "GET /api/apps/:appId/logs": EVERYONE,
   "GET /api/apps/:appId/traffic": EVERYONE,
+  "GET /api/apps/:appId/health": EVERYONE,
   "GET /api/apps/:appId/env": EVERYONE,
   "PUT /api/apps/:appId/env": OPERATORS,
   "DELETE /api/apps/:appId/env/:name": OPERATORS,

@@ -44,7 +44,7 @@ export function repositoryRoutes(ctx: ServerContext) {
           summary: "Deploy an app from a git repository",
           description:
             "The fields of a ZIP deploy (name, runtime, memoryMB, cpus, startupCommand, envVars, exposePort, subdomain, autoRestart, " +
-            "builder, machineId) without `file`, plus `repository` {id, owner, name, branch, path?, repoHostInstallationId?}, " +
+            "builder, healthCheck (an object, or JSON text in a form), machineId) without `file`, plus `repository` {id, owner, name, branch, path?, repoHostInstallationId?}, " +
             "`autoDeploy` and `accessToken`. Deploying a name that exists in the workspace releases a new version of that app " +
             "and makes it follow the given repository; pointing it at another repository (owner, name, or another `id` than the one recorded) removes its stored " +
             "access token unless `accessToken` is given again (`accessTokenDropped: true`). Answers 202 at once with `app`, `buildId` (trigger `repository`) and " +

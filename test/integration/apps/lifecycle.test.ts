@@ -89,7 +89,7 @@ describe("app lifecycle", () => {
     expect(badSubdomain.status).toBe(400);
   }, 120_000);
 
-  test("autoRestart alone restarts nothing: the policy changes on the running container", async () => {
+  test("autoRestart alone restarts nothing; the engine's restart policy stays off (the platform restarts apps itself)", async () => {
     const before = await servingContainer();
     const changed = await server.request("PUT", `/api/apps/${app.id}/settings`, { key, body: { autoRestart: false } });
     expect(changed.body).toMatchObject({ restarted: false, app: { autoRestart: false } });
@@ -97,7 +97,8 @@ describe("app lifecycle", () => {
     const [inspected] = await dockerJson("inspect", before);
     expect(inspected.HostConfig.RestartPolicy.Name).toBe("no");
     await server.request("PUT", `/api/apps/${app.id}/settings`, { key, body: { autoRestart: true } });
-    expect((await dockerJson("inspect", before))[0].HostConfig.RestartPolicy.Name).toBe("unless-stopped");
+    expect(await servingContainer()).toBe(before);
+    expect((await dockerJson("inspect", before))[0].HostConfig.RestartPolicy.Name).toBe("no");
   }, 120_000);
 
   test("settings: rateLimits is validated, merged field by field, shown as set and as applied, audited, and restarts nothing", async () => {

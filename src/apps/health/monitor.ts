@@ -1,0 +1,145 @@
+// Probes the running apps: one timer for all of them, each app probed every `intervalSeconds` of
+// its health check, at most MAX_PROBES_AT_ONCE probes at a time. `unhealthyThreshold` failures in
+// a row make the app `unhealthy` (statusReason: the last probe), `healthyThreshold` passes make it
+// `running` again. With `autoRestart` an unhealthy app gets a fresh container of its current build
+// (a release: the old one serves until the new one passes), later restarts waiting longer (backoff
+// up to a ceiling). The probes are kept in ./history.ts.
+import { and, eq, inArray, isNotNull } from "drizzle-orm";
+import { apps } from "../../db/schema";
+import { workspaceNetworkName } from "../../docker/workspace-network";
+import type { AppRow, AppsContext, Deployer } from "../deployer";
+import { DEFAULT_EXPOSE_PORT } from "../model";
+import type { HealthHistory } from "./history";
+import { probe } from "./probe";
+import { describeProbe, healthCheckOf, type HealthProbe } from "./settings";
+import { RestartBackoff } from "./backoff";
+
+const TICK_MS = 1_000;
+const MAX_PROBES_AT_ONCE = 8;
+/** Statuses in which the app's serving container is probed. */
+const PROBED_STATUSES = ["running", "unhealthy"];
+
+/** Per app, about its serving container: reset when another container serves. */
+interface ProbeState {
+  containerId: string;
+  /** Its address on the workspace network, once inspected. */
+  host: Promise<string | null> | null;
+  failures: number;
+  passes: number;
+  nextProbeAt: number;
+  /** Since when it is unhealthy (or was last restarted for it), for the restart's backoff. */
+  unhealthySince: number | null;
+}
+
+export class HealthMonitor {
+  private readonly states = new Map<string, ProbeState>();
+  private probing = 0;
+  private timer: ReturnType<typeof setInterval> | null = null;
+
+  constructor(
+    private readonly ctx: AppsContext,
+    private readonly deployer: Deployer,
+    private readonly history: HealthHistory,
+    private readonly restarts: RestartBackoff,
+    /** Its container exited and waits for its restart (./supervisor.ts): no probe means anything then. */
+    private readonly containerDown: (appId: string) => boolean,
+    /** A fresh container of the app's current build, queued behind its other work. */
+    private readonly restart: (appId: string) => void,
+  ) {}
+
+  start() {
+    this.timer ??= setInterval(() => this.tick(), TICK_MS);
+  }
+
+  stop() {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  /** Starts the probes that are due. */
+  private tick(now = Date.now()) {
+    const rows = this.ctx.db.select().from(apps).where(and(inArray(apps.status, PROBED_STATUSES), isNotNull(apps.containerId))).all();
+    const probed = new Set(rows.map((row) => row.id));
+    for (const appId of this.states.keys()) if (!probed.has(appId)) this.states.delete(appId);
+    for (const app of rows) {
+      if (this.probing >= MAX_PROBES_AT_ONCE) break;
+      if (this.deployer.busy(app.id) || this.containerDown(app.id)) continue;
+      let state = this.states.get(app.id);
+      if (!state || state.containerId !== app.containerId) {
+        state = { containerId: app.containerId!, host: null, failures: 0, passes: 0, nextProbeAt: now, unhealthySince: app.status === "unhealthy" ? now : null };
+        this.states.set(app.id, state);
+      }
+      if (now < state.nextProbeAt) continue;
+      state.nextProbeAt = now + healthCheckOf(app).intervalSeconds * 1000;
+      this.probing++;
+      void this.probeApp(app, state)
+        .catch((error) => console.warn(`[health] probe of ${app.id}: ${(error as Error).message}`))
+        .finally(() => this.probing--);
+    }
+  }
+
+  private async probeApp(app: AppRow, state: ProbeState) {
+    state.host ??= this.ctx.machines
+      .get(app.machineId)
+      .inspectContainer(state.containerId)
+      .then((inspected) => inspected.networks[workspaceNetworkName(app.workspaceId)] ?? null, () => null);
+    const host = await state.host;
+    // No address: the container is gone or stopped, which the supervisor and the reconciler see to.
+    if (host === null) {
+      state.host = null;
+      return;
+    }
+    const check = healthCheckOf(app);
+    const result = await probe({
+      host,
+      port: app.servingPort ?? app.exposePort ?? DEFAULT_EXPOSE_PORT,
+      path: check.path,
+      hostHeader: app.subdomain ? `${app.subdomain}.${this.ctx.config.domain}` : app.name,
+      timeoutMs: check.timeoutSeconds * 1000,
+    });
+    // Another container serves by now, or the app went: this probe is of nothing that matters.
+    if (this.states.get(app.id) !== state) return;
+    this.history.record(app.id, result);
+    if (result.passed) this.passed(app.id, state, check.healthyThreshold);
+    else this.failed(app.id, state, result, check);
+  }
+
+  private passed(appId: string, state: ProbeState, healthyThreshold: number) {
+    state.failures = 0;
+    state.passes++;
+    state.unhealthySince = null;
+    if (state.passes < healthyThreshold) return;
+    this.ctx.db
+      .update(apps)
+      .set({ status: "running", statusReason: null, updatedAt: Date.now() })
+      .where(and(eq(apps.id, appId), eq(apps.status, "unhealthy"), eq(apps.containerId, state.containerId)))
+      .run();
+  }
+
+  private failed(appId: string, state: ProbeState, result: HealthProbe, check: ReturnType<typeof healthCheckOf>) {
+    state.passes = 0;
+    state.failures++;
+    // A container started again may have another address: inspected afresh for the next probe.
+    state.host = null;
+    if (state.failures < check.unhealthyThreshold) return;
+    const reason = `Health check failed ${state.failures} time(s) in a row; last: ${describeProbe(result, check.path)}`;
+    const changed = this.ctx.db
+      .update(apps)
+      .set({ status: "unhealthy", statusReason: reason, updatedAt: Date.now() })
+      .where(and(eq(apps.id, appId), inArray(apps.status, PROBED_STATUSES), eq(apps.containerId, state.containerId)))
+      .returning({ autoRestart: apps.autoRestart, name: apps.name, workspaceId: apps.workspaceId })
+      .get();
+    if (!changed) return;
+    const now = Date.now();
+    if (state.unhealthySince === null) {
+      state.unhealthySince = now;
+      this.ctx.events.raise("app.unhealthy", `App ${changed.name} is unhealthy: ${reason}`, { appId, workspaceId: changed.workspaceId });
+    }
+    if (changed.autoRestart && now - state.unhealthySince >= this.restarts.delayMs(appId, now)) {
+      console.warn(`[health] restarting unhealthy app ${appId} (restart ${this.restarts.countOf(appId, now) + 1} in a row)`);
+      this.restarts.record(appId, now);
+      state.unhealthySince = now;
+      this.restart(appId);
+    }
+  }
+}

@@ -1,0 +1,1 @@
+ALTER TABLE `apps` ADD `health_check` text;
