@@ -1,5 +1,5 @@
 // Database backups: the engine's own dump tool run inside the database's container (by argv, never
-// through a shell), streamed through gzip to a file with its SHA-256 (./backup-storage.ts), and
+// through a shell), streamed through gzip to a file with its SHA-256 (../backups/storage.ts), and
 // listed only as `completed` when the tool exited 0 and its output is a whole dump of that engine
 // (its header and end marker, ./engines). Anything else is `failed` with the reason. A backup runs
 // in the background: POST answers at once with the backup `running`, like the other long
@@ -16,33 +16,20 @@ import { ApiError, notFound } from "../http/errors";
 import { assertWithinQuota } from "../quotas/limits";
 import { MIN_ENTRY_BYTES, type DiskWrite, type WorkspaceDisk } from "../quotas/usage";
 import { resolveImage } from "./engines";
-import type { BackupCopySchema, BackupSchema, BackupStatus, BackupType, BackupVerificationSchema } from "./model";
+import type { BackupSchema, BackupStatus, BackupType, BackupVerificationSchema } from "./model";
 import type { OperationActor } from "./operations";
 import { containerNameOf, writeConfigFiles, type DatabaseRow } from "./runtime";
-import type { BackupStorage } from "./backup-storage";
+import type { BackupStorage } from "../backups/storage";
+import type { BackupCopy, BackupDestinations } from "../backups/model";
 import { pauseForTest } from "../config/test-pause";
 import type { DatabaseService } from "./service";
 
 export type BackupRow = typeof databaseBackups.$inferSelect;
 export type BackupView = Static<typeof BackupSchema>;
-export type BackupCopy = Static<typeof BackupCopySchema>;
 export type BackupVerification = Static<typeof BackupVerificationSchema>;
 const INTERRUPTED_BACKUP = "interrupted: the platform stopped while this backup ran";
 /** The backups PLATFORM_QUOTA_BACKUPS_PER_DATABASE caps: those a user asks for. Scheduled ones have their schedule's retention. */
 const CAPPED_TYPES: BackupType[] = ["manual", "uploaded"];
-
-/**
- * Remote destinations that keep a copy of every backup's file (./backup-copies.ts). A backup is
- * `completed` only once every destination has its copy with the checksum confirmed.
- */
-export interface BackupDestinations {
-  /** Copies the local file of `key` to every destination and reads each copy back to confirm `sha256`. */
-  copy(key: string, sha256: string): Promise<BackupCopy[]>;
-  /** Brings the file of `key` back from a completed copy when it is missing locally; false when no copy could. */
-  fetchMissing(key: string, sha256: string, copies: BackupCopy[]): Promise<boolean>;
-  /** Removes the copies (a backup deleted, or failed after some copies were made). */
-  remove(copies: BackupCopy[]): Promise<void>;
-}
 
 export function backupView(row: BackupRow): BackupView {
   return {
@@ -404,7 +391,7 @@ export class DatabaseBackups {
   async forgetDatabase(databaseId: string, rows: BackupRow[], keepFiles: boolean) {
     this.service.db.delete(databaseBackups).where(eq(databaseBackups.databaseId, databaseId)).run();
     if (keepFiles) return;
-    await this.storage.removeDatabase(databaseId);
+    await this.storage.removeOwner(databaseId);
     for (const row of rows) if (this.destinations && row.copies) await this.destinations.remove(JSON.parse(row.copies) as BackupCopy[]);
   }
 }

@@ -5,6 +5,7 @@ import { t } from "elysia";
 import { CONTAINER_CPUS } from "../config";
 import { oneOf, ref, resource, timestamp } from "../http/responses";
 import { ENGINE_NAMES } from "./engines";
+import { BackupCopySchema } from "../backups/model";
 
 /**
  * provisioning: the container is being created or started and the engine does not answer yet;
@@ -235,21 +236,6 @@ export const BackupVerificationSchema = resource(
     finishedAt: t.Nullable(timestamp()),
   },
   "The last verify of a backup: restored into a throwaway container of the same image, then counted.",
-);
-
-export const COPY_STATUSES = ["uploading", "completed", "failed"] as const;
-export type CopyStatus = (typeof COPY_STATUSES)[number];
-
-export const BackupCopySchema = resource(
-  "BackupCopy",
-  {
-    destination: oneOf(["s3"] as const, "Where the copy is: `s3`, the PLATFORM_BACKUP_S3_* bucket"),
-    location: t.String({ description: "`s3://bucket/key`" }),
-    status: oneOf(COPY_STATUSES, "`uploading` -> `completed` (read back, checksum confirmed) | `failed`"),
-    error: t.Nullable(t.String({ description: "Why the copy failed; never holds credentials" })),
-    confirmedAt: t.Nullable(timestamp()),
-  },
-  "A copy of a backup's file at a remote destination.",
 );
 
 export const BackupSchema = resource(

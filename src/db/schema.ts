@@ -458,7 +458,7 @@ export const databaseBackups = sqliteTable(
     verifiedAt: integer("verified_at"),
     /** JSON of the last verify: status, counts, error, timestamps (src/databases/backup-verify.ts). */
     verification: text("verification"),
-    /** JSON list of the copies at remote destinations (src/databases/backup-copies.ts). */
+    /** JSON list of the copies at remote destinations (src/backups/copies.ts). */
     copies: text("copies"),
     /** The operation that made it (a pre-restore backup: its restore). */
     operationId: text("operation_id"),
