@@ -1,5 +1,6 @@
 // What backups of any kind share (database dumps, volume archives): the record of a copy at a
-// remote destination, and the interface of those destinations (./copies.ts).
+// remote destination, the interface of those destinations (./copies.ts), and the settings of a
+// backup schedule (./schedule-rules.ts).
 import { t } from "elysia";
 import type { Static } from "@sinclair/typebox";
 import { oneOf, resource, timestamp } from "../http/responses";
@@ -32,3 +33,37 @@ export interface BackupDestinations {
   /** Removes the copies (a backup deleted, or failed after some copies were made). */
   remove(copies: BackupCopy[]): Promise<void>;
 }
+
+export const SCHEDULE_LIMITS = {
+  keepLast: { default: 7, min: 1, max: 1000 },
+  keepDailyDays: { default: 0, min: 0, max: 3650 },
+  keepWeeklyWeeks: { default: 0, min: 0, max: 520 },
+};
+
+const CRON_TEXT =
+  "croner expression in UTC: 5 fields (minute hour day-of-month month day-of-week, e.g. `0 3 * * *`) or 6 with seconds first " +
+  "(e.g. `*/30 * * * * *`), or a nickname (`@hourly`, `@daily`, `@weekly`, `@monthly`, `@yearly`)";
+const keepLast = t.Integer({ minimum: SCHEDULE_LIMITS.keepLast.min, maximum: SCHEDULE_LIMITS.keepLast.max, description: "The newest completed scheduled backups always kept (1-1000, default 7); also how many failed scheduled ones are kept" });
+const keepDailyDays = t.Integer({ minimum: SCHEDULE_LIMITS.keepDailyDays.min, maximum: SCHEDULE_LIMITS.keepDailyDays.max, description: "Also keep the newest completed scheduled backup of each UTC calendar day of the last D days, today included (0-3650, default 0)" });
+const keepWeeklyWeeks = t.Integer({ minimum: SCHEDULE_LIMITS.keepWeeklyWeeks.min, maximum: SCHEDULE_LIMITS.keepWeeklyWeeks.max, description: "Also keep the newest completed scheduled backup of each ISO week (Monday to Sunday, UTC) of the last W weeks, this one included (0-520, default 0)" });
+const verify = t.Boolean({ description: "Verify each new scheduled backup once it has completed (default false)" });
+
+export const backupScheduleBody = t.Object({
+  cron: t.String({ minLength: 1, maxLength: 120, description: CRON_TEXT }),
+  keepLast: t.Optional(keepLast),
+  keepDailyDays: t.Optional(keepDailyDays),
+  keepWeeklyWeeks: t.Optional(keepWeeklyWeeks),
+  verify: t.Optional(verify),
+});
+export type BackupScheduleInput = typeof backupScheduleBody.static;
+
+/** What a schedule answers, whatever it backs up. */
+export const SCHEDULE_FIELDS = {
+  cron: t.String({ description: CRON_TEXT }),
+  keepLast,
+  keepDailyDays,
+  keepWeeklyWeeks,
+  verify,
+  nextRunAt: t.Nullable(timestamp("When it runs next")),
+  lastRunAt: t.Nullable(timestamp("When a run last started (null until the first one)")),
+};

@@ -3,6 +3,7 @@
 // backups a policy lets go.
 import { Cron } from "croner";
 import { ApiError } from "../http/errors";
+import { SCHEDULE_LIMITS, type BackupScheduleInput } from "./model";
 
 export const CRON_OPTIONS = { mode: "5-or-6-parts", timezone: "UTC" } as const;
 const DAY_MS = 86_400_000;
@@ -57,6 +58,12 @@ export function retentionPlan(backups: readonly RetentionCandidate[], policy: Re
   };
 }
 
+/** What a run deletes: the failed scheduled backups the plan lets go after every run, the completed ones only after a successful run. */
+export function retentionDeletes(backups: readonly RetentionCandidate[], policy: RetentionPolicy, now: number, succeeded: boolean): Set<string> {
+  const plan = retentionPlan(backups, policy, now);
+  return new Set([...plan.failed, ...(succeeded ? plan.completed : [])]);
+}
+
 /** Adds to `kept` the newest backup of each period after `firstPeriodOut`. */
 function keepNewestPerPeriod(newestFirst: RetentionCandidate[], periodOf: (time: number) => number, firstPeriodOut: number, kept: Set<string>) {
   const covered = new Set<number>();
@@ -93,4 +100,36 @@ export function upcomingRuns(expression: string, count: number): Date[] {
 export function intervalOf(expression: string): number | null {
   const [next, after] = upcomingRuns(expression, 2);
   return next && after ? after.getTime() - next.getTime() : null;
+}
+
+// ---- stored settings ----------------------------------------------------------------------
+
+/** A schedule's settings as stored, from `input` (omitted settings take their defaults); 400 INVALID_CRON for a bad expression. */
+export function scheduleSettingsOf(input: BackupScheduleInput, now: number) {
+  const cron = input.cron.trim();
+  parsedCron(cron);
+  return {
+    cron,
+    keepLast: input.keepLast ?? SCHEDULE_LIMITS.keepLast.default,
+    keepDailyDays: input.keepDailyDays ?? SCHEDULE_LIMITS.keepDailyDays.default,
+    keepWeeklyWeeks: input.keepWeeklyWeeks ?? SCHEDULE_LIMITS.keepWeeklyWeeks.default,
+    verify: input.verify ?? false,
+    updatedAt: now,
+  };
+}
+
+/** What every schedule answers of its stored row, with its next run. */
+export function scheduleFieldsOf(row: ReturnType<typeof scheduleSettingsOf> & { lastRunAt: number | null; createdAt: number }) {
+  const [nextRunAt] = upcomingRuns(row.cron, 1);
+  return {
+    cron: row.cron,
+    keepLast: row.keepLast,
+    keepDailyDays: row.keepDailyDays,
+    keepWeeklyWeeks: row.keepWeeklyWeeks,
+    verify: row.verify,
+    nextRunAt: nextRunAt?.toISOString() ?? null,
+    lastRunAt: row.lastRunAt === null ? null : new Date(row.lastRunAt).toISOString(),
+    createdAt: new Date(row.createdAt).toISOString(),
+    updatedAt: new Date(row.updatedAt).toISOString(),
+  };
 }

@@ -5,13 +5,13 @@
 // a completed run, retention (`retentionPlan`, pure) trims older scheduled backups; then the new
 // backup is verified when the schedule asks for it. A slot missed while the server was down is
 // run once at start.
-import { Cron } from "croner";
 import { and, desc, eq } from "drizzle-orm";
 import type { Static } from "@sinclair/typebox";
 import { databaseBackups, databaseBackupSchedules, databases } from "../db/schema";
 import { ApiError } from "../http/errors";
-import { CRON_OPTIONS, intervalOf, parsedCron, retentionPlan, upcomingRuns, type RetentionPolicy } from "../backups/schedule-rules";
-import { SCHEDULE_LIMITS, type BackupScheduleInput, type BackupScheduleSchema, type DatabaseBackupSummarySchema } from "./model";
+import { intervalOf, retentionDeletes, scheduleFieldsOf, scheduleSettingsOf, type RetentionPolicy } from "../backups/schedule-rules";
+import { ScheduleJobs } from "../backups/schedule-jobs";
+import { type BackupScheduleInput, type BackupScheduleSchema, type DatabaseBackupSummarySchema } from "./model";
 import type { BackupRow, BackupVerification, BackupView, DatabaseBackups } from "./backups";
 import { SYSTEM_ACTOR } from "./operations";
 import type { DatabaseRow } from "./runtime";
@@ -30,14 +30,14 @@ function beingVerified(row: BackupRow): boolean {
 // ---- the service --------------------------------------------------------------------------
 
 export class BackupSchedules {
-  private readonly jobs = new Map<string, Cron>();
-  /** Databases whose run is under way: `protect` covers one job, this also a job replaced by a PUT meanwhile. */
-  private readonly running = new Set<string>();
+  private readonly jobs: ScheduleJobs;
 
   constructor(
     private readonly backups: DatabaseBackups,
     private readonly verify: VerifyBackup | null,
-  ) {}
+  ) {
+    this.jobs = new ScheduleJobs("database", (databaseId) => this.runOnce(databaseId), () => this.service.now());
+  }
 
   private get service() {
     return this.backups.service;
@@ -45,21 +45,12 @@ export class BackupSchedules {
 
   /** At start: a job per stored schedule, and one run now for each whose slot passed while the server was down. */
   start() {
-    const now = this.service.now();
-    for (const row of this.service.db.select().from(databaseBackupSchedules).all()) {
-      const job = this.schedule(row);
-      // From the later of the last run and the last change: a slot of an expression set afterwards was not missed.
-      const missed = job.nextRun(new Date(Math.max(row.lastRunAt ?? 0, row.updatedAt)));
-      if (!missed || missed.getTime() > now) continue;
-      console.log(`[backup schedule] database ${row.databaseId}: the run of ${missed.toISOString()} was missed while the platform was down; running it now`);
-      void job.trigger();
-    }
+    this.jobs.start(this.service.db.select().from(databaseBackupSchedules).all().map((row) => ({ ownerId: row.databaseId, ...row })));
   }
 
   /** Stops every job (server stop). */
   stopAll() {
-    for (const job of this.jobs.values()) job.stop();
-    this.jobs.clear();
+    this.jobs.stopAll();
   }
 
   get(workspaceId: string, databaseId: string): BackupScheduleView | null {
@@ -71,24 +62,15 @@ export class BackupSchedules {
   /** Creates or replaces the database's schedule (omitted settings take their defaults) and (re)starts its job. */
   set(workspaceId: string, databaseId: string, input: BackupScheduleInput): BackupScheduleView {
     const database = this.service.find(workspaceId, databaseId);
-    const cron = input.cron.trim();
-    parsedCron(cron);
     const now = this.service.now();
-    const settings = {
-      cron,
-      keepLast: input.keepLast ?? SCHEDULE_LIMITS.keepLast.default,
-      keepDailyDays: input.keepDailyDays ?? SCHEDULE_LIMITS.keepDailyDays.default,
-      keepWeeklyWeeks: input.keepWeeklyWeeks ?? SCHEDULE_LIMITS.keepWeeklyWeeks.default,
-      verify: input.verify ?? false,
-      updatedAt: now,
-    };
+    const settings = scheduleSettingsOf(input, now);
     this.service.db
       .insert(databaseBackupSchedules)
       .values({ databaseId, workspaceId: database.workspaceId, lastRunAt: null, createdAt: now, ...settings })
       .onConflictDoUpdate({ target: databaseBackupSchedules.databaseId, set: settings })
       .run();
     const row = this.rowOf(databaseId)!;
-    this.schedule(row);
+    this.jobs.schedule(databaseId, row.cron);
     return this.viewOf(row);
   }
 
@@ -102,8 +84,7 @@ export class BackupSchedules {
 
   /** The database is gone (or its schedule cleared): no job, no row. */
   forget(databaseId: string) {
-    this.jobs.get(databaseId)?.stop();
-    this.jobs.delete(databaseId);
+    this.jobs.stop(databaseId);
     this.service.db.delete(databaseBackupSchedules).where(eq(databaseBackupSchedules.databaseId, databaseId)).run();
   }
 
@@ -137,40 +118,7 @@ export class BackupSchedules {
   }
 
   private viewOf(row: BackupScheduleRow): BackupScheduleView {
-    const [nextRunAt] = upcomingRuns(row.cron, 1);
-    return {
-      databaseId: row.databaseId,
-      cron: row.cron,
-      keepLast: row.keepLast,
-      keepDailyDays: row.keepDailyDays,
-      keepWeeklyWeeks: row.keepWeeklyWeeks,
-      verify: row.verify,
-      nextRunAt: nextRunAt?.toISOString() ?? null,
-      lastRunAt: row.lastRunAt === null ? null : new Date(row.lastRunAt).toISOString(),
-      createdAt: new Date(row.createdAt).toISOString(),
-      updatedAt: new Date(row.updatedAt).toISOString(),
-    };
-  }
-
-  /** The job of a schedule, replacing the one the database had. */
-  private schedule(row: BackupScheduleRow): Cron {
-    this.jobs.get(row.databaseId)?.stop();
-    const job = new Cron(row.cron, { ...CRON_OPTIONS, protect: true }, () => this.run(row.databaseId));
-    this.jobs.set(row.databaseId, job);
-    return job;
-  }
-
-  /** One run of a database's schedule. It never throws: what went wrong is a failed backup, or a log line. */
-  private async run(databaseId: string) {
-    if (this.running.has(databaseId)) return;
-    this.running.add(databaseId);
-    try {
-      await this.runOnce(databaseId);
-    } catch (error) {
-      console.error(`[backup schedule] database ${databaseId}:`, error);
-    } finally {
-      this.running.delete(databaseId);
-    }
+    return { databaseId: row.databaseId, ...scheduleFieldsOf(row) };
   }
 
   private async runOnce(databaseId: string) {
@@ -211,8 +159,7 @@ export class BackupSchedules {
   private async applyRetention(database: DatabaseRow, policy: RetentionPolicy, succeeded: boolean) {
     if (this.service.operations.isBusy(database.id)) return;
     const rows = this.service.db.select().from(databaseBackups).where(eq(databaseBackups.databaseId, database.id)).all();
-    const plan = retentionPlan(rows, policy, this.service.now());
-    const doomed = new Set([...plan.failed, ...(succeeded ? plan.completed : [])]);
+    const doomed = retentionDeletes(rows, policy, this.service.now(), succeeded);
     for (const row of rows) if (doomed.has(row.id) && !beingVerified(row)) await this.backups.remove(row);
   }
 }

@@ -433,6 +433,8 @@ export const volumeRestores = sqliteTable("volume_restores", {
   newEngineVolumeName: text("new_engine_volume_name").notNull(),
   /** The app stopped for the restore, started again after it. */
   stoppedAppId: text("stopped_app_id"),
+  /** When the previous engine volume was removed (once nothing used it after the swap). */
+  previousRemovedAt: integer("previous_removed_at"),
   startedAt: integer("started_at").notNull(),
   finishedAt: integer("finished_at"),
 });

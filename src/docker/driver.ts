@@ -401,6 +401,17 @@ export class DockerDriver {
     await this.call(`create volume ${name}`, () => this.docker.createVolume({ Name: name, Labels: labels }));
   }
 
+  /** Whether the engine has a volume of that name. */
+  async hasVolume(name: string): Promise<boolean> {
+    try {
+      await this.call(`inspect volume ${name}`, () => this.docker.getVolume(name).inspect());
+      return true;
+    } catch (error) {
+      if (error instanceof DockerNotFound) return false;
+      throw error;
+    }
+  }
+
   /** The containers, running or not, that mount the volume. */
   async containersUsingVolume(name: string): Promise<{ id: string; name: string; running: boolean; image: string; labels: Record<string, string> }[]> {
     const listed = await this.call(`containers using ${name}`, () => this.docker.listContainers({ all: true, filters: { volume: [name] } }));

@@ -17,6 +17,7 @@ import { organizationRoutes } from "../organization";
 import { quotaRoutes } from "../quotas/routes";
 import { machinesRoutes } from "../machines";
 import { databasesRoutes } from "../databases";
+import { volumeBackupRoutes } from "../volumes/backup-routes";
 import { appsRoutes } from "../apps";
 import { appFilesRoutes } from "../apps/files/routes";
 import { repositoryRoutes } from "../apps/repository/routes";
@@ -108,6 +109,7 @@ export function createServer(ctx: ServerContext) {
     .use(quotaRoutes(ctx))
     .use(machinesRoutes(ctx))
     .use(databasesRoutes(ctx))
+    .use(volumeBackupRoutes(ctx))
     .use(appsRoutes(ctx))
     .use(buildsRoutes(ctx))
     .use(appFilesRoutes(ctx))

@@ -46,6 +46,7 @@ CREATE TABLE `volume_restores` (
 	`previous_engine_volume_name` text NOT NULL,
 	`new_engine_volume_name` text NOT NULL,
 	`stopped_app_id` text,
+	`previous_removed_at` integer,
 	`started_at` integer NOT NULL,
 	`finished_at` integer,
 	FOREIGN KEY (`volume_id`) REFERENCES `volumes`(`id`) ON UPDATE no action ON DELETE cascade
