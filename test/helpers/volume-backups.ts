@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { dockerCli } from "./docker";
 import { poll } from "./databases";
 import type { TestServer } from "./server";
+import type { AuthenticatedRoute, Tenant } from "./auth-matrix";
 
 const IMAGE = "platform-test/base:latest";
 
@@ -120,4 +121,51 @@ export async function removeEngineVolumes(volumeId: string) {
 /** Whether the engine has a volume of that name. */
 export async function engineVolumeExists(name: string): Promise<boolean> {
   return (await Bun.spawn(["docker", "volume", "inspect", name], { stdout: "ignore", stderr: "ignore" }).exited) === 0;
+}
+
+// ---- the auth and permission matrices -------------------------------------------------------
+
+const matrixVolumes: string[] = [];
+let matrixCount = 0;
+
+/** A volume of `owner` holding one small file, for routes with a volume id. */
+const volumeOf = async (server: TestServer, owner: Tenant) => {
+  const volume = await createTestVolume(server, owner.workspaceId, `matrix-${++matrixCount}-${Date.now().toString(36)}`);
+  matrixVolumes.push(volume.id);
+  await inVolume(volume.engineVolumeName, "echo matrix > /data/file");
+  return { volumeId: volume.id };
+};
+
+const backupOf = async (server: TestServer, owner: Tenant) => {
+  const { volumeId } = await volumeOf(server, owner);
+  const backup = await completedVolumeBackup(server, owner.key, volumeId);
+  return { volumeId, backupId: backup.id as string };
+};
+
+const restoreOf = async (server: TestServer, owner: Tenant) => {
+  const { volumeId, backupId } = await backupOf(server, owner);
+  const started = await server.request("POST", `/api/volumes/${volumeId}/restore`, { key: owner.key, body: { backupId } });
+  if (started.status !== 202) throw new Error(`could not restore for the matrix: ${JSON.stringify(started.body)}`);
+  return { volumeId, restoreId: started.body.restore.id as string };
+};
+
+export const VOLUME_BACKUP_ROUTES: AuthenticatedRoute[] = [
+  { method: "POST", path: "/api/volumes/:volumeId/backups", resource: volumeOf },
+  { method: "GET", path: "/api/volumes/:volumeId/backups", resource: volumeOf },
+  { method: "GET", path: "/api/volumes/:volumeId/backups/:backupId", resource: backupOf },
+  { method: "DELETE", path: "/api/volumes/:volumeId/backups/:backupId", resource: backupOf },
+  { method: "GET", path: "/api/volumes/:volumeId/backups/:backupId/download", resource: backupOf },
+  { method: "POST", path: "/api/volumes/:volumeId/backups/:backupId/verify", resource: backupOf },
+  { method: "POST", path: "/api/volumes/:volumeId/restore", body: (params: Record<string, string>) => ({ backupId: params.backupId }), resource: backupOf },
+  { method: "GET", path: "/api/volumes/:volumeId/restores", resource: volumeOf },
+  { method: "GET", path: "/api/volumes/:volumeId/restores/:restoreId", resource: restoreOf },
+  { method: "GET", path: "/api/volumes/:volumeId/backup-schedule", resource: volumeOf },
+  // Nightly: nothing runs while the matrix does.
+  { method: "PUT", path: "/api/volumes/:volumeId/backup-schedule", body: { cron: "0 3 * * *" }, resource: volumeOf },
+  { method: "DELETE", path: "/api/volumes/:volumeId/backup-schedule", resource: volumeOf },
+];
+
+/** The engine volumes (and any helper container) of the matrices' volumes, gone; run after their server stopped. */
+export async function removeMatrixVolumes() {
+  for (const id of matrixVolumes.splice(0)) await removeEngineVolumes(id);
 }
