@@ -1,13 +1,15 @@
 // Volume backups against a real server and engine: a backup restores exactly (every path, type,
 // mode, owner, link target, mtime and content hash of a tree), its download is the file whose
 // SHA-256 it records, a verify reads the archive back and tells a corrupted file, and a running
-// container that is not the volume's app keeps a restore away (409 VOLUME_IN_USE) but not a backup.
+// container that is not the volume's app keeps a restore away (409 VOLUME_IN_USE) but not a backup,
+// and a schedule makes scheduled backups, verifies them and keeps only what its retention says.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { TestServer } from "../../helpers/server";
 import { dockerCli, uniqueName } from "../../helpers/docker";
 import { sha256Hex } from "../../helpers/backups";
+import { poll } from "../../helpers/databases";
 import {
   completedVolumeBackup,
   createTestVolume,
@@ -133,3 +135,36 @@ describe("verify", () => {
     expect(engineVolumeOf(server, volume.id)).toBe(volume.engineVolumeName);
   });
 });
+
+describe("schedule", () => {
+  test("every 2 s: scheduled backups, each verified; only keepLast of them stay, the manual one stays too", async () => {
+    const volume = await volumeWithTree("scheduled");
+    const manual = await completedVolumeBackup(server, key, volume.id);
+    const set = await server.request("PUT", `/api/volumes/${volume.id}/backup-schedule`, { key, body: { cron: "*/2 * * * * *", keepLast: 2, verify: true } });
+    expect(set.status).toBe(200);
+    expect(set.body.schedule).toMatchObject({ volumeId: volume.id, cron: "*/2 * * * * *", keepLast: 2, keepDailyDays: 0, verify: true });
+    const seen = new Set<string>();
+    try {
+      await poll("four scheduled runs", 60_000, async () => {
+        const { body } = await server.request("GET", `/api/volumes/${volume.id}/backups`, { key });
+        for (const backup of body.backups) if (backup.type === "scheduled") seen.add(backup.id);
+        return seen.size >= 4 ? true : undefined;
+      });
+    } finally {
+      const cleared = await server.request("DELETE", `/api/volumes/${volume.id}/backup-schedule`, { key });
+      expect(cleared.body).toMatchObject({ deleted: true, schedule: { nextRunAt: null } });
+    }
+    // The run under way when the schedule was cleared finishes, with its retention.
+    await Bun.sleep(1_500);
+    const { body } = await server.request("GET", `/api/volumes/${volume.id}/backups`, { key });
+    const scheduled = body.backups.filter((backup: any) => backup.type === "scheduled");
+    expect(scheduled.length).toBeLessThanOrEqual(3);
+    expect(scheduled.filter((backup: any) => backup.status === "completed").length).toBeLessThanOrEqual(3);
+    expect(scheduled.every((backup: any) => backup.status !== "failed")).toBe(true);
+    expect(body.backups.map((backup: any) => backup.id)).toContain(manual.id);
+    const verified = scheduled.filter((backup: any) => backup.verification?.status === "passed");
+    expect(verified.length).toBeGreaterThan(0);
+    expect((await server.request("GET", `/api/volumes/${volume.id}/backup-schedule`, { key })).body.schedule).toBeNull();
+  });
+});
+
