@@ -342,6 +342,17 @@ export class VolumeBackups {
     await this.files.remove(row);
   }
 
+  /**
+   * A volume deleted on purpose: its backups' rows, files and remote copies go with it (to be called
+   * before its row is deleted, which would take the rows alone).
+   */
+  async forgetVolume(volumeId: string) {
+    const rows = this.db.select().from(volumeBackups).where(eq(volumeBackups.volumeId, volumeId)).all();
+    this.db.delete(volumeBackups).where(eq(volumeBackups.volumeId, volumeId)).run();
+    for (const row of rows) await this.files.remove(row);
+    await this.files.storage.removeOwner(volumeId);
+  }
+
   isVerifying(backupId: string): boolean {
     return this.verifying.has(backupId);
   }

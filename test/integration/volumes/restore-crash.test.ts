@@ -1,11 +1,13 @@
 // The platform killed (SIGKILL) in the middle of a volume restore, once the backup is extracted
 // into the new engine volume and before the volume is switched to it, then started again on the
 // same data dir: the restore is failed saying so, the volume still holds its old content in its old
-// engine volume, and the half-made one (and the helper container) is gone.
+// engine volume, and the half-made one (and the helper container) is gone. Also a backup killed
+// once its file was whole and recorded: completed at the next start.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { TestServer } from "../../helpers/server";
 import { dockerCli } from "../../helpers/docker";
 import { poll } from "../../helpers/databases";
+import { sha256Hex } from "../../helpers/backups";
 import {
   completedVolumeBackup,
   createTestVolume,
@@ -64,4 +66,24 @@ test("a restore killed after extracting, before the swap, leaves the old content
   expect(again.status).toBe(202);
   expect((await waitForRestore(server, key, volume.id, again.body.restore.id)).status).toBe("succeeded");
   expect(await inventory(engineVolumeOf(server, volume.id))).not.toBe(old);
+});
+
+test("a backup killed once its file is whole and recorded, before it is completed, is completed at the next start, its file the one recorded", async () => {
+  await server.stop();
+  server.env.PLATFORM_TEST_PAUSE_AT = "volume-backup.placed";
+  await server.boot();
+  const placed = volume ?? (volume = await createTestVolume(server, workspaceId, "crash"));
+  const started = await server.request("POST", `/api/volumes/${placed.id}/backups`, { key });
+  expect(started.status).toBe(202);
+  await poll("the backup to reach its pause", 60_000, async () => (server.output.includes("test pause at volume-backup.placed") ? true : undefined));
+  await server.stop("SIGKILL");
+  delete server.env.PLATFORM_TEST_PAUSE_AT;
+  await server.boot();
+  const completed = await poll("the backup to be settled", 30_000, async () => {
+    const { body } = await server.request("GET", `/api/volumes/${placed.id}/backups/${started.body.backup.id}`, { key });
+    return body.backup.status === "running" ? undefined : body.backup;
+  });
+  expect(completed).toMatchObject({ status: "completed", error: null });
+  const download = await fetch(`${server.baseUrl}/api/volumes/${placed.id}/backups/${completed.id}/download`, { headers: { authorization: `Bearer ${key}` } });
+  expect(sha256Hex(new Uint8Array(await download.arrayBuffer()))).toBe(completed.sha256);
 });
