@@ -1,13 +1,16 @@
 // Volume backups with an S3 bucket (s3rver on loopback), as database backups: a backup is
 // `completed` only once its copy is in the bucket and read back with the same SHA-256; a file gone
 // from the data dir is downloaded and restored from its copy; deleting the backup deletes the object.
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { TestServer } from "../../helpers/server";
 import { TestS3 } from "../../helpers/s3";
 import { sha256Hex } from "../../helpers/backups";
 import { completedVolumeBackup, createTestVolume, engineVolumeOf, inventory, removeEngineVolumes, waitForRestore, writeTree, type TestVolume } from "../../helpers/volume-backups";
+
+// Set here too: in a run of several files the preload's timeout does not reach every file's tests.
+setDefaultTimeout(120_000);
 
 let s3: TestS3;
 let server: TestServer;

@@ -3,7 +3,7 @@
 // SHA-256 it records, a verify reads the archive back and tells a corrupted file, and a running
 // container that is not the volume's app keeps a restore away (409 VOLUME_IN_USE) but not a backup,
 // and a schedule makes scheduled backups, verifies them and keeps only what its retention says.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { TestServer } from "../../helpers/server";
@@ -23,6 +23,9 @@ import {
   writeTree,
   type TestVolume,
 } from "../../helpers/volume-backups";
+
+// Set here too: in a run of several files the preload's timeout does not reach every file's tests.
+setDefaultTimeout(120_000);
 
 let server: TestServer;
 let key: string;

@@ -2,7 +2,7 @@
 // the app's stop and start stood in for by a plain container labelled as the app's): the app is
 // stopped before the content changes and started again on the restored volume; a restore that
 // fails leaves the old content in use, removes its half-made volume and starts the app again.
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { eq } from "drizzle-orm";
@@ -19,6 +19,9 @@ import { dockerCli, localDriver, uniqueName } from "../../helpers/docker";
 import { sha256Hex } from "../../helpers/backups";
 import { engineVolumeExists, inVolume, inventory, removeEngineVolumes, writeTree } from "../../helpers/volume-backups";
 import { tempDir } from "../../helpers/temp";
+
+// Set here too: in a run of several files the preload's timeout does not reach every file's tests.
+setDefaultTimeout(120_000);
 
 const workspaceId = `ws_${uniqueName("vrestore").replaceAll("-", "")}`;
 const volumeId = `vol_${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;

@@ -3,7 +3,7 @@
 // same data dir: the restore is failed saying so, the volume still holds its old content in its old
 // engine volume, and the half-made one (and the helper container) is gone. Also a backup killed
 // once its file was whole and recorded: completed at the next start.
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { TestServer } from "../../helpers/server";
 import { dockerCli } from "../../helpers/docker";
 import { poll } from "../../helpers/databases";
@@ -20,6 +20,9 @@ import {
   writeTree,
   type TestVolume,
 } from "../../helpers/volume-backups";
+
+// Set here too: in a run of several files the preload's timeout does not reach every file's tests.
+setDefaultTimeout(120_000);
 
 let server: TestServer;
 let key: string;
