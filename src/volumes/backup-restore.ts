@@ -26,11 +26,16 @@ export type VolumeRestoreView = Static<typeof VolumeRestoreSchema>;
 
 /** How the restore stops and starts the app that mounts the volume (src/apps). */
 export interface VolumeApps {
-  /** Whether the app runs or is on its way to (a restore starts it again afterwards). */
-  isUp(appId: string): boolean;
+  /** The app's status (src/apps/model.ts), null when it is gone. */
+  statusOf(appId: string): string | null;
   stop(workspaceId: string, appId: string): void;
   start(workspaceId: string, appId: string): void;
 }
+
+/** An app in these is not started again after a restore (unless a container of it was running). */
+const DOWN_STATUSES = new Set(["stopped", "stopping", "failed", "crashed"]);
+/** An app in these is changing: a stop would cancel the deploy or race the delete. */
+const CHANGING_STATUSES = new Set(["building", "deleting"]);
 
 /** How long the app's container may take to stop (its own stop timeout is 10 s). */
 const STOP_WAIT_MS = 60_000;
@@ -64,7 +69,7 @@ export class VolumeRestores {
   }
 
   private driverOf(volume: { machineId: string }): DockerDriver {
-    return this.backups.deps.machines.get(volume.machineId);
+    return this.backups.driverOf(volume.machineId);
   }
 
   list(workspaceId: string, volumeId: string): VolumeRestoreView[] {
@@ -91,11 +96,14 @@ export class VolumeRestores {
     const problem = await this.backups.files.storage.problemWith(backup.storageKey, backup.sizeBytes, backup.sha256);
     if (problem) throw new ApiError("BACKUP_CORRUPT", `The backup cannot be restored: ${problem}. Nothing was changed`);
     const volume = findVolume(this.db, workspaceId, volumeId);
-    const foreign = (await this.driverOf(volume).containersUsingVolume(volume.engineVolumeName)).filter((container) => container.running && !this.isAppContainer(volume, container.labels));
+    const running = (await this.driverOf(volume).containersUsingVolume(volume.engineVolumeName)).filter((container) => container.running);
+    const foreign = running.filter((container) => !this.isAppContainer(volume, container.labels));
     if (foreign.length) {
       throw new ApiError("VOLUME_IN_USE", `The volume is mounted by running containers that are not its app's (${foreign.map((container) => container.name).join(", ")}); stop them first`);
     }
     // Nothing awaited from here until the restore is recorded: two requests cannot both pass.
+    const appStatus = volume.appId ? this.apps.statusOf(volume.appId) : null;
+    if (appStatus && CHANGING_STATUSES.has(appStatus)) throw new ApiError("BUSY", `The app that mounts the volume is ${appStatus}; restore once it has finished`);
     if (this.backups.restoring.has(volume.id)) throw new ApiError("BUSY", "A restore of this volume is running already; try again when it has finished");
     this.backups.assertNoBackupRunning(volume.id);
     this.backups.restoring.add(volume.id);
@@ -117,7 +125,8 @@ export class VolumeRestores {
       finishedAt: null,
     };
     this.db.insert(volumeRestores).values(row).run();
-    const done = this.run(volume, backup, row).finally(() => this.backups.restoring.delete(volume.id));
+    const appIsUp = appStatus !== null && (!DOWN_STATUSES.has(appStatus) || running.length > 0);
+    const done = this.run(volume, backup, row, appIsUp).finally(() => this.backups.restoring.delete(volume.id));
     this.backups.track(done);
     return { restore: restoreView(row), done };
   }
@@ -131,13 +140,13 @@ export class VolumeRestores {
     this.db.update(volumeRestores).set({ ...changes, ...(finished ? { finishedAt: this.backups.now() } : {}) }).where(eq(volumeRestores.id, restoreId)).run();
   }
 
-  private async run(volume: VolumeRow, backup: VolumeBackupRow, row: VolumeRestoreRow) {
+  private async run(volume: VolumeRow, backup: VolumeBackupRow, row: VolumeRestoreRow, appIsUp: boolean) {
     const driver = this.driverOf(volume);
     this.mark(row.id, { status: "running" });
     let swapped = false;
     let stoppedAppId: string | null = null;
     try {
-      if (volume.appId && this.apps.isUp(volume.appId)) {
+      if (volume.appId && appIsUp) {
         stoppedAppId = volume.appId;
         this.mark(row.id, { stoppedAppId });
         this.apps.stop(volume.workspaceId, volume.appId);
@@ -234,12 +243,13 @@ export class VolumeRestores {
     for (const row of cut) {
       const volume = this.db.select().from(volumes).where(eq(volumes.id, row.volumeId)).get();
       if (!volume) continue;
-      const driver = this.driverOf(volume);
       if (volume.engineVolumeName === row.newEngineVolumeName) {
         this.mark(row.id, { status: "succeeded", error: `${INTERRUPTED} after the restored content was swapped in; it is in use` });
       } else {
-        await this.removeHalfMade(driver, row);
         this.mark(row.id, { status: "failed", error: `${INTERRUPTED}; the volume keeps its old content` });
+        await Promise.resolve()
+          .then(() => this.removeHalfMade(this.driverOf(volume), row))
+          .catch((error: Error) => console.warn(`[volume restore] ${row.id}: ${error.message}`));
       }
       if (row.stoppedAppId) this.startAgain(volume.workspaceId, row.stoppedAppId);
     }
@@ -251,13 +261,14 @@ export class VolumeRestores {
     for (const row of leftovers) {
       const volume = this.db.select().from(volumes).where(and(eq(volumes.id, row.volumeId), ne(volumes.engineVolumeName, row.previousEngineVolumeName))).get();
       if (!volume) continue;
-      const driver = this.driverOf(volume);
-      const users = await driver.containersUsingVolume(row.previousEngineVolumeName).catch(() => [{}]);
-      if (users.length) continue;
-      await driver.removeVolume(row.previousEngineVolumeName).then(
-        () => this.mark(row.id, { previousRemovedAt: this.backups.now() }),
-        (error: Error) => console.warn(`[volume restore] ${row.id}: the old volume ${row.previousEngineVolumeName} could not be removed: ${error.message}`),
-      );
+      try {
+        const driver = this.driverOf(volume);
+        if ((await driver.containersUsingVolume(row.previousEngineVolumeName)).length) continue;
+        await driver.removeVolume(row.previousEngineVolumeName);
+        this.mark(row.id, { previousRemovedAt: this.backups.now() });
+      } catch (error) {
+        console.warn(`[volume restore] ${row.id}: the old volume ${row.previousEngineVolumeName} could not be removed: ${(error as Error).message}`);
+      }
     }
   }
 }

@@ -10,7 +10,6 @@ import { recordAuditEvent } from "../audit/service";
 import { ok } from "../http/envelope";
 import { json, media, ref, responses, LIST_META } from "../http/responses";
 import { apps } from "../db/schema";
-import { SERVING_STATUSES } from "../apps/model";
 import { backupScheduleBody, workspaceQuery } from "../databases/model";
 import { BackupStorage } from "../backups/storage";
 import { S3BackupCopies } from "../backups/copies";
@@ -33,7 +32,7 @@ export function volumeBackupServices(ctx: ServerContext) {
   const files = new BackupFiles(storage, bucket ? new S3BackupCopies(bucket, storage) : null);
   const backups = new VolumeBackups({ db: ctx.db, machines: ctx.machines, config: ctx.config, files, disk: ctx.apps.disk });
   const volumeApps: VolumeApps = {
-    isUp: (appId) => SERVING_STATUSES.has(ctx.db.select({ status: apps.status }).from(apps).where(eq(apps.id, appId)).get()?.status ?? ""),
+    statusOf: (appId) => ctx.db.select({ status: apps.status }).from(apps).where(eq(apps.id, appId)).get()?.status ?? null,
     stop: (workspaceId, appId) => ctx.apps.stop(workspaceId, appId),
     start: (workspaceId, appId) => ctx.apps.start(workspaceId, appId),
   };
@@ -226,7 +225,8 @@ export function volumeBackupRoutes(ctx: ServerContext, { backups, restores, sche
             "is removed once nothing mounts it. A restore that fails, or is cut off by a crash, leaves the old content in " +
             "use (the half-made volume is removed, at the next start for a crash) and starts the app again. 409 " +
             "`VOLUME_IN_USE` while a running container that is not the volume's app mounts it, `BUSY` while another " +
-            "restore of it runs, `BACKUP_IN_PROGRESS` while a backup of it does.",
+            "restore of it runs or its app is being built or deleted, `BACKUP_IN_PROGRESS` while a backup of it runs. An app " +
+            "that was stopped stays stopped; its next start mounts the restored content.",
         },
       },
     )

@@ -158,6 +158,10 @@ export class VolumeBackups {
     }, "volumeBackups");
   }
 
+  driverOf(machineId: string): DockerDriver {
+    return this.deps.machines.get(machineId);
+  }
+
   /** Work that goes on after the answer; its failures are recorded on its rows. */
   track(work: Promise<unknown>) {
     const tracked = work.catch(() => undefined).finally(() => this.background.delete(tracked));
@@ -276,8 +280,8 @@ export class VolumeBackups {
 
   /** Makes the archive of a `running` backup row; throws (after recording it) when it fails. */
   private async archive(volume: VolumeRow, row: VolumeBackupRow, openRoom: () => Promise<DiskWrite>) {
-    const { config, machines } = this.deps;
-    const driver = machines.get(volume.machineId);
+    const { config } = this.deps;
+    const driver = this.driverOf(volume.machineId);
     let room: DiskWrite | null = null;
     try {
       room = await openRoom();
@@ -403,7 +407,9 @@ export class VolumeBackups {
   async closeInterrupted(): Promise<void> {
     const cut = this.db.select().from(volumeBackups).where(eq(volumeBackups.status, "running")).all();
     for (const row of cut) {
-      await this.deps.machines.get(row.machineId).removeContainer(ioContainerNameOf(row.id)).catch(() => undefined);
+      await Promise.resolve()
+        .then(() => this.driverOf(row.machineId).removeContainer(ioContainerNameOf(row.id)))
+        .catch((error: Error) => console.warn(`[volume backups] the helper container of ${row.id} could not be removed: ${error.message}`));
       const problem = row.sha256 === null ? "before its file was whole" : await this.files.storage.problemWith(row.storageKey, row.sizeBytes, row.sha256);
       if (problem) {
         this.update(row.id, { status: "failed", error: row.sha256 === null ? INTERRUPTED_BACKUP : `${INTERRUPTED_BACKUP}, and ${problem}` });

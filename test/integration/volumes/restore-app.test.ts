@@ -1,7 +1,8 @@
 // A volume restore with the app that mounts it, on the real engine (the services made directly,
 // the app's stop and start stood in for by a plain container labelled as the app's): the app is
 // stopped before the content changes and started again on the restored volume; a restore that
-// fails leaves the old content in use, removes its half-made volume and starts the app again.
+// fails leaves the old content in use, removes its half-made volume and starts the app again; and
+// none begins while the app is being deployed.
 import { afterAll, beforeAll, expect, test, setDefaultTimeout } from "bun:test";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
@@ -31,6 +32,7 @@ let restores: VolumeRestores;
 /** What the stand-in app was asked, and whether its container ran when the volume changed. */
 const asked: string[] = [];
 let appContainer = "";
+let appStatus = "running";
 
 function currentEngineVolume(): string {
   return db.select().from(volumes).where(eq(volumes.id, volumeId)).get()!.engineVolumeName;
@@ -45,7 +47,7 @@ async function runAppContainer() {
 // As the apps service does it: stop answers at once and the container stops in the background;
 // start releases a new container (with the volume as recorded now) and removes the old one.
 const standInApp: VolumeApps = {
-  isUp: () => true,
+  statusOf: () => appStatus,
   stop: () => {
     asked.push("stop");
     void dockerCli("stop", "-t", "1", appContainer);
@@ -116,4 +118,18 @@ test("a restore whose archive the engine refuses fails: the old content stays in
   expect(currentEngineVolume()).toBe(volume.engineVolumeName);
   expect(await inventory(volume.engineVolumeName)).toBe(before);
   expect(await engineVolumeExists(`platform-volume-${volumeId}-${restore.id}`)).toBe(false);
+});
+
+test("while the app is being deployed, a restore is refused (409 BUSY) and nothing is stopped", async () => {
+  asked.length = 0;
+  const backup = db.select().from(volumeBackups).where(eq(volumeBackups.status, "completed")).get()!;
+  appStatus = "building";
+  try {
+    const refusal = await restores.restore(workspaceId, volumeId, backup.id, { type: "user", id: "usr_1" }).catch((error) => error);
+    expect(refusal.code).toBe("BUSY");
+    expect(refusal.message).toContain("building");
+    expect(asked).toEqual([]);
+  } finally {
+    appStatus = "running";
+  }
 });
