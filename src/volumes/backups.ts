@@ -141,7 +141,6 @@ export class VolumeBackups {
   readonly restoring = new Set<string>();
   /** Backups being verified now. */
   private readonly verifying = new Set<string>();
-  private readonly background = new Set<Promise<unknown>>();
 
   constructor(readonly deps: VolumeBackupDeps) {
     this.db = deps.db;
@@ -164,13 +163,7 @@ export class VolumeBackups {
 
   /** Work that goes on after the answer; its failures are recorded on its rows. */
   track(work: Promise<unknown>) {
-    const tracked = work.catch(() => undefined).finally(() => this.background.delete(tracked));
-    this.background.add(tracked);
-  }
-
-  /** Settles once the work in the background has (tests, a graceful stop). */
-  settled(): Promise<unknown> {
-    return Promise.all(this.background);
+    work.catch(() => undefined);
   }
 
   list(workspaceId: string, volumeId: string): VolumeBackupView[] {
