@@ -63,6 +63,13 @@ export const AUDIT_ACTIONS = [
   "database.backup_deleted",
   "database.backup_verified",
   "database.backup_downloaded",
+  "volume.backup_started",
+  "volume.backup_deleted",
+  "volume.backup_verified",
+  "volume.backup_downloaded",
+  "volume.restored",
+  "volume.backup_schedule_set",
+  "volume.backup_schedule_cleared",
   "build.canceled",
 ] as const;
 

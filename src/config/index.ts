@@ -41,6 +41,8 @@ export interface BackupSettings {
   idleTimeoutSeconds: number;
   /** A load may run idleTimeoutSeconds plus this per MiB of its backup file, in all; past it, it is stopped. */
   loadSecondsPerMB: number;
+  /** The longest a volume's archive (backup) or its extraction (restore) may take in all. */
+  volumeTimeoutSeconds: number;
   /** Null unless PLATFORM_BACKUP_S3_BUCKET is set. */
   s3: BackupBucket | null;
 }
@@ -502,6 +504,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       uploadMaxBytes: integerSetting(env, "PLATFORM_BACKUP_UPLOAD_MAX_MB", 10_240, 1) * 1024 * 1024,
       idleTimeoutSeconds: integerSetting(env, "PLATFORM_BACKUP_IDLE_TIMEOUT_SECONDS", 900, 1),
       loadSecondsPerMB: integerSetting(env, "PLATFORM_BACKUP_LOAD_SECONDS_PER_MB", 60, 0),
+      volumeTimeoutSeconds: integerSetting(env, "PLATFORM_VOLUME_BACKUP_TIMEOUT_SECONDS", 3600, 1),
       s3: backupBucketSetting(env),
     },
     housekeepingSchedule: textSetting(env, "PLATFORM_HOUSEKEEPING_SCHEDULE", "0 */15 * * * *"),

@@ -5,12 +5,13 @@
 // a completed run, retention (`retentionPlan`, pure) trims older scheduled backups; then the new
 // backup is verified when the schedule asks for it. A slot missed while the server was down is
 // run once at start.
-import { Cron } from "croner";
 import { and, desc, eq } from "drizzle-orm";
 import type { Static } from "@sinclair/typebox";
 import { databaseBackups, databaseBackupSchedules, databases } from "../db/schema";
 import { ApiError } from "../http/errors";
-import { SCHEDULE_LIMITS, type BackupScheduleInput, type BackupScheduleSchema, type DatabaseBackupSummarySchema } from "./model";
+import { intervalOf, retentionDeletes, scheduleFieldsOf, scheduleSettingsOf, type RetentionPolicy } from "../backups/schedule-rules";
+import { ScheduleJobs } from "../backups/schedule-jobs";
+import { type BackupScheduleInput, type BackupScheduleSchema, type DatabaseBackupSummarySchema } from "./model";
 import type { BackupRow, BackupVerification, BackupView, DatabaseBackups } from "./backups";
 import { SYSTEM_ACTOR } from "./operations";
 import type { DatabaseRow } from "./runtime";
@@ -21,113 +22,22 @@ export type DatabaseBackupSummary = Static<typeof DatabaseBackupSummarySchema>;
 /** Verifies a backup that a schedule made (restored into a throwaway container and counted). */
 export type VerifyBackup = (database: DatabaseRow, backup: BackupView) => Promise<unknown>;
 
-const CRON_OPTIONS = { mode: "5-or-6-parts", timezone: "UTC" } as const;
-const DAY_MS = 86_400_000;
-
-// ---- retention (pure) ---------------------------------------------------------------------
-
-export interface RetentionPolicy {
-  keepLast: number;
-  keepDailyDays: number;
-  keepWeeklyWeeks: number;
-}
-
-/** What retention reads of a backup (a database_backups row fits). */
-export interface RetentionCandidate {
-  id: string;
-  type: string;
-  status: string;
-  createdAt: number;
-  verifiedAt: number | null;
-}
-
-/** The backups retention would delete: completed scheduled ones (only after a successful run) and failed scheduled ones. */
-export interface RetentionPlan {
-  completed: string[];
-  failed: string[];
-}
-
-/** Days since 1970-01-01, UTC. */
-const dayOf = (time: number) => Math.floor(time / DAY_MS);
-/** ISO weeks run Monday to Sunday; 1970-01-01 was a Thursday, three days into its week. */
-const weekOf = (time: number) => Math.floor((dayOf(time) + 3) / 7);
-
-/**
- * Which backups of one database a schedule's policy lets go, `now` deciding the calendar. Only
- * `scheduled` backups are ever candidates; of the completed ones it keeps the newest `keepLast`,
- * the newest of each UTC day of the last `keepDailyDays` days and of each ISO week of the last
- * `keepWeeklyWeeks` weeks (the current day and week included), and the newest verified backup of
- * the database. Of the failed ones it keeps the newest `keepLast`. Running ones are never touched.
- */
-export function retentionPlan(backups: readonly RetentionCandidate[], policy: RetentionPolicy, now: number): RetentionPlan {
-  const newestFirst = [...backups].sort((a, b) => b.createdAt - a.createdAt);
-  const scheduled = newestFirst.filter((backup) => backup.type === "scheduled");
-  const completed = scheduled.filter((backup) => backup.status === "completed");
-  const kept = new Set(completed.slice(0, policy.keepLast).map((backup) => backup.id));
-  keepNewestPerPeriod(completed, dayOf, dayOf(now) - policy.keepDailyDays, kept);
-  keepNewestPerPeriod(completed, weekOf, weekOf(now) - policy.keepWeeklyWeeks, kept);
-  const newestVerified = newestFirst.find((backup) => backup.status === "completed" && backup.verifiedAt !== null);
-  if (newestVerified) kept.add(newestVerified.id);
-  return {
-    completed: completed.filter((backup) => !kept.has(backup.id)).map((backup) => backup.id),
-    failed: scheduled.filter((backup) => backup.status === "failed").slice(policy.keepLast).map((backup) => backup.id),
-  };
-}
-
-/** Adds to `kept` the newest backup of each period after `firstPeriodOut`. */
-function keepNewestPerPeriod(newestFirst: RetentionCandidate[], periodOf: (time: number) => number, firstPeriodOut: number, kept: Set<string>) {
-  const covered = new Set<number>();
-  for (const backup of newestFirst) {
-    const period = periodOf(backup.createdAt);
-    if (period <= firstPeriodOut || covered.has(period)) continue;
-    covered.add(period);
-    kept.add(backup.id);
-  }
-}
-
 /** A verify is reading the backup's file right now. */
 function beingVerified(row: BackupRow): boolean {
   return row.verification !== null && (JSON.parse(row.verification) as BackupVerification).status === "running";
 }
 
-// ---- cron expressions ---------------------------------------------------------------------
-
-/** Croner's reading of an expression, paused (a job without a function runs nothing); 400 INVALID_CRON with croner's reason. */
-function parsedCron(expression: string): Cron {
-  let cron: Cron;
-  try {
-    cron = new Cron(expression, { ...CRON_OPTIONS, paused: true });
-  } catch (error) {
-    throw new ApiError("INVALID_CRON", `The cron expression is not valid: ${(error as Error).message}`);
-  }
-  // croner reads a string with a colon as a date to run once at: a schedule repeats.
-  if (cron.getOnce() !== null) throw new ApiError("INVALID_CRON", "The cron expression is a date; a schedule needs a repeating expression such as `0 3 * * *`");
-  if (cron.nextRun() === null) throw new ApiError("INVALID_CRON", "The cron expression never fires (e.g. a day that no month has)");
-  return cron;
-}
-
-/** The next run times of a stored (so valid) expression. */
-function upcomingRuns(expression: string, count: number): Date[] {
-  return new Cron(expression, { ...CRON_OPTIONS, paused: true }).nextRuns(count);
-}
-
-/** The gap between the expression's next two runs, in ms; null when it has fewer than two. */
-function intervalOf(expression: string): number | null {
-  const [next, after] = upcomingRuns(expression, 2);
-  return next && after ? after.getTime() - next.getTime() : null;
-}
-
 // ---- the service --------------------------------------------------------------------------
 
 export class BackupSchedules {
-  private readonly jobs = new Map<string, Cron>();
-  /** Databases whose run is under way: `protect` covers one job, this also a job replaced by a PUT meanwhile. */
-  private readonly running = new Set<string>();
+  private readonly jobs: ScheduleJobs;
 
   constructor(
     private readonly backups: DatabaseBackups,
     private readonly verify: VerifyBackup | null,
-  ) {}
+  ) {
+    this.jobs = new ScheduleJobs("database", (databaseId) => this.runOnce(databaseId), () => this.service.now());
+  }
 
   private get service() {
     return this.backups.service;
@@ -135,21 +45,12 @@ export class BackupSchedules {
 
   /** At start: a job per stored schedule, and one run now for each whose slot passed while the server was down. */
   start() {
-    const now = this.service.now();
-    for (const row of this.service.db.select().from(databaseBackupSchedules).all()) {
-      const job = this.schedule(row);
-      // From the later of the last run and the last change: a slot of an expression set afterwards was not missed.
-      const missed = job.nextRun(new Date(Math.max(row.lastRunAt ?? 0, row.updatedAt)));
-      if (!missed || missed.getTime() > now) continue;
-      console.log(`[backup schedule] database ${row.databaseId}: the run of ${missed.toISOString()} was missed while the platform was down; running it now`);
-      void job.trigger();
-    }
+    this.jobs.start(this.service.db.select().from(databaseBackupSchedules).all().map((row) => ({ ownerId: row.databaseId, ...row })));
   }
 
   /** Stops every job (server stop). */
   stopAll() {
-    for (const job of this.jobs.values()) job.stop();
-    this.jobs.clear();
+    this.jobs.stopAll();
   }
 
   get(workspaceId: string, databaseId: string): BackupScheduleView | null {
@@ -161,24 +62,15 @@ export class BackupSchedules {
   /** Creates or replaces the database's schedule (omitted settings take their defaults) and (re)starts its job. */
   set(workspaceId: string, databaseId: string, input: BackupScheduleInput): BackupScheduleView {
     const database = this.service.find(workspaceId, databaseId);
-    const cron = input.cron.trim();
-    parsedCron(cron);
     const now = this.service.now();
-    const settings = {
-      cron,
-      keepLast: input.keepLast ?? SCHEDULE_LIMITS.keepLast.default,
-      keepDailyDays: input.keepDailyDays ?? SCHEDULE_LIMITS.keepDailyDays.default,
-      keepWeeklyWeeks: input.keepWeeklyWeeks ?? SCHEDULE_LIMITS.keepWeeklyWeeks.default,
-      verify: input.verify ?? false,
-      updatedAt: now,
-    };
+    const settings = scheduleSettingsOf(input, now);
     this.service.db
       .insert(databaseBackupSchedules)
       .values({ databaseId, workspaceId: database.workspaceId, lastRunAt: null, createdAt: now, ...settings })
       .onConflictDoUpdate({ target: databaseBackupSchedules.databaseId, set: settings })
       .run();
     const row = this.rowOf(databaseId)!;
-    this.schedule(row);
+    this.jobs.schedule(databaseId, row.cron);
     return this.viewOf(row);
   }
 
@@ -192,8 +84,7 @@ export class BackupSchedules {
 
   /** The database is gone (or its schedule cleared): no job, no row. */
   forget(databaseId: string) {
-    this.jobs.get(databaseId)?.stop();
-    this.jobs.delete(databaseId);
+    this.jobs.stop(databaseId);
     this.service.db.delete(databaseBackupSchedules).where(eq(databaseBackupSchedules.databaseId, databaseId)).run();
   }
 
@@ -227,40 +118,7 @@ export class BackupSchedules {
   }
 
   private viewOf(row: BackupScheduleRow): BackupScheduleView {
-    const [nextRunAt] = upcomingRuns(row.cron, 1);
-    return {
-      databaseId: row.databaseId,
-      cron: row.cron,
-      keepLast: row.keepLast,
-      keepDailyDays: row.keepDailyDays,
-      keepWeeklyWeeks: row.keepWeeklyWeeks,
-      verify: row.verify,
-      nextRunAt: nextRunAt?.toISOString() ?? null,
-      lastRunAt: row.lastRunAt === null ? null : new Date(row.lastRunAt).toISOString(),
-      createdAt: new Date(row.createdAt).toISOString(),
-      updatedAt: new Date(row.updatedAt).toISOString(),
-    };
-  }
-
-  /** The job of a schedule, replacing the one the database had. */
-  private schedule(row: BackupScheduleRow): Cron {
-    this.jobs.get(row.databaseId)?.stop();
-    const job = new Cron(row.cron, { ...CRON_OPTIONS, protect: true }, () => this.run(row.databaseId));
-    this.jobs.set(row.databaseId, job);
-    return job;
-  }
-
-  /** One run of a database's schedule. It never throws: what went wrong is a failed backup, or a log line. */
-  private async run(databaseId: string) {
-    if (this.running.has(databaseId)) return;
-    this.running.add(databaseId);
-    try {
-      await this.runOnce(databaseId);
-    } catch (error) {
-      console.error(`[backup schedule] database ${databaseId}:`, error);
-    } finally {
-      this.running.delete(databaseId);
-    }
+    return { databaseId: row.databaseId, ...scheduleFieldsOf(row) };
   }
 
   private async runOnce(databaseId: string) {
@@ -301,8 +159,7 @@ export class BackupSchedules {
   private async applyRetention(database: DatabaseRow, policy: RetentionPolicy, succeeded: boolean) {
     if (this.service.operations.isBusy(database.id)) return;
     const rows = this.service.db.select().from(databaseBackups).where(eq(databaseBackups.databaseId, database.id)).all();
-    const plan = retentionPlan(rows, policy, this.service.now());
-    const doomed = new Set([...plan.failed, ...(succeeded ? plan.completed : [])]);
+    const doomed = retentionDeletes(rows, policy, this.service.now(), succeeded);
     for (const row of rows) if (doomed.has(row.id) && !beingVerified(row)) await this.backups.remove(row);
   }
 }

@@ -1,7 +1,7 @@
 // Importing a dump made elsewhere (moving in from another host): the request body is the dump, raw
 // or gzipped, or a multipart form with it as `file`. It is streamed (never held in memory), counted
 // against PLATFORM_BACKUP_UPLOAD_MAX_MB, decompressed when it is gzip, and stored like any backup
-// (./backup-storage.ts); it becomes an `uploaded` backup only when it is a whole dump of the
+// (../backups/storage.ts); it becomes an `uploaded` backup only when it is a whole dump of the
 // database's engine, judged as the platform's own dumps are (./engines dumpProblem).
 import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
@@ -10,7 +10,7 @@ import { ApiError, diskFull, isDiskFull } from "../http/errors";
 import { readMultipart } from "../http/multipart";
 import type { OperationActor } from "./operations";
 import type { BackupView, DatabaseBackups } from "./backups";
-import { gunzip, type StoredBackup } from "./backup-storage";
+import { gunzip, type StoredBackup } from "../backups/storage";
 
 const GZIP_MAGIC = [0x1f, 0x8b];
 

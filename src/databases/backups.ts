@@ -1,5 +1,5 @@
 // Database backups: the engine's own dump tool run inside the database's container (by argv, never
-// through a shell), streamed through gzip to a file with its SHA-256 (./backup-storage.ts), and
+// through a shell), streamed through gzip to a file with its SHA-256 (../backups/storage.ts), and
 // listed only as `completed` when the tool exited 0 and its output is a whole dump of that engine
 // (its header and end marker, ./engines). Anything else is `failed` with the reason. A backup runs
 // in the background: POST answers at once with the backup `running`, like the other long
@@ -16,33 +16,21 @@ import { ApiError, notFound } from "../http/errors";
 import { assertWithinQuota } from "../quotas/limits";
 import { MIN_ENTRY_BYTES, type DiskWrite, type WorkspaceDisk } from "../quotas/usage";
 import { resolveImage } from "./engines";
-import type { BackupCopySchema, BackupSchema, BackupStatus, BackupType, BackupVerificationSchema } from "./model";
+import type { BackupSchema, BackupStatus, BackupType, BackupVerificationSchema } from "./model";
 import type { OperationActor } from "./operations";
 import { containerNameOf, writeConfigFiles, type DatabaseRow } from "./runtime";
-import type { BackupStorage } from "./backup-storage";
+import type { BackupStorage } from "../backups/storage";
+import type { BackupDestinations } from "../backups/model";
+import { BackupFiles, copiesOf } from "../backups/files";
 import { pauseForTest } from "../config/test-pause";
 import type { DatabaseService } from "./service";
 
 export type BackupRow = typeof databaseBackups.$inferSelect;
 export type BackupView = Static<typeof BackupSchema>;
-export type BackupCopy = Static<typeof BackupCopySchema>;
 export type BackupVerification = Static<typeof BackupVerificationSchema>;
 const INTERRUPTED_BACKUP = "interrupted: the platform stopped while this backup ran";
 /** The backups PLATFORM_QUOTA_BACKUPS_PER_DATABASE caps: those a user asks for. Scheduled ones have their schedule's retention. */
 const CAPPED_TYPES: BackupType[] = ["manual", "uploaded"];
-
-/**
- * Remote destinations that keep a copy of every backup's file (./backup-copies.ts). A backup is
- * `completed` only once every destination has its copy with the checksum confirmed.
- */
-export interface BackupDestinations {
-  /** Copies the local file of `key` to every destination and reads each copy back to confirm `sha256`. */
-  copy(key: string, sha256: string): Promise<BackupCopy[]>;
-  /** Brings the file of `key` back from a completed copy when it is missing locally; false when no copy could. */
-  fetchMissing(key: string, sha256: string, copies: BackupCopy[]): Promise<boolean>;
-  /** Removes the copies (a backup deleted, or failed after some copies were made). */
-  remove(copies: BackupCopy[]): Promise<void>;
-}
 
 export function backupView(row: BackupRow): BackupView {
   return {
@@ -59,19 +47,22 @@ export function backupView(row: BackupRow): BackupView {
     error: row.error,
     verifiedAt: row.verifiedAt === null ? null : new Date(row.verifiedAt).toISOString(),
     verification: row.verification === null ? null : (JSON.parse(row.verification) as BackupVerification),
-    copies: row.copies === null ? [] : (JSON.parse(row.copies) as BackupCopy[]),
+    copies: copiesOf(row),
     createdAt: new Date(row.createdAt).toISOString(),
     finishedAt: row.finishedAt === null ? null : new Date(row.finishedAt).toISOString(),
   };
 }
 
 export class DatabaseBackups {
+  private readonly files: BackupFiles;
+
   constructor(
     readonly service: DatabaseService,
     readonly storage: BackupStorage,
     readonly destinations: BackupDestinations | null,
     readonly disk: WorkspaceDisk,
   ) {
+    this.files = new BackupFiles(storage, destinations);
     // A backup's file counts from the moment its size is recorded; failed ones keep no file.
     disk.register("backups", async (workspaceId) => {
       const total = service.db
@@ -324,20 +315,13 @@ export class DatabaseBackups {
    * `completed` (or `failed`, with what each destination answered, when one copy failed).
    */
   async completeStored(row: BackupRow, sizeBytes: number, sha256: string) {
-    if (this.destinations) {
-      const copies = await this.destinations.copy(row.storageKey, sha256);
-      const failed = copies.filter((copy) => copy.status !== "completed");
-      if (failed.length) {
-        // A failed backup keeps no file anywhere; its copies list still says which destination failed.
-        this.finish(row.id, { copies: JSON.stringify(copies) }, { finished: false });
-        await this.storage.remove(row.storageKey);
-        await this.destinations.remove(copies.filter((copy) => copy.status === "completed"));
-        throw new Error(`the copy to ${failed.map((copy) => `${copy.location} failed: ${copy.error}`).join("; ")}`);
-      }
-      this.finish(row.id, { status: "completed", copies: JSON.stringify(copies) });
-      return;
-    }
-    this.finish(row.id, { status: "completed" });
+    // A failed copy leaves the copies list on the row, which still says which destination failed.
+    let copies: string | null = null;
+    await this.files.copy(row.storageKey, sha256, (made) => {
+      copies = made && JSON.stringify(made);
+      if (copies) this.finish(row.id, { copies }, { finished: false });
+    });
+    this.finish(row.id, { status: "completed", ...(copies ? { copies } : {}) });
   }
 
   /** The size and SHA-256 of a running backup's finished file, recorded before the file takes its name. */
@@ -358,24 +342,16 @@ export class DatabaseBackups {
    * The local file of a completed backup, brought back from a remote copy when it is gone from
    * the data dir; 409 BACKUP_NOT_READY unless completed, 410 BACKUP_FILE_MISSING when no copy has it.
    */
-  async ensureLocalFile(row: BackupRow) {
-    if (row.status !== "completed") throw new ApiError("BACKUP_NOT_READY", `The backup is ${row.status}; only a completed backup can be used`);
-    if (await this.storage.exists(row.storageKey)) return;
-    const copies = row.copies === null ? [] : (JSON.parse(row.copies) as BackupCopy[]);
-    if (this.destinations && row.sha256 && (await this.destinations.fetchMissing(row.storageKey, row.sha256, copies))) return;
-    throw new ApiError("BACKUP_FILE_MISSING", "The backup's file is gone from the data dir and no remote copy could bring it back");
+  ensureLocalFile(row: BackupRow) {
+    return this.files.ensureLocal(row);
   }
 
   /** The file of a completed backup, whole or one byte range; 409 while it is not. */
   async download(workspaceId: string, databaseId: string, backupId: string, range: string | null): Promise<Response> {
     const row = this.row(workspaceId, databaseId, backupId);
-    await this.ensureLocalFile(row);
     const database = this.service.find(workspaceId, databaseId);
     const stamp = new Date(row.createdAt).toISOString().replace(/[:.]/g, "-");
-    const filename = `${database.name}-${stamp}.${row.format}.gz`;
-    const response = this.storage.download(row.storageKey, row.sizeBytes, filename, range);
-    if (!response) throw new ApiError("RANGE_NOT_SATISFIABLE", `The range ${JSON.stringify(range)} is not within the file's ${row.sizeBytes} bytes`, { "content-range": `bytes */${row.sizeBytes}` });
-    return response;
+    return this.files.download(row, `${database.name}-${stamp}.${row.format}.gz`, range);
   }
 
   /** Deletes a backup that is not running: its row, its file and its remote copies. */
@@ -389,8 +365,7 @@ export class DatabaseBackups {
   /** Removes a backup's row, file and remote copies (retention, delete). */
   async remove(row: BackupRow) {
     this.service.db.delete(databaseBackups).where(eq(databaseBackups.id, row.id)).run();
-    await this.storage.remove(row.storageKey);
-    if (this.destinations && row.copies) await this.destinations.remove(JSON.parse(row.copies) as BackupCopy[]);
+    await this.files.remove(row);
   }
 
   rowsOf(databaseId: string): BackupRow[] {
@@ -404,8 +379,8 @@ export class DatabaseBackups {
   async forgetDatabase(databaseId: string, rows: BackupRow[], keepFiles: boolean) {
     this.service.db.delete(databaseBackups).where(eq(databaseBackups.databaseId, databaseId)).run();
     if (keepFiles) return;
-    await this.storage.removeDatabase(databaseId);
-    for (const row of rows) if (this.destinations && row.copies) await this.destinations.remove(JSON.parse(row.copies) as BackupCopy[]);
+    await this.storage.removeOwner(databaseId);
+    for (const row of rows) if (this.destinations && row.copies) await this.destinations.remove(copiesOf(row));
   }
 }
 

@@ -5,6 +5,7 @@ import { t } from "elysia";
 import { CONTAINER_CPUS } from "../config";
 import { oneOf, ref, resource, timestamp } from "../http/responses";
 import { ENGINE_NAMES } from "./engines";
+import { BackupCopySchema, SCHEDULE_FIELDS } from "../backups/model";
 
 /**
  * provisioning: the container is being created or started and the engine does not answer yet;
@@ -237,21 +238,6 @@ export const BackupVerificationSchema = resource(
   "The last verify of a backup: restored into a throwaway container of the same image, then counted.",
 );
 
-export const COPY_STATUSES = ["uploading", "completed", "failed"] as const;
-export type CopyStatus = (typeof COPY_STATUSES)[number];
-
-export const BackupCopySchema = resource(
-  "BackupCopy",
-  {
-    destination: oneOf(["s3"] as const, "Where the copy is: `s3`, the PLATFORM_BACKUP_S3_* bucket"),
-    location: t.String({ description: "`s3://bucket/key`" }),
-    status: oneOf(COPY_STATUSES, "`uploading` -> `completed` (read back, checksum confirmed) | `failed`"),
-    error: t.Nullable(t.String({ description: "Why the copy failed; never holds credentials" })),
-    confirmedAt: t.Nullable(timestamp()),
-  },
-  "A copy of a backup's file at a remote destination.",
-);
-
 export const BackupSchema = resource(
   "Backup",
   {
@@ -277,40 +263,13 @@ export const BackupSchema = resource(
 
 // Backup schedules (src/databases/backup-schedules.ts).
 
-export const SCHEDULE_LIMITS = {
-  keepLast: { default: 7, min: 1, max: 1000 },
-  keepDailyDays: { default: 0, min: 0, max: 3650 },
-  keepWeeklyWeeks: { default: 0, min: 0, max: 520 },
-};
-
-const CRON_TEXT =
-  "croner expression in UTC: 5 fields (minute hour day-of-month month day-of-week, e.g. `0 3 * * *`) or 6 with seconds first " +
-  "(e.g. `*/30 * * * * *`), or a nickname (`@hourly`, `@daily`, `@weekly`, `@monthly`, `@yearly`)";
-const keepLast = t.Integer({ minimum: SCHEDULE_LIMITS.keepLast.min, maximum: SCHEDULE_LIMITS.keepLast.max, description: "The newest completed scheduled backups always kept (1-1000, default 7); also how many failed scheduled ones are kept" });
-const keepDailyDays = t.Integer({ minimum: SCHEDULE_LIMITS.keepDailyDays.min, maximum: SCHEDULE_LIMITS.keepDailyDays.max, description: "Also keep the newest completed scheduled backup of each UTC calendar day of the last D days, today included (0-3650, default 0)" });
-const keepWeeklyWeeks = t.Integer({ minimum: SCHEDULE_LIMITS.keepWeeklyWeeks.min, maximum: SCHEDULE_LIMITS.keepWeeklyWeeks.max, description: "Also keep the newest completed scheduled backup of each ISO week (Monday to Sunday, UTC) of the last W weeks, this one included (0-520, default 0)" });
-const verify = t.Boolean({ description: "Verify each new scheduled backup once it has completed (default false)" });
-
-export const backupScheduleBody = t.Object({
-  cron: t.String({ minLength: 1, maxLength: 120, description: CRON_TEXT }),
-  keepLast: t.Optional(keepLast),
-  keepDailyDays: t.Optional(keepDailyDays),
-  keepWeeklyWeeks: t.Optional(keepWeeklyWeeks),
-  verify: t.Optional(verify),
-});
-export type BackupScheduleInput = typeof backupScheduleBody.static;
+export { SCHEDULE_LIMITS, backupScheduleBody, type BackupScheduleInput } from "../backups/model";
 
 export const BackupScheduleSchema = resource(
   "BackupSchedule",
   {
     databaseId: t.String(),
-    cron: t.String({ description: CRON_TEXT }),
-    keepLast,
-    keepDailyDays,
-    keepWeeklyWeeks,
-    verify,
-    nextRunAt: t.Nullable(timestamp("When it runs next")),
-    lastRunAt: t.Nullable(timestamp("When a run last started (null until the first one)")),
+    ...SCHEDULE_FIELDS,
     createdAt: timestamp("When the database first got a schedule"),
     updatedAt: timestamp("When the schedule was last set"),
   },

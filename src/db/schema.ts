@@ -418,6 +418,79 @@ export const volumes = sqliteTable(
   (table) => [uniqueIndex("volumes_workspace_name").on(table.workspaceId, table.name), index("volumes_app").on(table.appId)],
 );
 
+/** A backup of a volume's content: a tar made by the engine, gzipped, with its SHA-256 (src/volumes/backups.ts). */
+export const volumeBackups = sqliteTable(
+  "volume_backups",
+  {
+    id: text("id").primaryKey(),
+    volumeId: text("volume_id").notNull().references(() => volumes.id, { onDelete: "cascade" }),
+    workspaceId: text("workspace_id").notNull(),
+    /** The machine whose engine held the volume when it was backed up. */
+    machineId: text("machine_id").notNull(),
+    /** manual, scheduled, pre-restore. */
+    type: text("type").notNull(),
+    /** running, completed, failed. */
+    status: text("status").notNull(),
+    /** Where the file is, relative to the backups folder of the data dir. */
+    storageKey: text("storage_key").notNull(),
+    /** Of the gzip file; 0 until its file is whole. */
+    sizeBytes: integer("size_bytes").notNull(),
+    /** Hex SHA-256 of the gzip file, computed while it was written. */
+    sha256: text("sha256"),
+    /** Of the tar inside, before compression. */
+    archiveBytes: integer("archive_bytes"),
+    error: text("error"),
+    /** When a verify last passed. */
+    verifiedAt: integer("verified_at"),
+    /** JSON of the last verify: status, what the archive holds, error, timestamps. */
+    verification: text("verification"),
+    /** JSON list of the copies at remote destinations (src/backups/copies.ts). */
+    copies: text("copies"),
+    /** The restore that made it (a pre-restore backup). */
+    operationId: text("operation_id"),
+    createdAt: integer("created_at").notNull(),
+    finishedAt: integer("finished_at"),
+  },
+  (table) => [index("volume_backups_volume").on(table.volumeId, table.createdAt)],
+);
+
+/** A restore of a volume (src/volumes/backup-restore.ts): pending -> running -> succeeded | failed. */
+export const volumeRestores = sqliteTable("volume_restores", {
+  id: text("id").primaryKey(),
+  volumeId: text("volume_id").notNull().references(() => volumes.id, { onDelete: "cascade" }),
+  workspaceId: text("workspace_id").notNull(),
+  backupId: text("backup_id").notNull(),
+  status: text("status").notNull(),
+  error: text("error"),
+  actorType: text("actor_type").notNull(),
+  actorId: text("actor_id"),
+  /** The engine volume that held the content before, and the one the backup is put into. */
+  previousEngineVolumeName: text("previous_engine_volume_name").notNull(),
+  newEngineVolumeName: text("new_engine_volume_name").notNull(),
+  /** The app stopped for the restore, started again after it. */
+  stoppedAppId: text("stopped_app_id"),
+  /** When the previous engine volume was removed (once nothing used it after the swap). */
+  previousRemovedAt: integer("previous_removed_at"),
+  startedAt: integer("started_at").notNull(),
+  finishedAt: integer("finished_at"),
+});
+
+/** A volume's backup schedule: the same cron and retention rules as databases' (src/backups/schedule-rules.ts). */
+export const volumeBackupSchedules = sqliteTable("volume_backup_schedules", {
+  volumeId: text("volume_id")
+    .primaryKey()
+    .references(() => volumes.id, { onDelete: "cascade" }),
+  workspaceId: text("workspace_id").notNull(),
+  cron: text("cron").notNull(),
+  keepLast: integer("keep_last").notNull(),
+  keepDailyDays: integer("keep_daily_days").notNull(),
+  keepWeeklyWeeks: integer("keep_weekly_weeks").notNull(),
+  verify: integer("verify", { mode: "boolean" }).notNull(),
+  lastRunAt: integer("last_run_at"),
+  createdAt: integer("created_at").notNull(),
+  updatedAt: integer("updated_at").notNull(),
+});
+
 export const databases = sqliteTable(
   "databases",
   {
@@ -494,7 +567,7 @@ export const databaseBackups = sqliteTable(
     verifiedAt: integer("verified_at"),
     /** JSON of the last verify: status, counts, error, timestamps (src/databases/backup-verify.ts). */
     verification: text("verification"),
-    /** JSON list of the copies at remote destinations (src/databases/backup-copies.ts). */
+    /** JSON list of the copies at remote destinations (src/backups/copies.ts). */
     copies: text("copies"),
     /** The operation that made it (a pre-restore backup: its restore). */
     operationId: text("operation_id"),

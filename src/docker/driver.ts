@@ -305,13 +305,25 @@ export class DockerDriver {
     return statsFromSample(sample);
   }
 
-  /** Extracts a tar stream (e.g. from ./tar.ts) into a container, running or not; missing parent folders are made. */
-  async extractToContainer(id: string, directory: string, tar: ReadableStream<Uint8Array>): Promise<void> {
+  /**
+   * Extracts a tar stream (e.g. from ./tar.ts; gzip is taken too) into a container, running or not;
+   * missing parent folders are made. `timeoutMs`: how long the whole copy may take.
+   */
+  async extractToContainer(id: string, directory: string, tar: ReadableStream<Uint8Array>, timeoutMs = SLOW_CALL_TIMEOUT_MS): Promise<void> {
     await this.call(
       `copy into ${id}`,
       () => this.docker.getContainer(id).putArchive(Readable.fromWeb(tar as never) as unknown as NodeJS.ReadableStream, { path: directory }),
-      SLOW_CALL_TIMEOUT_MS,
+      timeoutMs,
     );
+  }
+
+  /**
+   * A tar of `path` in a container, running or only created (the engine mounts a created
+   * container's volumes for the copy), as the engine streams it. Cancelling the stream ends the copy.
+   */
+  async readFromContainer(id: string, path: string): Promise<ReadableStream<Uint8Array>> {
+    const archive = (await this.call(`copy from ${id}`, () => this.docker.getContainer(id).getArchive({ path }))) as unknown as Readable;
+    return Readable.toWeb(archive) as unknown as ReadableStream<Uint8Array>;
   }
 
   /**
@@ -402,6 +414,29 @@ export class DockerDriver {
 
   async createVolume(name: string, labels: Record<string, string>): Promise<void> {
     await this.call(`create volume ${name}`, () => this.docker.createVolume({ Name: name, Labels: labels }));
+  }
+
+  /** Whether the engine has a volume of that name. */
+  async hasVolume(name: string): Promise<boolean> {
+    try {
+      await this.call(`inspect volume ${name}`, () => this.docker.getVolume(name).inspect());
+      return true;
+    } catch (error) {
+      if (error instanceof DockerNotFound) return false;
+      throw error;
+    }
+  }
+
+  /** The containers, running or not, that mount the volume. */
+  async containersUsingVolume(name: string): Promise<{ id: string; name: string; running: boolean; image: string; labels: Record<string, string> }[]> {
+    const listed = await this.call(`containers using ${name}`, () => this.docker.listContainers({ all: true, filters: { volume: [name] } }));
+    return listed.map((container) => ({
+      id: container.Id,
+      name: (container.Names[0] ?? "").replace(/^\//, ""),
+      running: container.State === "running",
+      image: container.Image,
+      labels: container.Labels ?? {},
+    }));
   }
 
   /** Removes a volume only if it carries the platform's label. */

@@ -16,6 +16,7 @@ import { PLATFORM_RESOURCES } from "../platform/model";
 import { SESSION_RESOURCES } from "../auth/model";
 import { QUOTA_RESOURCES } from "../quotas/model";
 import { REGISTRY_RESOURCES } from "../registries/model";
+import { VOLUME_BACKUP_RESOURCES } from "../volumes/backup-model";
 
 export const RESOURCES = [
   LIST_META,
@@ -35,4 +36,5 @@ export const RESOURCES = [
   ...SESSION_RESOURCES,
   ...QUOTA_RESOURCES,
   ...REGISTRY_RESOURCES,
+  ...VOLUME_BACKUP_RESOURCES,
 ];

@@ -177,7 +177,7 @@ function requestedWorkspace(request: Request): string | null {
 function auditTargetOf(params: Record<string, string> | undefined, answer: unknown): string | null {
   const body = answer as { app?: { id?: string; name?: string }; database?: { id?: string; name?: string } } | null;
   const resource = body?.app ?? body?.database;
-  const id = resource?.id ?? params?.appId ?? params?.databaseId ?? params?.registryId ?? null;
+  const id = resource?.id ?? params?.appId ?? params?.databaseId ?? params?.registryId ?? params?.volumeId ?? null;
   return resource?.name && id ? `${resource.name} (${id})` : id;
 }
 

@@ -154,6 +154,22 @@ export const PERMISSIONS: Record<string, RoutePermission> = {
   // A schedule's retention deletes older scheduled backups: as for deleting a backup, owners and admins.
   "PUT /api/databases/:databaseId/backup-schedule": { roles: MANAGERS, audit: "database.backup_schedule_set" },
   "DELETE /api/databases/:databaseId/backup-schedule": { roles: MANAGERS, audit: "database.backup_schedule_cleared" },
+
+  // Volume backups: the same rules as database backups.
+  "POST /api/volumes/:volumeId/backups": { roles: OPERATORS, audit: "volume.backup_started" },
+  "GET /api/volumes/:volumeId/backups": { roles: EVERYONE },
+  "GET /api/volumes/:volumeId/backups/:backupId": { roles: EVERYONE },
+  "DELETE /api/volumes/:volumeId/backups/:backupId": { roles: MANAGERS, audit: "volume.backup_deleted" },
+  // A volume's files may hold secrets (keys, the app's database): viewers do not download them.
+  "GET /api/volumes/:volumeId/backups/:backupId/download": { roles: OPERATORS },
+  "POST /api/volumes/:volumeId/backups/:backupId/verify": { roles: OPERATORS, audit: "volume.backup_verified" },
+  // A restore replaces all the volume's content: owners and admins.
+  "POST /api/volumes/:volumeId/restore": { roles: MANAGERS, audit: "volume.restored" },
+  "GET /api/volumes/:volumeId/restores": { roles: EVERYONE },
+  "GET /api/volumes/:volumeId/restores/:restoreId": { roles: EVERYONE },
+  "GET /api/volumes/:volumeId/backup-schedule": { roles: EVERYONE },
+  "PUT /api/volumes/:volumeId/backup-schedule": { roles: MANAGERS, audit: "volume.backup_schedule_set" },
+  "DELETE /api/volumes/:volumeId/backup-schedule": { roles: MANAGERS, audit: "volume.backup_schedule_cleared" },
 };
 
 /**

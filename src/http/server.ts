@@ -17,6 +17,7 @@ import { organizationRoutes } from "../organization";
 import { quotaRoutes } from "../quotas/routes";
 import { machinesRoutes } from "../machines";
 import { databasesRoutes } from "../databases";
+import { volumeBackupRoutes } from "../volumes/backup-routes";
 import { appsRoutes } from "../apps";
 import { registriesRoutes } from "../registries";
 import { imageDeployRoutes } from "../apps/images/routes";
@@ -111,6 +112,7 @@ export function createServer(ctx: ServerContext) {
     .use(quotaRoutes(ctx))
     .use(machinesRoutes(ctx))
     .use(databasesRoutes(ctx))
+    .use(volumeBackupRoutes(ctx))
     .use(appsRoutes(ctx))
     .use(imageDeployRoutes(ctx))
     .use(buildsRoutes(ctx))

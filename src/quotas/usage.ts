@@ -72,25 +72,30 @@ export interface DiskWrite {
 
 /**
  * The disk quota's accounting: every kind of stored thing registers how to measure a workspace's
- * share (app sources and build logs in src/apps, backups in src/databases).
+ * share (app sources and build logs in src/apps, backups in src/databases and src/volumes). A kind
+ * may have several sources, named apart, whose shares add up.
  */
 export class WorkspaceDisk {
-  private readonly sources = new Map<DiskKind, DiskUsageSource>();
+  private readonly sources = new Map<string, { kind: DiskKind; source: DiskUsageSource }>();
   /** Bytes of uploads checked against the quota and not yet recorded by their source, per workspace. */
   private readonly reserved = new Map<string, number>();
 
-  register(kind: DiskKind, source: DiskUsageSource): void {
-    this.sources.set(kind, source);
+  /** Registers (or replaces) the source named `name`, which counts for `kind`. */
+  register(kind: DiskKind, source: DiskUsageSource, name: string = kind): void {
+    this.sources.set(name, { kind, source });
   }
 
   async bytesUsed(workspaceId: string, options: { exceptAppId?: string } = {}): Promise<number> {
-    const sizes = await Promise.all([...this.sources.values()].map((source) => source(workspaceId, options)));
+    const sizes = await Promise.all([...this.sources.values()].map(({ source }) => source(workspaceId, options)));
     return sizes.reduce((sum, size) => sum + size, this.reserved.get(workspaceId) ?? 0);
   }
 
   /** Bytes used by each kind (0 for one not registered), and those reserved by writes under way. */
   async bytesByKind(workspaceId: string): Promise<Record<DiskKind | "inProgress", number>> {
-    const measure = (kind: DiskKind) => this.sources.get(kind)?.(workspaceId, {}) ?? 0;
+    const measure = async (kind: DiskKind) => {
+      const sizes = await Promise.all([...this.sources.values()].filter((entry) => entry.kind === kind).map(({ source }) => source(workspaceId, {})));
+      return sizes.reduce((sum, size) => sum + size, 0);
+    };
     const [appSources, buildLogs, backups] = await Promise.all([measure("appSources"), measure("buildLogs"), measure("backups")]);
     return { appSources, buildLogs, backups, inProgress: this.reserved.get(workspaceId) ?? 0 };
   }

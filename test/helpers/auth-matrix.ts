@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, test } from "bun:test";
 import type { TestServer } from "./server";
 import { DATABASE_ROUTES } from "./databases";
 import { APP_ROUTES } from "./apps";
+import { VOLUME_BACKUP_ROUTES } from "./volume-backups";
 
 /** The registry host of the matrix's registry credentials (the discard port of loopback). */
 const MATRIX_REGISTRY = "127.0.0.1:9";
@@ -121,6 +122,7 @@ export const AUTHENTICATED_ROUTES: AuthenticatedRoute[] = [
   { method: "DELETE", path: "/api/registries/:registryId", resource: registryCredentialOf },
   ...DATABASE_ROUTES,
   ...APP_ROUTES,
+  ...VOLUME_BACKUP_ROUTES,
 ];
 
 /** The route's body for a request on the resource `params` names. */

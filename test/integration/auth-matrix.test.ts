@@ -4,6 +4,7 @@ import { TestServer } from "../helpers/server";
 import { AUTH_MATRIX_ENV, AUTHENTICATED_ROUTES, describeAuthMatrix, openApiPath } from "../helpers/auth-matrix";
 import { removeMatrixDatabases } from "../helpers/databases";
 import { removeMatrixBuildNetworks } from "../helpers/apps";
+import { removeMatrixVolumes } from "../helpers/volume-backups";
 import { PERMISSIONS } from "../../src/http/permissions";
 import { startServerWithDns } from "../helpers/domains";
 
@@ -15,6 +16,7 @@ beforeAll(async () => ({ server, stop: stopServer } = await startServerWithDns(A
 afterAll(() => stopServer?.(), 60_000);
 afterAll(removeMatrixDatabases, 60_000);
 afterAll(removeMatrixBuildNetworks);
+afterAll(removeMatrixVolumes);
 
 test("the matrix covers every route the server documents as authenticated", async () => {
   const { body: document } = await server.request("GET", "/api/docs/json");

@@ -20,6 +20,7 @@ import {
   type Tenant,
 } from "../helpers/auth-matrix";
 import { removeMatrixDatabases } from "../helpers/databases";
+import { removeMatrixVolumes } from "../helpers/volume-backups";
 import { PERMISSIONS } from "../../src/http/permissions";
 import type { Role } from "../../src/workspaces/service";
 
@@ -132,6 +133,18 @@ const EXPECTED: Record<string, Role[]> = {
   "GET /api/databases/:databaseId/backup-schedule": EVERYONE,
   "PUT /api/databases/:databaseId/backup-schedule": MANAGERS,
   "DELETE /api/databases/:databaseId/backup-schedule": MANAGERS,
+  "POST /api/volumes/:volumeId/backups": OPERATORS,
+  "GET /api/volumes/:volumeId/backups": EVERYONE,
+  "GET /api/volumes/:volumeId/backups/:backupId": EVERYONE,
+  "DELETE /api/volumes/:volumeId/backups/:backupId": MANAGERS,
+  "GET /api/volumes/:volumeId/backups/:backupId/download": OPERATORS,
+  "POST /api/volumes/:volumeId/backups/:backupId/verify": OPERATORS,
+  "POST /api/volumes/:volumeId/restore": MANAGERS,
+  "GET /api/volumes/:volumeId/restores": EVERYONE,
+  "GET /api/volumes/:volumeId/restores/:restoreId": EVERYONE,
+  "GET /api/volumes/:volumeId/backup-schedule": EVERYONE,
+  "PUT /api/volumes/:volumeId/backup-schedule": MANAGERS,
+  "DELETE /api/volumes/:volumeId/backup-schedule": MANAGERS,
 };
 
 /** A route missing here fails: each route's roles are written out above, apart from the server's table. */
@@ -167,6 +180,7 @@ afterAll(async () => {
   await deleteAllApps(server, tenants.owner.key);
   await stopServer?.();
   removeMatrixDatabases();
+  await removeMatrixVolumes();
 }, 120_000);
 
 // Workspace resources are made by the owner and shared between calls, except for the calls that

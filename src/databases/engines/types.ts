@@ -3,6 +3,7 @@
 // string; and the commands run inside the container (readiness probe, password rotation, dump,
 // restore). Commands are argv arrays: secrets travel in `env`, `stdin` or short-lived `files`,
 // never in argv, so `ps` inside or outside the container never shows them.
+import type { DumpSample } from "../../backups/storage";
 import type { Engine } from "../../config";
 import type { Capability } from "../../docker/container-spec";
 
@@ -61,14 +62,7 @@ export type RestorePlan =
 
 export type DumpFormat = "sql" | "rdb" | "archive";
 
-/** The size of a dump's output and its first and last bytes (up to DUMP_SAMPLE_BYTES each). */
-export interface DumpSample {
-  bytes: number;
-  head: Uint8Array;
-  tail: Uint8Array;
-}
-
-export const DUMP_SAMPLE_BYTES = 256;
+export { DUMP_SAMPLE_BYTES, type DumpSample } from "../../backups/storage";
 
 export interface ContainerSettings {
   credentials: Credentials;

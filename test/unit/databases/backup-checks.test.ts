@@ -2,7 +2,7 @@
 // of its first and last bytes), and the byte ranges a download answers.
 import { describe, expect, test } from "bun:test";
 import { ENGINES, type DumpSample } from "../../../src/databases/engines";
-import { byteRange } from "../../../src/databases/backup-storage";
+import { byteRange } from "../../../src/backups/storage";
 
 const text = (value: string) => new TextEncoder().encode(value);
 const sample = (head: Uint8Array, tail: Uint8Array = head, bytes = Math.max(head.byteLength, tail.byteLength)): DumpSample => ({ bytes, head, tail });

@@ -5,8 +5,9 @@ import { expect, test } from "bun:test";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import { databaseBackups } from "../../../src/db/schema";
-import { DatabaseBackups, type BackupCopy, type BackupDestinations } from "../../../src/databases/backups";
-import { BackupStorage } from "../../../src/databases/backup-storage";
+import { DatabaseBackups } from "../../../src/databases/backups";
+import type { BackupCopy, BackupDestinations } from "../../../src/backups/model";
+import { BackupStorage } from "../../../src/backups/storage";
 import { WorkspaceDisk } from "../../../src/quotas/usage";
 import { serviceWithOneDatabase } from "../../helpers/database-service";
 

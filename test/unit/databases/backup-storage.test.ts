@@ -1,11 +1,11 @@
-// The backup files of src/databases/backup-storage.ts on a temp folder: a write that fails before
+// The backup files of src/backups/storage.ts on a temp folder: a write that fails before
 // it reads its dump (the folder or the file cannot be made, as on a full disk) stops the dump, so
 // that its producer (pg_dump on a full pipe) does not hang on, holding its lock; so does putting
 // back a remote copy.
 import { describe, expect, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { BackupStorage } from "../../../src/databases/backup-storage";
+import { BackupStorage } from "../../../src/backups/storage";
 import { tempDir } from "../../helpers/temp";
 
 /** A dump that never ends by itself, as pg_dump's output would not until someone reads it; tells when it is cancelled. */

@@ -11,7 +11,7 @@ import { ExecStopped } from "../../../src/docker/driver";
 import type { ExecStream, RunOptions } from "../../../src/docker/exec";
 import type { DatabaseService } from "../../../src/databases/service";
 import { DatabaseBackups } from "../../../src/databases/backups";
-import { BackupStorage } from "../../../src/databases/backup-storage";
+import { BackupStorage } from "../../../src/backups/storage";
 import { DatabaseRestores } from "../../../src/databases/backup-restore";
 import { WorkspaceDisk } from "../../../src/quotas/usage";
 import { serviceWithOneDatabase } from "../../helpers/database-service";

@@ -1,7 +1,7 @@
 // Retention of scheduled backups (retentionPlan in src/databases/backup-schedules.ts): which
 // backups a schedule's policy lets go, on a fixed calendar.
 import { describe, expect, test } from "bun:test";
-import { retentionPlan, type RetentionCandidate, type RetentionPolicy } from "../../../src/databases/backup-schedules";
+import { retentionPlan, type RetentionCandidate, type RetentionPolicy } from "../../../src/backups/schedule-rules";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;

@@ -8,8 +8,8 @@
 import { S3Client, type S3File } from "bun";
 import type { BackupBucket } from "../config";
 import { redact } from "../crypto/redact";
-import type { BackupCopy, BackupDestinations } from "./backups";
-import type { BackupStorage } from "./backup-storage";
+import type { BackupCopy, BackupDestinations } from "./model";
+import type { BackupStorage } from "./storage";
 
 /** S3's smallest part (but the last) and most parts of one upload. */
 const MIN_PART_BYTES = 5 * 1024 * 1024;

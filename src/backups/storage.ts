@@ -1,4 +1,5 @@
-// Backup files under `<data dir>/backups/<databaseId>/<backupId>.<format>.gz`. A dump is streamed
+// Backup files under `<data dir>/backups/<ownerId>/<backupId>.<format>.gz`, the owner being the
+// database or volume backed up (ids of both are unique). What is backed up (a dump, an archive) is streamed
 // through gzip into a `.partial` file while its SHA-256 is computed; the file is fsynced, checked
 // and recorded, and only then renamed into place, so a crash never leaves a finished-looking file
 // its row cannot vouch for. A full disk fails the write with a reason that says so. Downloads stream
@@ -6,10 +7,20 @@
 import { mkdir, open, rename, rm } from "node:fs/promises";
 import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { DUMP_SAMPLE_BYTES, type DumpFormat, type DumpSample } from "./engines";
 import { isDiskFull } from "../http/errors";
 
 const PARTIAL = ".partial";
+/** What a backup's gzip holds: a database dump (sql, rdb, archive) or a tar of a volume's content. */
+export type BackupFormat = "sql" | "rdb" | "archive" | "tar";
+/** How many of the first and last bytes of what is stored are kept aside for its checks. */
+export const DUMP_SAMPLE_BYTES = 256;
+
+/** The size of a dump's output and its first and last bytes (up to DUMP_SAMPLE_BYTES each). */
+export interface DumpSample {
+  bytes: number;
+  head: Uint8Array;
+  tail: Uint8Array;
+}
 const SAFE_ID = /^[A-Za-z0-9_-]{1,64}$/;
 /** Written to disk in batches this large: one write per chunk would be one syscall each. */
 const FLUSH_BYTES = 1024 * 1024;
@@ -95,15 +106,15 @@ function diskFullSaid(error: unknown): unknown {
 export class BackupStorage {
   constructor(readonly root: string) {}
 
-  keyOf(databaseId: string, backupId: string, format: DumpFormat): string {
-    if (!SAFE_ID.test(databaseId) || !SAFE_ID.test(backupId)) throw new Error("unsafe backup id");
-    return `${databaseId}/${backupId}.${format}.gz`;
+  keyOf(ownerId: string, backupId: string, format: BackupFormat): string {
+    if (!SAFE_ID.test(ownerId) || !SAFE_ID.test(backupId)) throw new Error("unsafe backup id");
+    return `${ownerId}/${backupId}.${format}.gz`;
   }
 
   pathOf(key: string): string {
-    const [databaseId, file] = key.split("/");
-    if (!databaseId || !file || !SAFE_ID.test(databaseId) || !/^[A-Za-z0-9_-]{1,64}\.(sql|rdb|archive)\.gz$/.test(file)) throw new Error("unsafe backup key");
-    return join(this.root, databaseId, file);
+    const [ownerId, file] = key.split("/");
+    if (!ownerId || !file || !SAFE_ID.test(ownerId) || !/^[A-Za-z0-9_-]{1,64}\.(sql|rdb|archive|tar)\.gz$/.test(file)) throw new Error("unsafe backup key");
+    return join(this.root, ownerId, file);
   }
 
   /**
@@ -205,9 +216,10 @@ export class BackupStorage {
     await rm(this.pathOf(key), { force: true });
   }
 
-  async removeDatabase(databaseId: string) {
-    if (!SAFE_ID.test(databaseId)) return;
-    await rm(join(this.root, databaseId), { recursive: true, force: true });
+  /** Every backup file of a database or volume. */
+  async removeOwner(ownerId: string) {
+    if (!SAFE_ID.test(ownerId)) return;
+    await rm(join(this.root, ownerId), { recursive: true, force: true });
   }
 
   /** At start, before anything is served: files of dumps (and uploads) cut off by a stop or crash are removed. */
