@@ -56,4 +56,11 @@ export const ACTION_LABELS = {
   "database.backup_downloaded": "Backup downloaded",
   "registry.added": "Registry credentials added",
   "registry.deleted": "Registry credentials deleted",
+  "volume.backup_started": "Volume backup started",
+  "volume.backup_deleted": "Volume backup deleted",
+  "volume.backup_downloaded": "Volume backup downloaded",
+  "volume.backup_verified": "Volume backup verified",
+  "volume.backup_schedule_set": "Volume backup schedule set",
+  "volume.backup_schedule_cleared": "Volume backup schedule cleared",
+  "volume.restored": "Volume restored",
 } as const;
