@@ -7,11 +7,10 @@
 // reads them with nothing to add, check or delete. The steps build on each other, in order.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Locator, Page } from "playwright-core";
-import { deleteAllApps, viaProxy } from "../helpers/apps";
+import { viaProxy } from "../helpers/apps";
 import { seriousViolations } from "../helpers/axe";
 import { launchBrowser, type TestBrowser } from "../helpers/browser";
-import { collectPageErrors, logInThroughPage, ownerHoldingKey } from "../helpers/dashboard-page";
-import { removeWorkspaceNetworks } from "../helpers/databases";
+import { collectPageErrors, endAppsPageTest, logInThroughPage, ownerHoldingKey } from "../helpers/dashboard-page";
 import { removeImagesFrom, startRegistry, type TestRegistry } from "../helpers/registry";
 import { TestServer, type CreatedKey } from "../helpers/server";
 
@@ -50,12 +49,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await chromium?.close();
-  if (server && key) {
-    await deleteAllApps(server, key.key, 60_000);
-    removeWorkspaceNetworks(key.workspaceId);
-  }
-  await server?.stop();
+  await endAppsPageTest(chromium, server, key);
   for (const registry of [open, locked]) {
     if (!registry) continue;
     removeImagesFrom(registry.host);
