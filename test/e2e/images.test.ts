@@ -101,6 +101,8 @@ describe("deploy from an image", () => {
     const form = imageForm();
     await form.getByLabel(/^Image/).fill(`${open.host}/web/site:1.0`);
     await form.getByLabel("Environment variables (optional)").fill("GREETING=hello");
+    // The release waits for GET / to answer, as the JSON body's healthCheck asks.
+    await form.getByLabel("Health check path").fill("/");
     await form.getByRole("button", { name: "Deploy" }).click();
     await page.getByRole("heading", { level: 2, name: "Deploying img-site" }).waitFor();
     await page.getByText("img-site is running at").waitFor({ timeout: 150_000 });
@@ -109,7 +111,7 @@ describe("deploy from an image", () => {
 
     const [app] = (await server.request("GET", "/api/apps/", { key: key.key })).body.apps;
     appId = app.id;
-    expect(app).toMatchObject({ status: "running", runtime: "image", image: `${open.host}/web/site:1.0`, exposePort: 8080 });
+    expect(app).toMatchObject({ status: "running", runtime: "image", image: `${open.host}/web/site:1.0`, exposePort: 8080, healthCheck: { path: "/", intervalSeconds: 10 } });
     expect((await server.request("GET", `/api/apps/${appId}/env`, { key: key.key })).body.envVars).toEqual({ GREETING: "hello" });
     expect(await (await viaProxy(server, app.subdomain)).text()).toBe("first image");
   });
