@@ -1,9 +1,10 @@
 // Health checks and the statuses they bring, in headless Chromium against the real server and
-// engine: an app deployed from the ZIP form with the check's numbers set (and no path: TCP only),
-// a health path set and saved in its Health tab, the probes listed as they come; restarting turned
-// off in Settings (whose hint says how the platform restarts); a failing /health that makes the app
-// `unhealthy` with its last probe in the page; and a container that keeps exiting shown as
-// `crash-loop` with its exit code and last output, its lifecycle actions still offered. In order.
+// engine: an app deployed from the ZIP form with the check's numbers set (and no path: TCP only);
+// in its Health tab a refused path shown beside its field, then a path saved and the probes listed
+// as they come; restarting turned off in Settings (whose hint says how the platform restarts); a
+// failing /health that makes the app `unhealthy` with its last probe in the page; and a container
+// that keeps exiting shown as `crash-loop` with its exit code and last output, its lifecycle
+// actions still offered. The steps build on each other, in order.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Page } from "playwright-core";
 import { appZip, deployZip, viaProxy, waitForStatus } from "../helpers/apps";
@@ -90,6 +91,14 @@ describe("health checks in the dashboard", () => {
     await tab.getByText(/^TCP only: a connect to the app's port, every 1 s/).waitFor();
     const path = tab.getByLabel("Path", { exact: true });
     expect(await path.inputValue()).toBe("");
+    // A path the API refuses is shown beside the field (the settings route names only
+    // `healthCheck`: the one field changed is the one at fault), and nothing is saved.
+    await path.fill("health");
+    await tab.getByRole("button", { name: "Save the health check" }).click();
+    const refusal = tab.locator(".field", { has: page.getByLabel("Path", { exact: true }) }).getByRole("alert");
+    expect(await refusal.textContent()).toStartWith("Invalid body field 'healthCheck");
+    expect(await path.getAttribute("aria-invalid")).toBe("true");
+    expect((await appOf(probedId)).healthCheck.path).toBeNull();
     await path.fill("/health");
     await tab.getByRole("button", { name: "Save the health check" }).click();
     await tab.getByRole("status").getByText("Saved. The next probe and release use it.").waitFor();

@@ -1,7 +1,7 @@
 // Health tab: the app's health check (changed through PUT /api/apps/{id}/settings `healthCheck`,
 // only the fields the person changed; "Back to the defaults" sends null) and its probes from
 // GET /api/apps/{id}/health: the last one and the recent history, read again while the tab is open.
-import { useEffect } from "preact/hooks";
+import { useEffect, useRef } from "preact/hooks";
 import { api, segment } from "../../../api";
 import { Table } from "../../../components/table";
 import { ErrorText, ReadOnlyNote } from "../../../components/text";
@@ -70,27 +70,29 @@ function changesOf(current: HealthCheck, form: HTMLFormElement): Partial<HealthC
   return changes;
 }
 
+/**
+ * The field a refusal is about: the one it names (`healthCheck.path`); when it names only
+ * `healthCheck` (the settings route checks the object as a whole), the one field changed, if so.
+ */
+function refusedField(message: string, changed: string[]): string | undefined {
+  const named = /field '(healthCheck(?:\.[A-Za-z]+)?)'/.exec(message)?.[1];
+  if (named !== "healthCheck") return named;
+  return changed.length === 1 ? `healthCheck.${changed[0]}` : undefined;
+}
+
 function HealthCheckForm({ app, reloadApp }: TabProps) {
-  const {
-    session,
-    canChange,
-    loaded: check,
-    revision,
-    busy,
-    notice,
-    formError,
-    error,
-    save,
-  } = useSettingsSave(
+  const changed = useRef<string[]>([]);
+  const { session, canChange, loaded: check, revision, busy, notice, formError, error, save } = useSettingsSave(
     app,
     reloadApp,
     (loaded) => loaded.healthCheck,
-    (message) => /field '(healthCheck\.[A-Za-z]+)'/.exec(message)?.[1],
+    (message) => refusedField(message, changed.current),
   );
   const submit = (event: SubmitEvent) => {
     event.preventDefault();
     const changes = changesOf(check, event.currentTarget as HTMLFormElement);
-    void save(Object.keys(changes).length ? { healthCheck: changes } : {}, () => "Saved. The next probe and release use it.");
+    changed.current = Object.keys(changes);
+    void save(changed.current.length ? { healthCheck: changes } : {}, () => "Saved. The next probe and release use it.");
   };
   const reset = () => save({ healthCheck: null }, () => "Back to the defaults: a TCP check.");
 
@@ -100,7 +102,7 @@ function HealthCheckForm({ app, reloadApp }: TabProps) {
       <fieldset disabled={!canChange}>
         <legend>Check</legend>
         <p class="muted">{checkSentence(check)}</p>
-        <SettingField name="healthCheck.path" label="Path" error={error("healthCheck.path")} hint="For example /health. Empty: TCP only (a connect to the app's port)">
+        <SettingField name="healthCheck.path" label="Path" error={error("healthCheck.path")} hint="Starts with /, no spaces, for example /health. Empty: TCP only (a connect to the app's port)">
           {settingInput("healthCheck.path", {
             defaultValue: check.path ?? "",
             placeholder: "TCP only",
