@@ -7,11 +7,10 @@
 // reads them with nothing to add, check or delete. The steps build on each other, in order.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Locator, Page } from "playwright-core";
-import { deleteAllApps, viaProxy } from "../helpers/apps";
+import { viaProxy } from "../helpers/apps";
 import { seriousViolations } from "../helpers/axe";
 import { launchBrowser, type TestBrowser } from "../helpers/browser";
-import { collectPageErrors, logInThroughPage, ownerHoldingKey } from "../helpers/dashboard-page";
-import { removeWorkspaceNetworks } from "../helpers/databases";
+import { collectPageErrors, endAppsPageTest, logInThroughPage, ownerHoldingKey } from "../helpers/dashboard-page";
 import { removeImagesFrom, startRegistry, type TestRegistry } from "../helpers/registry";
 import { TestServer, type CreatedKey } from "../helpers/server";
 
@@ -50,12 +49,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await chromium?.close();
-  if (server && key) {
-    await deleteAllApps(server, key.key, 60_000);
-    removeWorkspaceNetworks(key.workspaceId);
-  }
-  await server?.stop();
+  await endAppsPageTest(chromium, server, key);
   for (const registry of [open, locked]) {
     if (!registry) continue;
     removeImagesFrom(registry.host);
@@ -107,6 +101,8 @@ describe("deploy from an image", () => {
     const form = imageForm();
     await form.getByLabel(/^Image/).fill(`${open.host}/web/site:1.0`);
     await form.getByLabel("Environment variables (optional)").fill("GREETING=hello");
+    // The release waits for GET / to answer, as the JSON body's healthCheck asks.
+    await form.getByLabel("Health check path").fill("/");
     await form.getByRole("button", { name: "Deploy" }).click();
     await page.getByRole("heading", { level: 2, name: "Deploying img-site" }).waitFor();
     await page.getByText("img-site is running at").waitFor({ timeout: 150_000 });
@@ -115,7 +111,7 @@ describe("deploy from an image", () => {
 
     const [app] = (await server.request("GET", "/api/apps/", { key: key.key })).body.apps;
     appId = app.id;
-    expect(app).toMatchObject({ status: "running", runtime: "image", image: `${open.host}/web/site:1.0`, exposePort: 8080 });
+    expect(app).toMatchObject({ status: "running", runtime: "image", image: `${open.host}/web/site:1.0`, exposePort: 8080, healthCheck: { path: "/", intervalSeconds: 10 } });
     expect((await server.request("GET", `/api/apps/${appId}/env`, { key: key.key })).body.envVars).toEqual({ GREETING: "hello" });
     expect(await (await viaProxy(server, app.subdomain)).text()).toBe("first image");
   });

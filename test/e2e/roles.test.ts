@@ -116,6 +116,12 @@ describe("a viewer", () => {
     expect(await buttonCount(page, "Save settings")).toBe(0);
     expect(await page.getByRole("heading", { name: "Deploy hook" }).count()).toBe(0);
 
+    await openTab(page, "App", "Health");
+    await page.getByText("Your role in this workspace (viewer) can read the health check, not change it.").waitFor();
+    expect(await page.getByLabel("Path", { exact: true }).isDisabled()).toBe(true);
+    expect(await buttonCount(page, "Save the health check")).toBe(0);
+    expect(await buttonCount(page, "Back to the defaults")).toBe(0);
+
     await openTab(page, "App", "Domains");
     await page.getByText("No custom domains yet.").waitFor();
     expect(await page.getByRole("form", { name: "Add a domain" }).count()).toBe(0);
@@ -193,6 +199,9 @@ describe("a member", () => {
     await page.getByRole("button", { name: "Save settings" }).waitFor();
     expect(await page.getByLabel("Name", { exact: true }).isDisabled()).toBe(false);
     await page.getByRole("heading", { name: "Deploy hook" }).waitFor();
+    await openTab(page, "App", "Health");
+    await page.getByRole("button", { name: "Save the health check" }).waitFor();
+    expect(await page.getByLabel("Path", { exact: true }).isDisabled()).toBe(false);
     await openTab(page, "App", "Files");
     await page.getByRole("link", { name: "index.html" }).waitFor();
     await page.getByRole("link", { name: "Download as ZIP" }).waitFor();

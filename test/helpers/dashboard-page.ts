@@ -1,7 +1,10 @@
 // What the dashboard's end-to-end tests share: an owner who holds the workspace's key, a watch on
 // the page for what must never happen (uncaught exceptions, console errors such as CSP refusals),
-// and the tables a reader would have to scroll sideways.
+// the tables a reader would have to scroll sideways, and the end of a test that deployed apps.
 import type { Page } from "playwright-core";
+import { deleteAllApps } from "./apps";
+import type { TestBrowser } from "./browser";
+import { removeWorkspaceNetworks } from "./databases";
 import type { CreatedKey, TestServer } from "./server";
 
 export interface Owner {
@@ -45,4 +48,14 @@ export function tablesScrollingSideways(page: Page): Promise<string[]> {
       .filter((frame) => frame.scrollWidth > frame.clientWidth + 1)
       .map((frame) => frame.querySelector("caption")?.textContent ?? frame.outerHTML.slice(0, 80)),
   );
+}
+
+/** Closes the browser, deletes the key's apps (and their workspace's networks) and stops the server; each only if it was made. */
+export async function endAppsPageTest(chromium: TestBrowser | undefined, server: TestServer | undefined, key: CreatedKey | undefined) {
+  await chromium?.close();
+  if (server && key) {
+    await deleteAllApps(server, key.key, 60_000);
+    removeWorkspaceNetworks(key.workspaceId);
+  }
+  await server?.stop();
 }

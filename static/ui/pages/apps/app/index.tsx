@@ -1,5 +1,6 @@
 // One app's page: its name, live status, URL and lifecycle actions, then its tabs (overview, logs,
-// builds, environment, settings, domains, traffic, files, history), each a hash route of its own.
+// builds, environment, settings, health, domains, traffic, files, history), each a hash route of its
+// own. An unhealthy or crash-looping app has its reason under the header on every tab.
 import { useEffect, useState } from "preact/hooks";
 import "./app-page.css";
 import { api, segment } from "../../../api";
@@ -12,10 +13,12 @@ import { FilesTab } from "../files";
 import { BuildsTab } from "./builds";
 import { DomainsTab } from "./domains";
 import { EnvTab } from "./env";
+import { HealthTab } from "./health";
 import { HistoryTab } from "./history";
 import { ImageSource, isImageApp } from "./image-source";
 import { LogsTab } from "./logs";
 import { SettingsTab } from "./settings";
+import { isTroubled, StatusReason, TroubledStatus } from "./status-reason";
 import { TrafficTab } from "./traffic";
 import type { App, TabProps } from "./types";
 
@@ -23,7 +26,7 @@ const STATUS_REFRESH_MS = 3000;
 
 function OverviewTab({ app }: TabProps) {
   const rows: [string, preact.ComponentChildren][] = [
-    ["Status", <><StatusBadge status={app.status} /> {app.statusReason && <span class="muted">{app.statusReason}</span>}</>],
+    ["Status", <><StatusBadge status={app.status} /> {!isTroubled(app) && <StatusReason reason={app.statusReason} />}</>],
     ["Runtime", app.runtime],
     ["Memory", `${app.memoryMB} MB`],
     ["CPUs", String(app.cpus)],
@@ -74,6 +77,7 @@ const TABS: { id: string; title: string; Tab: (props: TabProps) => preact.JSX.El
   { id: "builds", title: "Builds", Tab: BuildsTab },
   { id: "env", title: "Environment", Tab: EnvTab },
   { id: "settings", title: "Settings", Tab: SettingsTab },
+  { id: "health", title: "Health", Tab: HealthTab },
   { id: "domains", title: "Domains", Tab: DomainsTab },
   { id: "traffic", title: "Traffic", Tab: TrafficTab },
   { id: "files", title: "Files", Tab: ({ app, rest }) => <FilesTab appId={app.id} rest={rest} /> },
@@ -163,6 +167,7 @@ export function AppPage({ appId, tab, rest }: { appId: string; tab?: string; res
         )}
       </div>
       {loaded.error && <ErrorText message={`Could not refresh the status: ${loaded.error}`} />}
+      <TroubledStatus app={app} />
       <Actions app={app} reloadApp={loaded.reload} />
       <Tabs label="App" current={current.id} tabs={TABS.map(({ id, title }) => ({ id, title, href: id === "overview" ? href("apps", app.id) : href("apps", app.id, id) }))} />
       <section class="panel" aria-label={current.title} key={current.id}>

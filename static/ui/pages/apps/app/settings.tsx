@@ -2,7 +2,8 @@
 // names a field ("Invalid body field 'memoryMB': ...") is shown beside that field, else under the form.
 // A repository app's GitHub webhook (./github-webhook.tsx) and the deploy-hook URL
 // (./deploy-hook.tsx) follow. A role that may not change them reads them in
-// disabled fields. An image app has no runtime or builder to choose.
+// disabled fields. An image app has no runtime or builder to choose. The health check has a tab
+// of its own (./health.tsx).
 import type { ComponentChildren } from "preact";
 import { useMemo, useState } from "preact/hooks";
 import { api, segment } from "../../../api";
@@ -30,7 +31,7 @@ function fieldOfMessage(message: string): string | null {
   return FIELDS.find((field) => new RegExp(`\\b${field.replace(".", "\\.")}\\b`).test(message)) ?? null;
 }
 
-function SettingField(props: { name: string; label: string; error?: string; hint?: ComponentChildren; children: (ids: { id: string; describedBy?: string; invalid: boolean }) => ComponentChildren }) {
+export function SettingField(props: { name: string; label: string; error?: string; hint?: ComponentChildren; children: (ids: { id: string; describedBy?: string; invalid: boolean }) => ComponentChildren }) {
   const id = `app-setting-${props.name.replace(".", "-")}`;
   const describedBy = [props.error ? `${id}-error` : "", props.hint ? `${id}-hint` : ""].filter(Boolean).join(" ") || undefined;
   return (
@@ -99,44 +100,85 @@ function changesOf(app: App, form: HTMLFormElement): Record<string, unknown> {
   return body;
 }
 
-export function SettingsTab({ app, reloadApp }: TabProps) {
+interface SettingsAnswer {
+  restarted: boolean;
+  buildId: string | null;
+}
+
+/**
+ * The state of a form that saves with PUT /api/apps/{id}/settings. Its fields start from what
+ * `formState` takes of the app as loaded; a save remounts it (key `revision`) with the app as saved.
+ * Changes are measured against that same state, not against a newer app read by the page's polling.
+ * A refusal goes beside the field `fieldOf` finds in its message, else under the form.
+ */
+export function useSettingsSave<State>(app: App, reloadApp: () => Promise<void>, formState: (app: App) => State, fieldOf: (message: string) => string | null | undefined) {
   const { session } = useSession();
   const canChange = may(session, "PUT /api/apps/{appId}/settings");
   const [fieldErrors, setFieldErrors] = useState<Record<string, string>>({});
   const [formError, setFormError] = useState("");
   const [notice, setNotice] = useState("");
   const [busy, setBusy] = useState(false);
-  // The form's fields start from the app as loaded; a save remounts it with the app as saved.
-  // Changes are measured against that same app, not against a newer one read by the page's polling.
   const [revision, setRevision] = useState(0);
-  const formApp = useMemo(() => app, [revision]);
+  const loaded = useMemo(() => formState(app), [revision]);
 
-  const submit = async (event: SubmitEvent) => {
-    event.preventDefault();
-    const body = changesOf(formApp, event.currentTarget as HTMLFormElement);
+  const save = async (body: Record<string, unknown>, savedText: (answer: SettingsAnswer) => string) => {
     setFieldErrors({});
     setFormError("");
     setNotice("");
     if (!Object.keys(body).length) return setNotice("Nothing changed.");
     setBusy(true);
     try {
-      const answer = await api<{ restarted: boolean; buildId: string | null }>("PUT", `/api/apps/${segment(app.id)}/settings`, body);
+      const answer = await api<SettingsAnswer>("PUT", `/api/apps/${segment(app.id)}/settings`, body);
       await reloadApp();
       setRevision(revision + 1);
-      setNotice(answer.buildId ? "Saved. The app is being rebuilt with the new settings." : answer.restarted ? "Saved. The app restarted with the new settings." : "Saved.");
+      setNotice(savedText(answer));
     } catch (failure) {
       const message = (failure as Error).message;
-      const field = fieldOfMessage(message);
+      const field = fieldOf(message);
       if (field) setFieldErrors({ [field]: message });
       else setFormError(message);
     } finally {
       setBusy(false);
     }
   };
-  const error = (field: string) => fieldErrors[field];
-  const input = (name: string, attributes: Record<string, unknown>) => (ids: { id: string; describedBy?: string; invalid: boolean }) => (
-    <input id={ids.id} name={name} aria-describedby={ids.describedBy} aria-invalid={ids.invalid || undefined} {...attributes} />
+  return { session, canChange, loaded, revision, busy, notice, formError, error: (field: string) => fieldErrors[field], save };
+}
+
+/** A setting's input, wired to the label, hint and error of its SettingField. */
+export const settingInput = (name: string, attributes: Record<string, unknown>) => (ids: { id: string; describedBy?: string; invalid: boolean }) => (
+  <input id={ids.id} name={name} aria-describedby={ids.describedBy} aria-invalid={ids.invalid || undefined} {...attributes} />
+);
+
+/** The end of a settings form: its save button (and `children`, more buttons) for who may save, what the save said, its refusal. */
+export function SaveActions(props: { canChange: boolean; busy: boolean; notice: string; formError: string; submitText: string; children?: ComponentChildren }) {
+  return (
+    <>
+      {props.canChange && (
+        <div class="form-actions">
+          <button type="submit" class="primary" disabled={props.busy}>
+            {props.submitText}
+          </button>
+          {props.children}
+          {props.busy && <Spinner label="Saving…" />}
+        </div>
+      )}
+      <p role="status" class="notice">
+        {props.notice}
+      </p>
+      <ErrorText message={props.formError} />
+    </>
   );
+}
+
+export function SettingsTab({ app, reloadApp }: TabProps) {
+  const { session, canChange, loaded: formApp, revision, busy, notice, formError, error, save } = useSettingsSave(app, reloadApp, (loaded) => loaded, fieldOfMessage);
+  const submit = (event: SubmitEvent) => {
+    event.preventDefault();
+    void save(changesOf(formApp, event.currentTarget as HTMLFormElement), (answer) =>
+      answer.buildId ? "Saved. The app is being rebuilt with the new settings." : answer.restarted ? "Saved. The app restarted with the new settings." : "Saved.",
+    );
+  };
+  const input = settingInput;
 
   return (
     <>
@@ -187,7 +229,7 @@ export function SettingsTab({ app, reloadApp }: TabProps) {
         </fieldset>
         <fieldset disabled={!canChange}>
           <legend>Behaviour</legend>
-          <CheckField name="autoRestart" label="Restart when it crashes" checked={formApp.autoRestart} hint="applied in place" />
+          <CheckField name="autoRestart" label="Restart when it crashes or turns unhealthy" checked={formApp.autoRestart} hint="the platform restarts it with backoff: 2 s, then 4 s, 8 s… up to a ceiling" />
           <CheckField name="autoDeploy" label="Deploy on push" checked={formApp.autoDeploy} hint="repository apps" />
           <CheckField name="httpsRedirect" label="Redirect HTTP to HTTPS" checked={formApp.httpsRedirect} hint="once a certificate serves it" />
           <CheckField name="hsts" label="Send HSTS" checked={formApp.hsts} hint="browsers remember it for a year" />
@@ -204,18 +246,7 @@ export function SettingsTab({ app, reloadApp }: TabProps) {
             ))}
           </div>
         </fieldset>
-        {canChange && (
-          <div class="form-actions">
-            <button type="submit" class="primary" disabled={busy}>
-              Save settings
-            </button>
-            {busy && <Spinner label="Saving…" />}
-          </div>
-        )}
-        <p role="status" class="notice">
-          {notice}
-        </p>
-        <ErrorText message={formError} />
+        <SaveActions canChange={canChange} busy={busy} notice={notice} formError={formError} submitText="Save settings" />
       </form>
       {app.repository && may(session, "GET /api/apps/{appId}/webhook") && <GitHubWebhook app={app} canReplace={may(session, "POST /api/apps/{appId}/webhook")} />}
       {may(session, "GET /api/apps/{appId}/deploy-hook") && <DeployHook app={app} canReplace={may(session, "POST /api/apps/{appId}/deploy-hook")} />}

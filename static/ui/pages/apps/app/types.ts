@@ -14,6 +14,24 @@ export interface RateLimits {
   hostRps: number | null;
 }
 
+/** An app's health check (src/apps/health/settings.ts); `path` null: a TCP connect to its port. */
+export interface HealthCheck {
+  path: string | null;
+  intervalSeconds: number;
+  timeoutSeconds: number;
+  healthyThreshold: number;
+  unhealthyThreshold: number;
+  startPeriodSeconds: number;
+}
+
+export interface HealthProbe {
+  status: "pass" | "fail";
+  at: string;
+  httpStatus: number | null;
+  error: string | null;
+  latencyMs: number;
+}
+
 export interface App {
   id: string;
   name: string;
@@ -41,6 +59,9 @@ export interface App {
   hsts: boolean;
   certificate: CertificateStatus | null;
   currentBuildId: string | null;
+  healthCheck: HealthCheck;
+  /** The last probe of its health check; null before the first since the platform started. */
+  health: HealthProbe | null;
   filesChangedSinceBuild: boolean;
   createdAt: string;
   updatedAt: string;

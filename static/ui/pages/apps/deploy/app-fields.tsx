@@ -1,8 +1,9 @@
 // The fields every deploy shares: the app's name, runtime, memory, CPUs, subdomain, and the start
 // command and port for an app the detection does not know how to run. An image has no runtime and
 // runs its own command unless given one. The API checks them and names the field at fault; no
-// pattern here would say more.
+// pattern here would say more. The health check closes them (./health-check-fields.tsx).
 import { Field, SelectField } from "../../../components/form";
+import { HealthCheckFields, healthCheckValue } from "./health-check-fields";
 
 export const RUNTIMES: [value: string, text: string][] = [
   ["node", "Node.js"],
@@ -24,6 +25,7 @@ export function AppFields({ fromImage = false }: { fromImage?: boolean }) {
         <Field label="Start command (optional)" name="startupCommand" autocomplete="off" spellcheck={false} placeholder="Detected from the source" hint="Run in the app's folder, for example: python web.py" />
       )}
       <Field label="Port (optional)" name="exposePort" type="number" min={1} max={65535} step={1} placeholder="3000" hint="Given to the app as PORT, where it must listen." />
+      <HealthCheckFields />
     </div>
   );
 }
@@ -38,5 +40,6 @@ export function appFieldValues(values: Record<string, string>) {
     ...(values.subdomain?.trim() ? { subdomain: values.subdomain.trim() } : {}),
     ...(values.startupCommand?.trim() ? { startupCommand: values.startupCommand.trim() } : {}),
     ...(values.exposePort?.trim() ? { exposePort: Number(values.exposePort) } : {}),
+    ...healthCheckValue(values),
   };
 }

@@ -15,8 +15,11 @@ export interface StartedDeploy {
   created: boolean;
 }
 
-/** Statuses a deploy ends in: nothing more changes without a person asking. */
-const SETTLED = new Set(["running", "failed", "crashed", "stopped"]);
+/**
+ * Statuses a deploy ends in: nothing more changes without a person asking, or the platform's
+ * probes and restarts take over (unhealthy, crash-loop: shown with their reason).
+ */
+const SETTLED = new Set(["running", "failed", "crashed", "stopped", "unhealthy", "crash-loop"]);
 const STATUS_POLL_MS = 1500;
 /** A log longer than this keeps only its latest lines on the page (the whole log stays in the API). */
 const MAX_SHOWN_LINES = 5000;
@@ -71,7 +74,8 @@ export function DeployProgress({ started, onDeployAnother }: { started: StartedD
             .
           </span>
         )}
-        {settled && app.status !== "running" && <span>The deploy did not succeed{app.statusReason ? `: ${app.statusReason}` : "."}</span>}
+        {(app.status === "unhealthy" || app.status === "crash-loop") && <span>{app.name} was released and is {app.status}: see its page.</span>}
+        {settled && !["running", "unhealthy", "crash-loop"].includes(app.status) && <span>The deploy did not succeed{app.statusReason ? `: ${app.statusReason}` : "."}</span>}
       </p>
       <ErrorText message={statusError} />
       <p class="deploy-links">

@@ -63,7 +63,8 @@ export function ZipDeployForm({ onStarted }: { onStarted: (started: StartedDeplo
       return setError((failure as Error).message);
     }
     const form = new FormData();
-    for (const [field, value] of Object.entries(appFieldValues(values))) form.set(field, String(value));
+    // A form's fields are text: the health check goes as JSON text, as the API takes it.
+    for (const [field, value] of Object.entries(appFieldValues(values))) form.set(field, typeof value === "object" ? JSON.stringify(value) : String(value));
     // A value typed for a variable the check found wins over the same name in the text.
     const envVars = { ...pasted, ...Object.fromEntries(Object.entries(envValues).filter(([, value]) => value !== "")) };
     if (Object.keys(envVars).length) form.set("envVars", JSON.stringify(envVars));
