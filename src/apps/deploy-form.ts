@@ -3,6 +3,7 @@
 import { ApiError } from "../http/errors";
 import { parseEnvVarsField } from "./env-vars";
 import { CONTAINER_CPUS, type Runtime } from "../config";
+import { parseReleaseStrategyField, parseVolumesField } from "../volumes/validation";
 import { BUILDERS, MAX_STARTUP_COMMAND, MEMORY_MB, NAME_PATTERN, SUBDOMAIN_PATTERN, type BuilderSetting } from "./model";
 
 const RUNTIMES: Runtime[] = ["node", "bun", "python"];
@@ -70,5 +71,7 @@ export function parseDeployFields(fields: Record<string, string>) {
     autoRestart: autoRestartText === undefined ? undefined : autoRestartText === "true",
     builder: builderField(fields),
     machineId: fields.machineId || undefined,
+    volumes: parseVolumesField(fields.volumes),
+    releaseStrategy: parseReleaseStrategyField(fields.releaseStrategy),
   };
 }

@@ -25,6 +25,8 @@ import { waitUntilListening } from "./readiness";
 import { DEFAULT_EXPOSE_PORT, type AppStatus } from "./model";
 import { routePolicyOf } from "./rate-limits";
 import { removeImagesBeyondRetention } from "./image-retention";
+import { appVolumeMounts } from "../volumes/mounts";
+import { releaseStrategyOf } from "../volumes/service";
 
 export type AppRow = typeof apps.$inferSelect;
 
@@ -206,7 +208,14 @@ export class Deployer {
     const held = new Set<string>();
     this.containersInHand.set(appId, held);
     let containerId: string | null = null;
+    // stop-first (apps with volumes, by default): the old container stops before the new one starts, and starts again if the new one fails.
+    const stopFirst = app.containerId !== null && releaseStrategyOf(this.ctx.db, app) === "stop-first";
+    const stoppedFirst = stopFirst && (await driver.inspectContainer(app.containerId!).then((state) => state.running, () => false)) ? app.containerId : null;
     try {
+      if (stoppedFirst) {
+        log(`==> Stopping container ${stoppedFirst.slice(0, 12)} first (releaseStrategy stop-first)`);
+        await driver.stopContainer(stoppedFirst, 10);
+      }
       containerId = await this.startContainer(driver, app, buildId, image, log, held);
       await pauseForTest("release.started");
       const upstream = await this.waitForContainer(driver, app, containerId, log, signal);
@@ -245,11 +254,30 @@ export class Deployer {
       if (reason === "internal error") console.error(`[apps] release of ${appId}:`, error);
       log(`==> Release failed: ${reason}`);
       if (containerId) await driver.removeContainer(containerId, APP_CONTAINER_REMOVAL).catch(() => {});
+      if (stoppedFirst) await this.restartStoppedFirst(driver, app, stoppedFirst, log);
       await this.afterFailure(appId, `Deploy of build ${buildId} failed: ${reason}`);
       return reason;
     } finally {
       this.containersInHand.delete(appId);
       this.ctx.db.update(apps).set({ releasingBuildId: null }).where(eq(apps.id, appId)).run();
+    }
+  }
+
+  /** stop-first: the previous container, stopped for a release that failed, serves again (at the address it has now). */
+  private async restartStoppedFirst(driver: DockerDriver, app: AppRow, containerId: string, log: (line: string) => void) {
+    log(`==> Starting the previous container ${containerId.slice(0, 12)} again`);
+    try {
+      await driver.startContainer(containerId);
+      const host = (await driver.inspectContainer(containerId)).networks[workspaceNetworkName(app.workspaceId)];
+      const port = app.servingPort ?? app.exposePort ?? DEFAULT_EXPOSE_PORT;
+      const stillRunning = async () => (await driver.inspectContainer(containerId)).running;
+      if (!host || (await waitUntilListening({ host, port, timeoutMs: START_TIMEOUT_MS, stillRunning })) !== "listening") throw new Error("it did not listen again");
+      const current = this.app(app.id);
+      if (current?.subdomain && current.containerId === containerId) {
+        this.ctx.proxyRoutes.set(current.subdomain, { host, port, ...routePolicyOf(current, this.ctx.config.proxyRateLimits) });
+      }
+    } catch (error) {
+      log(`==> The previous container did not serve again: ${(error as Error).message}`);
     }
   }
 
@@ -274,6 +302,7 @@ export class Deployer {
       sysctls: port < 1024 && user ? { "net.ipv4.ip_unprivileged_port_start": "0" } : undefined,
       network: { name: network, aliases: [app.name] },
       publish: { containerPort: port, hostIp: "127.0.0.1" },
+      volumes: await appVolumeMounts(this.ctx.db, driver, app, image, user),
       // Restarts begin once it listens (see release): a crash while starting must fail the deploy, not loop.
       restartPolicy: "no",
       init: true,

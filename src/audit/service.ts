@@ -61,6 +61,8 @@ export const AUDIT_ACTIONS = [
   "database.backup_deleted",
   "database.backup_verified",
   "database.backup_downloaded",
+  "volume.attached",
+  "volume.deleted",
   "build.canceled",
 ] as const;
 

@@ -19,6 +19,7 @@ import m0013 from "./migrations/0013_webhooks.sql" with { type: "text" };
 import m0014 from "./migrations/0014_domains_takeover.sql" with { type: "text" };
 import m0015 from "./migrations/0015_release_recovery.sql" with { type: "text" };
 import m0016 from "./migrations/0016_volumes.sql" with { type: "text" };
+import m0017 from "./migrations/0017_volumes.sql" with { type: "text" };
 
 export const EMBEDDED_MIGRATIONS: Record<string, string> = {
   "0000_init": m0000,
@@ -38,6 +39,7 @@ export const EMBEDDED_MIGRATIONS: Record<string, string> = {
   "0014_domains_takeover": m0014,
   "0015_release_recovery": m0015,
   "0016_volumes": m0016,
+  "0017_volumes": m0017,
 };
 
 export interface MigrationMeta {

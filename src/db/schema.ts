@@ -180,6 +180,8 @@ export const apps = sqliteTable(
     httpsRedirect: integer("https_redirect", { mode: "boolean" }).notNull().default(true),
     /** HTTPS answers carry Strict-Transport-Security (opt-in: browsers remember it for a year). */
     hsts: integer("hsts", { mode: "boolean" }).notNull().default(false),
+    /** `start-first` or `stop-first` (src/volumes); null: stop-first with volumes, else start-first. */
+    releaseStrategy: text("release_strategy"),
     /** The repository a repository deploy clones (src/apps/repository); null for ZIP apps. */
     repoId: text("repo_id"),
     repoOwner: text("repo_owner"),

@@ -389,6 +389,17 @@ export class DockerDriver {
     await this.call(`create volume ${name}`, () => this.docker.createVolume({ Name: name, Labels: labels }));
   }
 
+  /** Whether the engine has a volume of that name. */
+  async hasVolume(name: string): Promise<boolean> {
+    try {
+      await this.call(`inspect volume ${name}`, () => this.docker.getVolume(name).inspect());
+      return true;
+    } catch (error) {
+      if (error instanceof DockerNotFound) return false;
+      throw error;
+    }
+  }
+
   /** Removes a volume only if it carries the platform's label. */
   async removeVolume(name: string): Promise<boolean> {
     try {

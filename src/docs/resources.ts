@@ -15,6 +15,7 @@ import { ORGANIZATION_RESOURCES } from "../organization/model";
 import { PLATFORM_RESOURCES } from "../platform/model";
 import { SESSION_RESOURCES } from "../auth/model";
 import { QUOTA_RESOURCES } from "../quotas/model";
+import { VOLUME_RESOURCES } from "../volumes/model";
 
 export const RESOURCES = [
   LIST_META,
@@ -33,4 +34,5 @@ export const RESOURCES = [
   ...PLATFORM_RESOURCES,
   ...SESSION_RESOURCES,
   ...QUOTA_RESOURCES,
+  ...VOLUME_RESOURCES,
 ];

@@ -26,6 +26,7 @@ import { githubAppRoutes } from "../git/routes";
 import { appDomainsRoutes } from "../apps/domains/routes";
 import { buildsRoutes } from "../apps/builds-routes";
 import { appHistoryRoutes } from "../apps/history";
+import { volumesRoutes } from "../volumes";
 
 /** "body.name: Expected string length greater or equal to 1" — names the field at fault. */
 function validationMessage(error: any): string {
@@ -116,7 +117,8 @@ export function createServer(ctx: ServerContext) {
     .use(webhooksRoutes(ctx))
     .use(appWebhookRoutes(ctx))
     .use(githubAppRoutes(ctx))
-    .use(appHistoryRoutes(ctx));
+    .use(appHistoryRoutes(ctx))
+    .use(volumesRoutes(ctx));
   bodySchemas = bodySchemasOf(server.routes);
   return server;
 }

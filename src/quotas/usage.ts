@@ -55,7 +55,7 @@ export function entryCharge(size = 0): number {
 }
 
 /** The kinds of things a workspace keeps on the platform's disk. */
-export type DiskKind = "appSources" | "buildLogs" | "backups";
+export type DiskKind = "appSources" | "buildLogs" | "backups" | "volumes";
 
 /** Bytes a workspace keeps on the platform's disk, for one kind of thing. */
 export type DiskUsageSource = (workspaceId: string, options: { exceptAppId?: string }) => Promise<number>;
@@ -91,8 +91,8 @@ export class WorkspaceDisk {
   /** Bytes used by each kind (0 for one not registered), and those reserved by writes under way. */
   async bytesByKind(workspaceId: string): Promise<Record<DiskKind | "inProgress", number>> {
     const measure = (kind: DiskKind) => this.sources.get(kind)?.(workspaceId, {}) ?? 0;
-    const [appSources, buildLogs, backups] = await Promise.all([measure("appSources"), measure("buildLogs"), measure("backups")]);
-    return { appSources, buildLogs, backups, inProgress: this.reserved.get(workspaceId) ?? 0 };
+    const [appSources, buildLogs, backups, volumes] = await Promise.all([measure("appSources"), measure("buildLogs"), measure("backups"), measure("volumes")]);
+    return { appSources, buildLogs, backups, volumes, inProgress: this.reserved.get(workspaceId) ?? 0 };
   }
 
   /**
