@@ -25,7 +25,7 @@ import { waitUntilListening } from "./readiness";
 import { DEFAULT_EXPOSE_PORT, type AppStatus } from "./model";
 import { routePolicyOf } from "./rate-limits";
 import { removeImagesBeyondRetention } from "./image-retention";
-import { appVolumeMounts } from "../volumes/mounts";
+import { appVolumeMounts, mountsDigested } from "../volumes/mounts";
 import { releaseStrategyOf } from "../volumes/service";
 
 export type AppRow = typeof apps.$inferSelect;
@@ -60,7 +60,8 @@ export function containerSettings(ctx: AppsContext, app: AppRow) {
   const user = ctx.config.appUser;
   const cpus = app.cpus ?? ctx.config.defaultCpus;
   const env: Record<string, string> = { ...(user && { HOME: "/tmp" }), ...readEnvVars(ctx.db, ctx.secrets, app.id), PORT: String(port) };
-  const digest = new Bun.CryptoHasher("sha256").update(JSON.stringify({ env, memoryMB: app.memoryMB, cpus, user: user ?? null })).digest("hex");
+  const mounts = mountsDigested(ctx.db, app.id);
+  const digest = new Bun.CryptoHasher("sha256").update(JSON.stringify({ env, memoryMB: app.memoryMB, cpus, user: user ?? null, ...mounts })).digest("hex");
   return { port, user, cpus, env, digest };
 }
 

@@ -8,6 +8,7 @@ import { withHeartbeat } from "../http/streams";
 import { alsoAs, json, multipartBody, ref, responses, LIST_META } from "../http/responses";
 import { AppSchema, AppTrafficSchema, EnvVariableSchema, APP_STATUSES, PROXY_RATE_LIMIT, RESTARTING_FIELDS, appIdParams, deleteAppQuery, deployForm, inspectForm, envBody, logsQuery, redeployQuery, settingsBody } from "./model";
 import { appLogs, followAppLogs } from "./logs";
+import { VOLUME_ERRORS } from "../volumes/model";
 
 const STATUS_TEXT = Object.entries(APP_STATUSES)
   .map(([status, meaning]) => `\`${status}\`: ${meaning}`)
@@ -33,9 +34,6 @@ const ARCHIVE_ERRORS = [
   "ARCHIVE_INVALID", "ARCHIVE_PATH_TRAVERSAL", "ARCHIVE_UNSAFE_PATH", "ARCHIVE_UNSAFE_ENTRY", "ARCHIVE_TOO_MANY_ENTRIES",
   "ARCHIVE_TOO_DEEP", "ARCHIVE_TOO_LARGE", "ARCHIVE_RATIO_EXCEEDED", "ARCHIVE_ENCRYPTED", "ARCHIVE_UNSUPPORTED_METHOD",
 ] as const;
-
-/** Refusals of an app's volume list (src/volumes). */
-const VOLUME_ERRORS = ["INVALID_VOLUME_NAME", "INVALID_MOUNT_PATH", "MOUNT_PATHS_OVERLAP", "TOO_MANY_VOLUMES", "VOLUME_ATTACHED", "VOLUME_ON_OTHER_MACHINE"] as const;
 
 const ENV_VARS = t.Record(t.String(), t.String(), { description: "Name to value (`****` for the viewer role)" });
 

@@ -60,6 +60,9 @@ export const VolumeSchema = resource(
   "A named engine volume holding an app's data: it outlives redeploys, restarts and its app unless deleted on purpose.",
 );
 
+/** Refusals of an app's volume list, at deploy and in settings. */
+export const VOLUME_ERRORS = ["INVALID_VOLUME_NAME", "INVALID_MOUNT_PATH", "MOUNT_PATHS_OVERLAP", "TOO_MANY_VOLUMES", "VOLUME_ATTACHED", "VOLUME_ON_OTHER_MACHINE"] as const;
+
 export const volumeIdParams = t.Object({ volumeId: t.String({ minLength: 1, maxLength: 64 }) });
 export const attachBody = t.Object({
   appId: t.String({ minLength: 1, maxLength: 64, description: "An app of the same workspace, on the volume's machine" }),

@@ -21,6 +21,16 @@ interface MountedApp {
   machineId: string;
 }
 
+/**
+ * What of the app's mounts goes into its containers' settings digest (src/apps/deployer.ts), so a
+ * restart a crash cut short is made at start: nothing for an app without volumes, whose digest
+ * stays what it was before volumes existed.
+ */
+export function mountsDigested(db: PlatformDb, appId: string): { volumes?: [string, string][] } {
+  const rows = db.select({ id: volumes.id, mountPath: volumes.mountPath }).from(volumes).where(eq(volumes.appId, appId)).orderBy(volumes.id).all();
+  return rows.length ? { volumes: rows.map((row) => [row.id, row.mountPath]) } : {};
+}
+
 /** The container's `volumes`; fails the release (409 VOLUME_ON_OTHER_MACHINE) for a volume on another machine. */
 export async function appVolumeMounts(db: PlatformDb, driver: DockerDriver, app: MountedApp, image: string, user: string | undefined): Promise<NonNullable<ContainerSpec["volumes"]>> {
   const rows = db.select().from(volumes).where(eq(volumes.appId, app.id)).all();

@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, test } from "bun:test";
 import type { TestServer } from "./server";
 import { DATABASE_ROUTES } from "./databases";
 import { APP_ROUTES } from "./apps";
+import { VOLUME_ROUTES } from "./volumes";
 
 /** A key and the workspace it acts in. */
 export interface Tenant {
@@ -102,6 +103,7 @@ export const AUTHENTICATED_ROUTES: AuthenticatedRoute[] = [
   { method: "GET", path: "/api/machines/:machineId", params: { machineId: "local" } },
   ...DATABASE_ROUTES,
   ...APP_ROUTES,
+  ...VOLUME_ROUTES,
 ];
 
 /** The route's body for a request on the resource `params` names. */

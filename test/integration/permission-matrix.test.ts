@@ -104,6 +104,10 @@ const EXPECTED: Record<string, Role[]> = {
   "POST /api/apps/:appId/fs/delete": OPERATORS,
   "POST /api/apps/:appId/fs/bulk-rename/preview": OPERATORS,
   "POST /api/apps/:appId/fs/bulk-rename/apply": OPERATORS,
+  "GET /api/volumes/": EVERYONE,
+  "GET /api/volumes/:volumeId": EVERYONE,
+  "POST /api/volumes/:volumeId/attach": OPERATORS,
+  "DELETE /api/volumes/:volumeId": MANAGERS,
   "GET /api/databases/": EVERYONE,
   "POST /api/databases/": OPERATORS,
   "GET /api/databases/:databaseId": EVERYONE,
@@ -254,7 +258,8 @@ describe("audit of app and database actions", () => {
     for (const action of ["app.deployed", "app.deleted", "app.env_changed", "app.settings_changed", "database.created", "database.deleted", "database.password_rotated"]) {
       expect(actions).toContain(action);
     }
-    const deployed = body.events.find((event: any) => event.action === "app.deployed");
+    // The shared matrix app's deploy (the volume routes' apps are deployed too).
+    const deployed = body.events.find((event: any) => event.action === "app.deployed" && event.target.startsWith("matrix-app-"));
     expect(deployed.actor.type).toBe("api_key");
     expect(deployed.target).toMatch(/^matrix-app-\d+ \(app_/);
     // Refused calls are not recorded: the viewer never deleted anything.
