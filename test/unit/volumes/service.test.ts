@@ -13,21 +13,12 @@ import { WorkspaceDisk } from "../../../src/quotas/usage";
 import { releaseStrategyOf, Volumes } from "../../../src/volumes/service";
 import { appVolumeMounts } from "../../../src/volumes/mounts";
 import { tempDir } from "../../helpers/temp";
+import { errorCodeOf } from "./error-code";
 
 let db: PlatformDb;
 let volumes: Volumes;
 const driverOf = (machineId: string) => ({ machineId }) as unknown as DockerDriver;
 const machines = new Machines(new Map([["local", driverOf("local")], ["far", driverOf("far")]]));
-
-const codeOf = (run: () => unknown): string | null => {
-  try {
-    run();
-    return null;
-  } catch (error) {
-    if (error instanceof ApiError) return error.code;
-    throw error;
-  }
-};
 
 function addApp(id: string, machineId = "local") {
   db.insert(apps)
@@ -68,16 +59,16 @@ describe("an app's volume list", () => {
 
   test("a volume another app mounts is refused, and nothing is written", () => {
     volumes.plan(owner("app_1"), [{ name: "data", mountPath: "/app/data" }]).apply("app_1");
-    expect(codeOf(() => volumes.plan(owner("app_2"), [{ name: "data", mountPath: "/app/data" }]))).toBe("VOLUME_ATTACHED");
+    expect(errorCodeOf(() => volumes.plan(owner("app_2"), [{ name: "data", mountPath: "/app/data" }]))).toBe("VOLUME_ATTACHED");
     const attached = volumes.list("ws_1")[0]!;
-    expect(codeOf(() => volumes.withAttached({ id: "app_2" }, attached, undefined))).toBe("VOLUME_ATTACHED");
+    expect(errorCodeOf(() => volumes.withAttached({ id: "app_2" }, attached, undefined))).toBe("VOLUME_ATTACHED");
     expect(volumes.ofApp("app_2")).toEqual([]);
   });
 
   test("a volume lives on one machine: an app elsewhere cannot mount it, and an app placed without a machine goes to it", async () => {
     volumes.plan(owner("app_1"), [{ name: "data", mountPath: "/app/data" }]).apply("app_1");
     db.update(volumeRows).set({ machineId: "far", appId: null }).run();
-    expect(codeOf(() => volumes.plan(owner("app_2", "local"), [{ name: "data", mountPath: "/app/data" }]))).toBe("VOLUME_ON_OTHER_MACHINE");
+    expect(errorCodeOf(() => volumes.plan(owner("app_2", "local"), [{ name: "data", mountPath: "/app/data" }]))).toBe("VOLUME_ON_OTHER_MACHINE");
     expect(volumes.machineOfVolumes("ws_1", [{ name: "data", mountPath: "/x" }])).toBe("far");
     expect(volumes.machineOfVolumes("ws_1", [{ name: "new", mountPath: "/x" }])).toBeUndefined();
     expect(volumes.machineOfVolumes("ws_1", undefined)).toBeUndefined();

@@ -1,7 +1,6 @@
 // The pure checks of an app's volume list: names, mount paths, the number of volumes, overlaps,
 // and the `volumes` / `releaseStrategy` form fields.
 import { describe, expect, test } from "bun:test";
-import { ApiError } from "../../../src/http/errors";
 import {
   checkVolumeMounts,
   MAX_MOUNT_PATH_LENGTH,
@@ -10,16 +9,7 @@ import {
   parseReleaseStrategyField,
   parseVolumesField,
 } from "../../../src/volumes/validation";
-
-const codeOf = (run: () => unknown): string | null => {
-  try {
-    run();
-    return null;
-  } catch (error) {
-    if (error instanceof ApiError) return error.code;
-    throw error;
-  }
-};
+import { errorCodeOf } from "./error-code";
 
 describe("mount paths", () => {
   const zip = { codeAtApp: true };
@@ -32,21 +22,21 @@ describe("mount paths", () => {
 
   test("must be absolute, without . or .., of tame characters, and bounded", () => {
     for (const path of ["data", "", "./data", "/data/../etc", "/data/./x", "/data/a b", "/data/x:y", "/data/x,y", "/data\\x", `/${"a".repeat(MAX_MOUNT_PATH_LENGTH)}`, "/" + "a/".repeat(40)]) {
-      expect([path, codeOf(() => normalizeMountPath(path, zip))]).toEqual([path, "INVALID_MOUNT_PATH"]);
+      expect([path, errorCodeOf(() => normalizeMountPath(path, zip))]).toEqual([path, "INVALID_MOUNT_PATH"]);
     }
   });
 
   test("never the root, the kernel's folders or under them", () => {
     for (const path of ["/", "///", "/proc", "/proc/self", "/sys", "/sys/fs/cgroup", "/dev", "/dev/shm"]) {
-      expect([path, codeOf(() => normalizeMountPath(path, image))]).toEqual([path, "INVALID_MOUNT_PATH"]);
+      expect([path, errorCodeOf(() => normalizeMountPath(path, image))]).toEqual([path, "INVALID_MOUNT_PATH"]);
     }
     expect(normalizeMountPath("/devices", image)).toBe("/devices");
     expect(normalizeMountPath("/process", image)).toBe("/process");
   });
 
   test("ZIP and git apps cannot hide their code in /app; image apps may mount there", () => {
-    expect(codeOf(() => normalizeMountPath("/app", zip))).toBe("INVALID_MOUNT_PATH");
-    expect(codeOf(() => normalizeMountPath("/app/", zip))).toBe("INVALID_MOUNT_PATH");
+    expect(errorCodeOf(() => normalizeMountPath("/app", zip))).toBe("INVALID_MOUNT_PATH");
+    expect(errorCodeOf(() => normalizeMountPath("/app/", zip))).toBe("INVALID_MOUNT_PATH");
     expect(normalizeMountPath("/app/data", zip)).toBe("/app/data");
     expect(normalizeMountPath("/application", zip)).toBe("/application");
     expect(normalizeMountPath("/app", image)).toBe("/app");
@@ -59,17 +49,17 @@ describe("volume lists", () => {
   test("names are lowercase letters, digits and dashes, listed once", () => {
     expect(checkVolumeMounts([{ name: "data-1", mountPath: "/data" }], options)).toEqual([{ name: "data-1", mountPath: "/data" }]);
     for (const name of ["Data", "data_1", "-data", "data-", "", "a".repeat(64), "da ta"]) {
-      expect([name, codeOf(() => checkVolumeMounts([{ name, mountPath: "/data" }], options))]).toEqual([name, "INVALID_VOLUME_NAME"]);
+      expect([name, errorCodeOf(() => checkVolumeMounts([{ name, mountPath: "/data" }], options))]).toEqual([name, "INVALID_VOLUME_NAME"]);
     }
     const twice = [{ name: "data", mountPath: "/a" }, { name: "data", mountPath: "/b" }];
-    expect(codeOf(() => checkVolumeMounts(twice, options))).toBe("INVALID_VOLUME_NAME");
+    expect(errorCodeOf(() => checkVolumeMounts(twice, options))).toBe("INVALID_VOLUME_NAME");
   });
 
   test("two volumes never share or nest a path", () => {
     const pairs = [["/data", "/data"], ["/data", "/data/sub"], ["/data/sub", "/data"], ["/data/", "//data"]];
     for (const [first, second] of pairs) {
       const mounts = [{ name: "a", mountPath: first! }, { name: "b", mountPath: second! }];
-      expect([first, second, codeOf(() => checkVolumeMounts(mounts, options))]).toEqual([first, second, "MOUNT_PATHS_OVERLAP"]);
+      expect([first, second, errorCodeOf(() => checkVolumeMounts(mounts, options))]).toEqual([first, second, "MOUNT_PATHS_OVERLAP"]);
     }
     expect(checkVolumeMounts([{ name: "a", mountPath: "/data" }, { name: "b", mountPath: "/database" }], options)).toHaveLength(2);
   });
@@ -77,7 +67,7 @@ describe("volume lists", () => {
   test(`at most ${MAX_VOLUMES_PER_APP} per app`, () => {
     const mounts = (count: number) => Array.from({ length: count }, (_, index) => ({ name: `v${index}`, mountPath: `/v${index}` }));
     expect(checkVolumeMounts(mounts(MAX_VOLUMES_PER_APP), options)).toHaveLength(MAX_VOLUMES_PER_APP);
-    expect(codeOf(() => checkVolumeMounts(mounts(MAX_VOLUMES_PER_APP + 1), options))).toBe("TOO_MANY_VOLUMES");
+    expect(errorCodeOf(() => checkVolumeMounts(mounts(MAX_VOLUMES_PER_APP + 1), options))).toBe("TOO_MANY_VOLUMES");
   });
 });
 
@@ -88,13 +78,13 @@ describe("form fields", () => {
     expect(parseVolumesField("[]")).toEqual([]);
     expect(parseVolumesField('[{"name":"data","mountPath":"/data"}]')).toEqual([{ name: "data", mountPath: "/data" }]);
     for (const text of ["{}", "[1]", '[{"name":"data"}]', '[{"name":"a","mountPath":"/a","extra":1}]', "not json", `[${'{"name":"a","mountPath":"/a"},'.repeat(3000)}{}]`]) {
-      expect(codeOf(() => parseVolumesField(text))).toBe("VALIDATION_FAILED");
+      expect(errorCodeOf(() => parseVolumesField(text))).toBe("VALIDATION_FAILED");
     }
   });
 
   test("releaseStrategy: start-first or stop-first", () => {
     expect(parseReleaseStrategyField("stop-first")).toBe("stop-first");
     expect(parseReleaseStrategyField(undefined)).toBeUndefined();
-    expect(codeOf(() => parseReleaseStrategyField("rolling"))).toBe("VALIDATION_FAILED");
+    expect(errorCodeOf(() => parseReleaseStrategyField("rolling"))).toBe("VALIDATION_FAILED");
   });
 });
