@@ -12,6 +12,7 @@ import { Machines } from "../../../src/machines/service";
 import { WorkspaceDisk } from "../../../src/quotas/usage";
 import { releaseStrategyOf, Volumes } from "../../../src/volumes/service";
 import { appVolumeMounts } from "../../../src/volumes/mounts";
+import { deleteWorkspace } from "../../../src/organization/members";
 import { tempDir } from "../../helpers/temp";
 import { errorCodeOf } from "./error-code";
 
@@ -99,4 +100,11 @@ describe("an app's volume list", () => {
     // Keeping what it has is no growth: never refused.
     expect(await measured.assertRoom("ws_1", measured.plan(owner("app_1"), [{ name: "data", mountPath: "/app/data" }]))).toBeUndefined();
   });
+});
+
+test("a workspace keeping a detached volume is not deleted: its data would lose its only record", () => {
+  volumes.plan(owner("app_1"), [{ name: "data", mountPath: "/app/data" }]).apply("app_1");
+  db.delete(apps).run();
+  expect(volumes.list("ws_1")).toMatchObject([{ name: "data", appId: null }]);
+  expect(errorCodeOf(() => deleteWorkspace(db, "ws_1"))).toBe("WORKSPACE_NOT_EMPTY");
 });
