@@ -215,6 +215,9 @@ export class Deployer {
     try {
       if (stoppedFirst) {
         log(`==> Stopping container ${stoppedFirst.slice(0, 12)} first (releaseStrategy stop-first)`);
+        // Until the switch the proxy answers 503 with Retry-After, as for a stopped app, rather than 502.
+        const { subdomain } = this.app(appId) ?? app;
+        if (subdomain) this.ctx.proxyRoutes.delete(subdomain);
         await driver.stopContainer(stoppedFirst, 10);
       }
       containerId = await this.startContainer(driver, app, buildId, image, log, held);

@@ -49,7 +49,7 @@ async function deployNotes(name: string, version: string, fields: Record<string,
 
 async function running(appId: string) {
   const app = await waitForStatus(server, key, appId, ["running", "failed"]);
-  expect(app.status).toBe("running");
+  if (app.status !== "running") throw new Error(`app ${appId} ${app.status}: ${app.statusReason}`);
   return app;
 }
 
@@ -124,7 +124,21 @@ describe("volumes", () => {
   test("stop-first stops the old container before the new one starts, and starts it again when the new one fails", async () => {
     const before = (await ask(app.subdomain)).events.split("\n").filter(Boolean).length;
     const next = await deployNotes("notes", "v3");
+    // Clients see the gap as a stopped app (503, Retry-After), never as an app not answering (502).
+    const answers = new Set<string>();
+    let releasing = true;
+    const polling = (async () => {
+      while (releasing) {
+        const answer = await viaProxy(server, app.subdomain);
+        answers.add(`${answer.status}${answer.status === 503 ? ` retry-after ${answer.headers.has("retry-after")}` : ""}`);
+        await answer.arrayBuffer();
+        await Bun.sleep(20);
+      }
+    })();
     await serving(app.id, next.buildId);
+    releasing = false;
+    await polling;
+    expect([...answers].sort()).toEqual(["200", "503 retry-after true"]);
     const events = (await ask(app.subdomain)).events.split("\n").filter(Boolean).slice(before);
     expect(events).toEqual(["start v3 alone"]);
 
@@ -228,7 +242,13 @@ describe("volume sizes and the disk quota", () => {
     const filler = await waitForStatus(quotaServer, quotaKey, deployed.body.app.id, ["running", "failed"]);
     expect(filler.status).toBe("running");
     await viaProxy(quotaServer, filler.subdomain, "/fill?mb=4");
-    const listed = (await quotaServer.request("GET", "/api/volumes/", { key: quotaKey })).body.volumes;
+    // Measured in the background: a list under load may answer before the measure ends.
+    let listed: any[] = [];
+    for (let attempt = 0; attempt < 60; attempt++) {
+      listed = (await quotaServer.request("GET", "/api/volumes/", { key: quotaKey })).body.volumes;
+      if (listed[0].sizeBytes >= 4 * 1024 * 1024) break;
+      await Bun.sleep(500);
+    }
     expect(listed[0].sizeBytes).toBeGreaterThanOrEqual(4 * 1024 * 1024);
     expect(listed[0].sizeMeasuredAt).not.toBeNull();
     const usage = (await quotaServer.request("GET", "/api/organization/usage", { key: quotaKey })).body.usage;
