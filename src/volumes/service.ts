@@ -8,6 +8,7 @@ import type { Static } from "@sinclair/typebox";
 import type { PlatformDb } from "../db";
 import { apps, volumes } from "../db/schema";
 import type { Machines } from "../machines/service";
+import { DockerConflict } from "../docker/driver";
 import { newId } from "../crypto/tokens";
 import { ApiError } from "../http/errors";
 import { assertWithinQuota, bytesToMB } from "../quotas/limits";
@@ -33,6 +34,9 @@ export interface VolumePlan {
   /** Writes the list for `appId`; answers whether the app's mounts changed (it must restart). */
   apply(appId: string): boolean;
 }
+
+/** How long a removal waits for containers that still use the volume to go. */
+const RELEASE_WAIT_MS = 15_000;
 
 export const engineVolumeNameOf = (volumeId: string) => `platform-vol-${volumeId.toLowerCase()}`;
 
@@ -203,7 +207,20 @@ export class Volumes {
     this.db.update(volumes).set({ appId: null, updatedAt: this.now() }).where(eq(volumes.appId, appId)).run();
   }
 
+  /**
+   * A container of the app it was detached from may still be stopping (a release drains first):
+   * the engine refuses while one uses the volume, so the removal is tried again for a bounded time.
+   */
   private async removeEngineVolume(row: VolumeRow) {
-    await this.machines.get(row.machineId).removeVolume(row.engineVolumeName);
+    const driver = this.machines.get(row.machineId);
+    for (const deadline = this.now() + RELEASE_WAIT_MS; ; await Bun.sleep(500)) {
+      try {
+        await driver.removeVolume(row.engineVolumeName);
+        return;
+      } catch (error) {
+        if (!(error instanceof DockerConflict)) throw error;
+        if (this.now() >= deadline) throw new ApiError("VOLUME_IN_USE", `Volume '${row.name}' is still used by a container that is stopping; try again shortly`);
+      }
+    }
   }
 }

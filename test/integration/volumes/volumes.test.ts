@@ -11,7 +11,7 @@ let server: TestServer;
 let key: string;
 
 /**
- * A node app that keeps notes in /app/data: GET /write?text= appends a line, /read answers the
+ * A node app that keeps notes in /app/data (or DATA_DIR): GET /write?text= appends a line, /read answers the
  * file, /fill?mb= writes a file of that many MiB. It writes its version and the time to
  * /app/data/alive every 50 ms, and each start is logged in /app/data/events with whether another
  * version was alive then (its heartbeat moved during the first second): a release's overlap is read back.
@@ -21,7 +21,8 @@ const notesApp = (version: string, { crash = false } = {}) =>
     "package.json": JSON.stringify({ name: "notes", scripts: { start: "node server.js" } }),
     "server.js": `
       const fs = require("fs");
-      const dir = "/app/data";
+      const dir = process.env.DATA_DIR || "/app/data";
+      fs.mkdirSync(dir, { recursive: true });
       const alive = () => { try { return fs.readFileSync(dir + "/alive", "utf8"); } catch { return ""; } };
       const seen = alive();
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
@@ -181,7 +182,7 @@ describe("volumes", () => {
     expect([other.status, other.body.code]).toEqual([409, "VOLUME_ATTACHED"]);
   }, 300_000);
 
-  test("deleting the app keeps its volume detached; a new app of the workspace reuses it by name", async () => {
+  test("deleting the app keeps its volume detached; another app of the workspace attaches it, and a new one reuses it by name", async () => {
     const volumeId = app.volumes[0].id;
     expect((await server.request("DELETE", `/api/apps/${app.id}`, { key })).status).toBe(202);
     await waitGone(app.id);
@@ -189,8 +190,19 @@ describe("volumes", () => {
     expect(kept).toMatchObject({ detached: true, appId: null });
     expect(await engineVolumeExists(`platform-vol-${volumeId.toLowerCase()}`)).toBe(true);
 
-    const heir = await deployNotes("heir", "h1");
-    app = await running(heir.app.id);
+    // Its notes are in a folder of its own until the volume is mounted there.
+    const heir = await deployZip(server, key, { name: "heir", runtime: "node", memoryMB: "64", envVars: JSON.stringify({ DATA_DIR: "/tmp/notes" }) }, notesApp("h1"));
+    const heirApp = await running(heir.body.app.id);
+    expect((await ask(heirApp.subdomain)).notes).toBe("");
+    const attached = await server.request("POST", `/api/volumes/${volumeId}/attach`, { key, body: { appId: heirApp.id, mountPath: "//tmp/notes/" } });
+    expect(attached.status).toBe(200);
+    expect(attached.body).toMatchObject({ restarted: true, volume: { appId: heirApp.id, mountPath: "/tmp/notes", detached: false } });
+    await waitForRelease(heirApp.id);
+    expect((await ask(heirApp.subdomain)).notes).toBe("kept\nafter-rollback\n");
+
+    expect((await server.request("PUT", `/api/apps/${heirApp.id}/settings`, { key, body: { volumes: [] } })).status).toBe(200);
+    const second = await deployNotes("second-heir", "h2");
+    app = await running(second.app.id);
     expect(app.volumes[0].id).toBe(volumeId);
     expect((await ask(app.subdomain)).notes).toBe("kept\nafter-rollback\n");
   }, 300_000);
@@ -292,5 +304,6 @@ async function waitGone(appId: string) {
     if (!apps.some((listed) => listed.id === appId)) return;
     await Bun.sleep(250);
   }
-  throw new Error(`app ${appId} was not removed`);
+  const app = (await server.request("GET", `/api/apps/${appId}`, { key })).body.app;
+  throw new Error(`app ${appId} was not removed: ${app?.status} ${app?.statusReason}`);
 }
