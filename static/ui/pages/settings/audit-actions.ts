@@ -54,4 +54,6 @@ export const ACTION_LABELS = {
   "database.backup_deleted": "Backup deleted",
   "database.backup_verified": "Backup verified",
   "database.backup_downloaded": "Backup downloaded",
+  "volume.attached": "Volume attached",
+  "volume.deleted": "Volume deleted",
 } as const;
