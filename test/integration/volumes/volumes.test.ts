@@ -22,14 +22,16 @@ const notesApp = (version: string, { crash = false } = {}) =>
     "server.js": `
       const fs = require("fs");
       const dir = process.env.DATA_DIR || "/app/data";
-      fs.mkdirSync(dir, { recursive: true });
+      // Without its volume (detached) the folder cannot be made: the app runs on, with nothing to read.
+      const quietly = (write) => { try { write(); } catch {} };
+      quietly(() => fs.mkdirSync(dir, { recursive: true }));
       const alive = () => { try { return fs.readFileSync(dir + "/alive", "utf8"); } catch { return ""; } };
       const seen = alive();
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
       const other = alive() !== seen ? alive().split(" ")[0] : null;
-      fs.appendFileSync(dir + "/events", "start ${version} " + (other ? "while " + other + " runs" : "alone") + "\\n");
+      quietly(() => fs.appendFileSync(dir + "/events", "start ${version} " + (other ? "while " + other + " runs" : "alone") + "\\n"));
       ${crash ? "process.exit(3);" : ""}
-      setInterval(() => { fs.writeFileSync(dir + "/alive.tmp", "${version} " + Date.now()); fs.renameSync(dir + "/alive.tmp", dir + "/alive"); }, 50);
+      setInterval(() => quietly(() => { fs.writeFileSync(dir + "/alive.tmp", "${version} " + Date.now()); fs.renameSync(dir + "/alive.tmp", dir + "/alive"); }), 50);
       require("http").createServer((req, res) => {
         const url = new URL(req.url, "http://x");
         const read = (name) => { try { return fs.readFileSync(dir + "/" + name, "utf8"); } catch { return ""; } };
@@ -43,7 +45,7 @@ const notesApp = (version: string, { crash = false } = {}) =>
 const NOTES = JSON.stringify([{ name: "notes", mountPath: "/app/data" }]);
 
 async function deployNotes(name: string, version: string, fields: Record<string, string> = {}, options: { crash?: boolean } = {}) {
-  const deployed = await deployZip(server, key, { name, runtime: "node", memoryMB: "64", volumes: NOTES, ...fields }, notesApp(version, options));
+  const deployed = await deployZip(server, key, { name, runtime: "node", memoryMB: "128", volumes: NOTES, ...fields }, notesApp(version, options));
   expect(deployed.status).toBe(202);
   return deployed.body;
 }
@@ -109,9 +111,10 @@ describe("volumes", () => {
     await serving(app.id, rolledBack.body.build.id);
     expect(await ask(app.subdomain, "/write?text=after-rollback")).toMatchObject({ version: "v1", notes: "kept\nafter-rollback\n" });
 
-    const changed = await server.request("PUT", `/api/apps/${app.id}/settings`, { key, body: { memoryMB: 80 } });
+    const beforeChange = await containersOf(app.id);
+    const changed = await server.request("PUT", `/api/apps/${app.id}/settings`, { key, body: { memoryMB: 144 } });
     expect(changed.body.restarted).toBe(true);
-    await waitForRelease(app.id);
+    await waitForRestart(app.id, beforeChange);
     expect((await ask(app.subdomain)).notes).toBe("kept\nafter-rollback\n");
 
     await server.stop();
@@ -162,6 +165,7 @@ describe("volumes", () => {
   }, 300_000);
 
   test("settings detach and attach a volume again; a detached one is listed and cannot be taken twice", async () => {
+    const beforeDetach = await containersOf(app.id);
     const detached = await server.request("PUT", `/api/apps/${app.id}/settings`, { key, body: { volumes: [] } });
     expect(detached.status).toBe(200);
     expect(detached.body.app.volumes).toEqual([]);
@@ -169,16 +173,19 @@ describe("volumes", () => {
     const listed = (await volumeList()).find((volume) => volume.name === "notes");
     expect(listed).toMatchObject({ detached: true, appId: null, machineId: "local", mountPath: "/app/data" });
 
+    await waitForRestart(app.id, beforeDetach);
+    expect((await ask(app.subdomain)).notes).toBe("");
+    const beforeAttach = await containersOf(app.id);
     const attached = await server.request("POST", `/api/volumes/${listed.id}/attach`, { key, body: { appId: app.id } });
     expect(attached.status).toBe(200);
     expect(attached.body.volume).toMatchObject({ detached: false, appId: app.id, appName: "notes" });
-    await waitForRelease(app.id);
+    await waitForRestart(app.id, beforeAttach);
     expect((await ask(app.subdomain)).notes).toBe("kept\nafter-rollback\n");
 
     expect((await server.request("POST", `/api/volumes/${listed.id}/attach`, { key, body: { appId: app.id } })).body.code).toBe("VOLUME_ATTACHED");
     const removal = await server.request("DELETE", `/api/volumes/${listed.id}`, { key });
     expect([removal.status, removal.body.code]).toEqual([409, "VOLUME_ATTACHED"]);
-    const other = await deployZip(server, key, { name: "thief", runtime: "node", memoryMB: "64", volumes: NOTES }, notesApp("x"));
+    const other = await deployZip(server, key, { name: "thief", runtime: "node", memoryMB: "128", volumes: NOTES }, notesApp("x"));
     expect([other.status, other.body.code]).toEqual([409, "VOLUME_ATTACHED"]);
   }, 300_000);
 
@@ -191,13 +198,14 @@ describe("volumes", () => {
     expect(await engineVolumeExists(`platform-vol-${volumeId.toLowerCase()}`)).toBe(true);
 
     // Its notes are in a folder of its own until the volume is mounted there.
-    const heir = await deployZip(server, key, { name: "heir", runtime: "node", memoryMB: "64", envVars: JSON.stringify({ DATA_DIR: "/tmp/notes" }) }, notesApp("h1"));
+    const heir = await deployZip(server, key, { name: "heir", runtime: "node", memoryMB: "128", envVars: JSON.stringify({ DATA_DIR: "/tmp/notes" }) }, notesApp("h1"));
     const heirApp = await running(heir.body.app.id);
     expect((await ask(heirApp.subdomain)).notes).toBe("");
+    const beforeAttach = await containersOf(heirApp.id);
     const attached = await server.request("POST", `/api/volumes/${volumeId}/attach`, { key, body: { appId: heirApp.id, mountPath: "//tmp/notes/" } });
     expect(attached.status).toBe(200);
     expect(attached.body).toMatchObject({ restarted: true, volume: { appId: heirApp.id, mountPath: "/tmp/notes", detached: false } });
-    await waitForRelease(heirApp.id);
+    await waitForRestart(heirApp.id, beforeAttach);
     expect((await ask(heirApp.subdomain)).notes).toBe("kept\nafter-rollback\n");
 
     expect((await server.request("PUT", `/api/apps/${heirApp.id}/settings`, { key, body: { volumes: [] } })).status).toBe(200);
@@ -217,7 +225,7 @@ describe("volumes", () => {
 
   test("mount paths over the kernel's folders or the app's code, overlapping paths and bad names are refused", async () => {
     const refused = async (volumes: unknown) => {
-      const answer = await deployZip(server, key, { name: "refused", runtime: "node", memoryMB: "64", volumes: JSON.stringify(volumes) }, notesApp("r"));
+      const answer = await deployZip(server, key, { name: "refused", runtime: "node", memoryMB: "128", volumes: JSON.stringify(volumes) }, notesApp("r"));
       return [answer.status, answer.body.code];
     };
     expect(await refused([{ name: "a", mountPath: "/proc/x" }])).toEqual([400, "INVALID_MOUNT_PATH"]);
@@ -248,7 +256,7 @@ describe("volume sizes and the disk quota", () => {
   }, 60_000);
 
   test("a volume's size is measured, counts against the disk quota, and a volume added past it is refused", async () => {
-    const form = { name: "filler", runtime: "node", memoryMB: "64", volumes: NOTES };
+    const form = { name: "filler", runtime: "node", memoryMB: "128", volumes: NOTES };
     const deployed = await deployZip(quotaServer, quotaKey, form, notesApp("f"));
     expect(deployed.status).toBe(202);
     const filler = await waitForStatus(quotaServer, quotaKey, deployed.body.app.id, ["running", "failed"]);
@@ -288,14 +296,20 @@ async function waitForBuildEnd(appId: string, buildId: string): Promise<string> 
   throw new Error(`build ${buildId} did not end`);
 }
 
-/** Waits for a restart the change started: `starting`, then `running` again. */
-async function waitForRelease(appId: string) {
-  for (let attempt = 0; attempt < 40; attempt++) {
+/** Ids of the app's running containers. */
+async function containersOf(appId: string): Promise<string[]> {
+  return (await dockerCli("ps", "-q", "--no-trunc", "--filter", `label=platform.app=${appId}`)).trim().split("\n").filter(Boolean);
+}
+
+/** Waits for the restart a change started: one container, not one of `before`, serves and the app runs. */
+async function waitForRestart(appId: string, before: string[]) {
+  for (let attempt = 0; attempt < 480; attempt++) {
+    const serving = await containersOf(appId);
     const app = (await server.request("GET", `/api/apps/${appId}`, { key })).body.app;
-    if (app.status === "starting") break;
-    await Bun.sleep(100);
+    if (app.status === "running" && serving.length === 1 && !before.includes(serving[0]!)) return;
+    await Bun.sleep(250);
   }
-  await running(appId);
+  throw new Error(`app ${appId} was not restarted`);
 }
 
 async function waitGone(appId: string) {
