@@ -14,6 +14,9 @@ import { mergeEnvVars } from "./env-vars";
 import { DEFAULT_EXPOSE_PORT, type BuilderSetting } from "./model";
 import type { AppRow, AppsContext } from "./deployer";
 import type { HealthCheck } from "./health/settings";
+import type { VolumeMount } from "../volumes/validation";
+import type { VolumePlan, Volumes } from "../volumes/service";
+import type { ReleaseStrategy } from "../volumes/model";
 
 /** The fields of a deploy form (./deploy-form.ts parseDeployFields). */
 export interface DeployInput {
@@ -28,10 +31,24 @@ export interface DeployInput {
   autoRestart?: boolean;
   builder?: BuilderSetting;
   healthCheck?: HealthCheck;
+  /** The app's whole volume list; absent: unchanged. */
+  volumes?: VolumeMount[];
+  releaseStrategy?: ReleaseStrategy;
 }
 
 export class AppRecords {
-  constructor(private readonly ctx: AppsContext) {}
+  constructor(
+    private readonly ctx: AppsContext,
+    private readonly volumes: Volumes,
+  ) {}
+
+  /** The deploy's volume list checked against the app of that name (or a new one on `machineId`); undefined when it lists none. */
+  planVolumes(workspaceId: string, input: DeployInput, machineId: string): VolumePlan | undefined {
+    if (input.volumes === undefined) return undefined;
+    const existing = this.findByName(workspaceId, input.name);
+    const codeAtApp = String(existing?.runtime ?? input.runtime) !== "image";
+    return this.volumes.plan({ workspaceId, appId: existing?.id, machineId: existing?.machineId ?? machineId, codeAtApp }, input.volumes);
+  }
 
   findByName(workspaceId: string, name: string): AppRow | undefined {
     return this.ctx.db.select().from(apps).where(and(eq(apps.workspaceId, workspaceId), eq(apps.name, name))).get();
@@ -81,6 +98,7 @@ export class AppRecords {
     if (input.subdomain && this.subdomainTaken(input.subdomain, existing?.id)) {
       throw new ApiError("SUBDOMAIN_TAKEN", `Subdomain '${input.subdomain}' is taken`);
     }
+    const volumePlan = this.planVolumes(workspaceId, input, machineId);
     const appId = existing?.id ?? newId("app");
     const now = Date.now();
     if (existing) {
@@ -96,6 +114,7 @@ export class AppRecords {
           ...(input.autoRestart !== undefined && { autoRestart: input.autoRestart }),
           ...(input.builder !== undefined && { builder: input.builder }),
           ...(input.healthCheck !== undefined && { healthCheck: input.healthCheck }),
+          ...(input.releaseStrategy !== undefined && { releaseStrategy: input.releaseStrategy }),
           ...extra,
           updatedAt: now,
         })
@@ -120,6 +139,7 @@ export class AppRecords {
           autoDeploy: false,
           builder: input.builder ?? "auto",
           healthCheck: input.healthCheck ?? null,
+          releaseStrategy: input.releaseStrategy ?? null,
           machineId,
           ...extra,
           createdAt: now,
@@ -128,6 +148,7 @@ export class AppRecords {
         .run();
     }
     mergeEnvVars(this.ctx.db, this.ctx.secrets, appId, input.envVars);
+    volumePlan?.apply(appId);
     return { appId, existing };
   }
 

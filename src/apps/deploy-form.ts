@@ -4,6 +4,7 @@ import { ApiError } from "../http/errors";
 import { parseEnvVarsField } from "./env-vars";
 import { CONTAINER_CPUS, type Runtime } from "../config";
 import { DEFAULT_HEALTH_CHECK, healthCheckAfter } from "./health/settings";
+import { parseReleaseStrategyField, parseVolumesField } from "../volumes/validation";
 import { BUILDERS, MAX_STARTUP_COMMAND, MEMORY_MB, NAME_PATTERN, SUBDOMAIN_PATTERN, type BuilderSetting } from "./model";
 
 const RUNTIMES: Runtime[] = ["node", "bun", "python"];
@@ -73,5 +74,7 @@ export function parseDeployFields(fields: Record<string, string>) {
     // At deploy the check is given whole: fields left out take their defaults.
     healthCheck: fields.healthCheck === undefined || fields.healthCheck === "" ? undefined : healthCheckAfter(DEFAULT_HEALTH_CHECK, fields.healthCheck),
     machineId: fields.machineId || undefined,
+    volumes: parseVolumesField(fields.volumes),
+    releaseStrategy: parseReleaseStrategyField(fields.releaseStrategy),
   };
 }

@@ -29,6 +29,8 @@ import { DEFAULT_EXPOSE_PORT, type AppStatus } from "./model";
 import { routePolicyOf } from "./rate-limits";
 import { removeImagesBeyondRetention } from "./image-retention";
 import { containerUserOf, imageAppSpec } from "./images/container";
+import { appVolumeMounts, mountsDigested } from "../volumes/mounts";
+import { releaseStrategyOf } from "../volumes/service";
 
 export type AppRow = typeof apps.$inferSelect;
 
@@ -61,7 +63,8 @@ export function containerSettings(ctx: AppsContext, app: AppRow) {
   const user = containerUserOf(ctx.config, app);
   const cpus = app.cpus ?? ctx.config.defaultCpus;
   const env: Record<string, string> = { ...(user && app.runtime !== "image" && { HOME: "/tmp" }), ...readEnvVars(ctx.db, ctx.secrets, app.id), PORT: String(port) };
-  const digest = new Bun.CryptoHasher("sha256").update(JSON.stringify({ env, memoryMB: app.memoryMB, cpus, user: user ?? null })).digest("hex");
+  const mounts = mountsDigested(ctx.db, app.id);
+  const digest = new Bun.CryptoHasher("sha256").update(JSON.stringify({ env, memoryMB: app.memoryMB, cpus, user: user ?? null, ...mounts })).digest("hex");
   return { port, user, cpus, env, digest };
 }
 
@@ -211,7 +214,19 @@ export class Deployer {
     const held = new Set<string>();
     this.containersInHand.set(appId, held);
     let containerId: string | null = null;
+    // stop-first (apps with volumes, by default): the old container stops before the new one starts, and starts again if the new one fails.
+    const stopFirst = app.containerId !== null && releaseStrategyOf(this.ctx.db, app) === "stop-first";
+    const stoppedFirst = stopFirst && (await driver.inspectContainer(app.containerId!).then((state) => state.running, () => false)) ? app.containerId : null;
     try {
+      if (stoppedFirst) {
+        log(`==> Stopping container ${stoppedFirst.slice(0, 12)} first (releaseStrategy stop-first)`);
+        // Until the switch the proxy answers 503 with Retry-After, as for a stopped app, rather than 502.
+        const { subdomain } = this.app(appId) ?? app;
+        const route = subdomain ? this.ctx.proxyRoutes.get(subdomain) : undefined;
+        if (subdomain) this.ctx.proxyRoutes.delete(subdomain);
+        if (route) await this.drainRetired(route, log);
+        await driver.stopContainer(stoppedFirst, 10);
+      }
       containerId = await this.startContainer(driver, app, buildId, image, log, held);
       await pauseForTest("release.started");
       const upstream = await this.waitForContainer(driver, app, containerId, log, signal);
@@ -251,6 +266,7 @@ export class Deployer {
       if (reason === "internal error") console.error(`[apps] release of ${appId}:`, error);
       log(`==> Release failed: ${reason}`);
       if (containerId) await driver.removeContainer(containerId, APP_CONTAINER_REMOVAL).catch(() => {});
+      if (stoppedFirst) await this.restartStoppedFirst(driver, app, stoppedFirst, log);
       await this.afterFailure(appId, `Deploy of build ${buildId} failed: ${reason}`);
       return reason;
     } finally {
@@ -267,6 +283,24 @@ export class Deployer {
     log(`==> Waiting for ${inFlight} request(s) in flight to the previous container (at most ${limitSeconds} s)`);
     const left = await drain(this.inFlight, upstream, limitSeconds * 1000);
     if (left > 0) log(`==> ${left} request(s) still in flight after ${limitSeconds} s: stopping the previous container anyway`);
+  }
+
+  /** stop-first: the previous container, stopped for a release that failed, serves again (at the address it has now). */
+  private async restartStoppedFirst(driver: DockerDriver, app: AppRow, containerId: string, log: (line: string) => void) {
+    log(`==> Starting the previous container ${containerId.slice(0, 12)} again`);
+    try {
+      await driver.startContainer(containerId);
+      const host = (await driver.inspectContainer(containerId)).networks[workspaceNetworkName(app.workspaceId)];
+      const port = app.servingPort ?? app.exposePort ?? DEFAULT_EXPOSE_PORT;
+      const stillRunning = async () => (await driver.inspectContainer(containerId)).running;
+      if (!host || (await waitUntilListening({ host, port, timeoutMs: START_TIMEOUT_MS, stillRunning })) !== "listening") throw new Error("it did not listen again");
+      const current = this.app(app.id);
+      if (current?.subdomain && current.containerId === containerId) {
+        this.ctx.proxyRoutes.set(current.subdomain, { host, port, ...routePolicyOf(current, this.ctx.config.proxyRateLimits) });
+      }
+    } catch (error) {
+      log(`==> The previous container did not serve again: ${(error as Error).message}`);
+    }
   }
 
   /** `held` gets the container's name before the engine is asked to create it: the reconciler may list it before the answer. */
@@ -290,6 +324,7 @@ export class Deployer {
       sysctls: port < 1024 && user ? { "net.ipv4.ip_unprivileged_port_start": "0" } : undefined,
       network: { name: network, aliases: [app.name] },
       publish: { containerPort: port, hostIp: "127.0.0.1" },
+      volumes: await appVolumeMounts(this.ctx.db, driver, app, image, user),
       // Never the engine's: the platform restarts app containers itself (./health/supervisor.ts).
       restartPolicy: "no",
       init: true,

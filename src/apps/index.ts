@@ -6,8 +6,9 @@ import { mayReadSecrets } from "../http/permissions";
 import { ok } from "../http/envelope";
 import { withHeartbeat } from "../http/streams";
 import { alsoAs, json, multipartBody, ref, responses, LIST_META } from "../http/responses";
-import { AppSchema, AppTrafficSchema, EnvVariableSchema, APP_STATUSES, PROXY_RATE_LIMIT, RESTARTING_FIELDS, appIdParams, deployForm, inspectForm, envBody, logsQuery, redeployQuery, settingsBody } from "./model";
+import { AppSchema, AppTrafficSchema, EnvVariableSchema, APP_STATUSES, PROXY_RATE_LIMIT, RESTARTING_FIELDS, appIdParams, deleteAppQuery, deployForm, inspectForm, envBody, logsQuery, redeployQuery, settingsBody } from "./model";
 import { appLogs, followAppLogs } from "./logs";
+import { VOLUME_ERRORS } from "../volumes/model";
 
 const STATUS_TEXT = Object.entries(APP_STATUSES)
   .map(([status, meaning]) => `\`${status}\`: ${meaning}`)
@@ -26,7 +27,7 @@ const APP_FIELDS =
   "changes only when a release succeeds, null while no container serves), subdomain, url, startupCommand, autoRestart, " +
   "autoDeploy, rateLimits (its own limits at the public proxy, as set; null when none), effectiveRateLimits (the " +
   "limits the proxy applies: its own, else the platform's), healthCheck, health (the last probe of its health check), " +
-  "machineId, currentBuildId, workspaceId, createdAt, " +
+  "machineId, volumes ([{id, name, mountPath, sizeBytes}]), releaseStrategy, currentBuildId, workspaceId, createdAt, " +
   "updatedAt. Env var values never appear in it.";
 
 /** Refusals of an unsafe or oversized archive (src/apps/archive.ts). */
@@ -66,7 +67,7 @@ export function appsRoutes(ctx: ServerContext) {
         detail: {
           operationId: "deployApp",
           requestBody: multipartBody(deployForm),
-          responses: responses({ 202: json("Accepted: the build runs in the background", { app: ref(AppSchema), buildId: t.String(), created: t.Boolean({ description: "A new app (false: a new release of an existing one)" }) }) }, "NOT_FOUND", "UNKNOWN_MACHINE", "NAME_TAKEN", "SUBDOMAIN_TAKEN", "QUOTA_EXCEEDED", "PAYLOAD_TOO_LARGE", "UNSUPPORTED_MEDIA_TYPE", "RATE_LIMITED", ...ARCHIVE_ERRORS, "DOCKER_UNAVAILABLE"),
+          responses: responses({ 202: json("Accepted: the build runs in the background", { app: ref(AppSchema), buildId: t.String(), created: t.Boolean({ description: "A new app (false: a new release of an existing one)" }) }) }, "NOT_FOUND", "UNKNOWN_MACHINE", "NAME_TAKEN", "SUBDOMAIN_TAKEN", "QUOTA_EXCEEDED", "PAYLOAD_TOO_LARGE", "UNSUPPORTED_MEDIA_TYPE", "RATE_LIMITED", ...ARCHIVE_ERRORS, ...VOLUME_ERRORS, "DOCKER_UNAVAILABLE"),
           summary: "Deploy an app from a ZIP",
           description:
             "multipart/form-data: `file` (ZIP, required), `name` (required; lowercase letters, digits, dashes), `runtime` " +
@@ -76,7 +77,8 @@ export function appsRoutes(ctx: ServerContext) {
             "name with a suffix when taken), `autoRestart` (default true), `builder` (`auto` or `dockerfile`, default `auto`), `healthCheck` " +
             "(JSON text: path, intervalSeconds, timeoutSeconds, healthyThreshold, unhealthyThreshold, startPeriodSeconds; fields left out take " +
             "their defaults; without a path the check is a TCP connect), `machineId` " +
-            "(default `local`). Deploying a name " +
+            "(default: the machine of the volumes it lists, else `local`), `volumes` (JSON text of the app's whole list `[{name, mountPath}]`), " +
+            "`releaseStrategy` (`start-first` or `stop-first`; default `stop-first` with volumes). Deploying a name " +
             "that exists in the workspace releases a new version of that app. Answers 202 at once with " +
             `${APP_FIELDS} plus \`buildId\` and \`created\`; the build and start go on in the background ` +
             "(`building` -> `starting` -> `running`, or `failed`); the proxy switches to the new container once its health check passes. The upload is streamed to disk: 413 `PAYLOAD_TOO_LARGE` " +
@@ -202,13 +204,14 @@ export function appsRoutes(ctx: ServerContext) {
     )
     .delete(
       "/:appId",
-      ({ principal, params, set }) => {
+      ({ principal, params, query, set }) => {
         set.status = 202;
-        return ok(service.delete(principal.workspaceId, params.appId));
+        return ok(service.delete(principal.workspaceId, params.appId, { deleteVolumes: query.deleteVolumes === true }));
       },
       {
         auth: true,
         params: appIdParams,
+        query: deleteAppQuery,
         detail: {
           operationId: "deleteApp",
           responses: responses({ 202: json("Accepted: the app is `deleting`", { app: ref(AppSchema) }) }, "NOT_FOUND"),
@@ -216,7 +219,8 @@ export function appsRoutes(ctx: ServerContext) {
           description:
             "Answers 202 at once with `app` in status `deleting`; from then on the app is 404. A delete preempts a build or " +
             "release in progress (the build is cancelled), then removes the app's containers, images, source files, env vars " +
-            "and builds in the background. When the engine cannot be reached the app comes back with statusReason " +
+            "and builds in the background. Its volumes are kept, detached (listed in /api/volumes, to attach to another app " +
+            "or delete), unless `deleteVolumes=true`; a delete resumed after a platform restart keeps them. When the engine cannot be reached the app comes back with statusReason " +
             "`Delete failed: ...` and DELETE can be sent again; a delete cut short by a platform restart is finished at start.",
         },
       },
@@ -312,7 +316,7 @@ export function appsRoutes(ctx: ServerContext) {
       body: settingsBody,
       detail: {
         operationId: "updateAppSettings",
-          responses: responses({ 200: json("The app after the change", { app: ref(AppSchema), restarted: t.Boolean(), buildId: t.Nullable(t.String({ description: "The build started, when the change rebuilds" })) }) }, "NOT_FOUND", "NAME_TAKEN", "SUBDOMAIN_TAKEN", "QUOTA_EXCEEDED", "DOCKER_UNAVAILABLE", "DOCKER_TIMEOUT"),
+          responses: responses({ 200: json("The app after the change", { app: ref(AppSchema), restarted: t.Boolean(), buildId: t.Nullable(t.String({ description: "The build started, when the change rebuilds" })) }) }, "NOT_FOUND", "NAME_TAKEN", "SUBDOMAIN_TAKEN", "QUOTA_EXCEEDED", ...VOLUME_ERRORS, "DOCKER_UNAVAILABLE", "DOCKER_TIMEOUT"),
         summary: "Change settings",
         description:
           `A change of ${RESTARTING_FIELDS.map((field) => `\`${field}\``).join(", ")} restarts a running ` +
@@ -326,7 +330,10 @@ export function appsRoutes(ctx: ServerContext) {
           `client address; \`hostBurst\`, \`hostRps\` for the app as a whole), each ${PROXY_RATE_LIMIT.minimum}-${PROXY_RATE_LIMIT.maximum} or null for the platform's ` +
           "(PLATFORM_PROXY_IP_BURST, _IP_RPS, _HOST_BURST, _HOST_RPS); fields left out keep their value, `rateLimits: null` " +
           "clears them all; they apply from the next request through the proxy. `healthCheck`: fields given change, null " +
-          "goes back to the defaults (a TCP check); read by the next release and the next probe, nothing restarts. 409 `SUBDOMAIN_TAKEN` / `NAME_TAKEN`; 409 `QUOTA_EXCEEDED` when more memory would pass PLATFORM_QUOTA_MEMORY_MB. Answers `app`, `restarted` and `buildId` (when a rebuild started).",
+          "goes back to the defaults (a TCP check); read by the next release and the next probe, nothing restarts. `volumes`: the app's whole list (a volume " +
+          "left out is detached, kept); `releaseStrategy`: `start-first` (the new container starts while the old serves) or " +
+          "`stop-first` (the old stops first, and starts again if the new one fails; the default with volumes), null for the default. " +
+          "409 `SUBDOMAIN_TAKEN` / `NAME_TAKEN`; 409 `QUOTA_EXCEEDED` when more memory would pass PLATFORM_QUOTA_MEMORY_MB, or a volume is added while the disk quota is used up. Answers `app`, `restarted` and `buildId` (when a rebuild started).",
       },
     });
 }

@@ -5,6 +5,7 @@ import { CONTAINER_CPUS } from "../config";
 import { DEFAULT_RANGE_BYTES, MAX_RANGE_BYTES } from "./build-logs";
 import { oneOf, ref, resource, timestamp } from "../http/responses";
 import { AppHealthSchema, HealthCheckSchema, HealthProbeSchema, healthCheckInput } from "./health/settings";
+import { appVolumesField, releaseStrategyInput, volumeMountsInput } from "../volumes/model";
 
 export const APP_STATUSES = {
   building: "an image is being built from the uploaded source (the previous container, if any, keeps serving)",
@@ -39,7 +40,7 @@ const builder = oneOf(Object.keys(BUILDERS) as BuilderSetting[], BUILDER_TEXT);
 const builderInput = t.Union([t.Literal("auto"), t.Literal("dockerfile")], { description: BUILDER_TEXT });
 
 /** Fields whose change restarts the app (a new container; runtime, startupCommand and builder also rebuild). */
-export const RESTARTING_FIELDS = ["runtime", "memoryMB", "cpus", "startupCommand", "exposePort", "builder"] as const;
+export const RESTARTING_FIELDS = ["runtime", "memoryMB", "cpus", "startupCommand", "exposePort", "builder", "volumes"] as const;
 
 export const MEMORY_MB = { minimum: 64, maximum: 16384 };
 export const DEFAULT_EXPOSE_PORT = 3000;
@@ -110,6 +111,8 @@ export const settingsBody = t.Object({
   httpsRedirect: t.Optional(t.Boolean({ description: "Plain HTTP requests get a 308 to HTTPS once a certificate serves the host (default true; ACME challenges are never redirected)" })),
   hsts: t.Optional(t.Boolean({ description: "HTTPS answers carry `Strict-Transport-Security: max-age=31536000` (default false: browsers remember it for a year)" })),
   healthCheck: t.Optional(healthCheckInput),
+  volumes: t.Optional(volumeMountsInput),
+  releaseStrategy: t.Optional(t.Nullable(releaseStrategyInput)),
 });
 
 const zipFile = t.String({ format: "binary", contentMediaType: "application/zip", description: "The app's source as a ZIP" });
@@ -128,7 +131,9 @@ export const deployForm = t.Object({
   autoRestart: t.Optional(t.Boolean({ default: true })),
   builder: t.Optional(builderInput),
   healthCheck: t.Optional(t.String({ description: "The health check as JSON text, e.g. `{\"path\":\"/health\"}`: fields left out take their defaults (see HealthCheck)" })),
-  machineId: t.Optional(t.String({ default: "local" })),
+  machineId: t.Optional(t.String({ default: "local", description: "Default: the machine of the volumes it lists, else `local`" })),
+  volumes: t.Optional(t.String({ description: `${volumeMountsInput.description} As JSON text: \`[{"name": "data", "mountPath": "/app/data"}]\`` })),
+  releaseStrategy: t.Optional(releaseStrategyInput),
 });
 
 /** The inspect-env upload (multipart/form-data): documentation only. */
@@ -141,6 +146,11 @@ export const buildParams = t.Object({ appId: t.String({ minLength: 1, maxLength:
 export const buildLogQuery = t.Object({
   offset: t.Optional(t.Integer({ minimum: 0, description: "First byte of the log to return; omit for the end of the log" })),
   limit: t.Optional(t.Integer({ minimum: 1, maximum: MAX_RANGE_BYTES, default: DEFAULT_RANGE_BYTES, description: "Bytes to return at most (default 256 KiB, at most 1 MiB)" })),
+  workspaceId: t.Optional(t.String()),
+  organizationId: t.Optional(t.String()),
+});
+export const deleteAppQuery = t.Object({
+  deleteVolumes: t.Optional(t.Boolean({ description: "Delete the app's volumes and their content too (default false: they are kept, detached)" })),
   workspaceId: t.Optional(t.String()),
   organizationId: t.Optional(t.String()),
 });
@@ -220,6 +230,8 @@ export const AppSchema = resource(
     hsts: t.Boolean({ description: "HTTPS answers carry Strict-Transport-Security" }),
     certificate: t.Nullable(ref(CertificateStatusSchema), { description: "The HTTPS certificate of its subdomain; null without a subdomain" }),
     machineId: t.String(),
+    volumes: appVolumesField,
+    releaseStrategy: oneOf(["start-first", "stop-first"] as const, "How a release replaces its container: its own setting, else `stop-first` with volumes and `start-first` without"),
     currentBuildId: t.Nullable(t.String({ description: "The build the serving container runs" })),
     healthCheck: ref(HealthCheckSchema),
     health: t.Nullable(ref(HealthProbeSchema), { description: "The last probe of the running app's health check; null before the first (kept in memory: none after a platform restart until the next probe)" }),

@@ -36,6 +36,9 @@ import { healthCheckAfter, healthCheckOf, type HealthCheck } from "./health/sett
 import { rateLimitColumnsAfter, routePolicyOf, sameRateLimits, type RateLimitsInput } from "./rate-limits";
 import { assertWithinQuota, bytesToMB } from "../quotas/limits";
 import { MIN_ENTRY_BYTES, treeBytes, workspaceUsage, WorkspaceDisk } from "../quotas/usage";
+import { releaseStrategyOf, Volumes, type VolumePlan } from "../volumes/service";
+import type { VolumeMount } from "../volumes/validation";
+import type { ReleaseStrategy } from "../volumes/model";
 
 export interface SettingsInput {
   name?: string;
@@ -52,6 +55,8 @@ export interface SettingsInput {
   httpsRedirect?: boolean;
   hsts?: boolean;
   healthCheck?: Partial<HealthCheck> | null;
+  volumes?: VolumeMount[];
+  releaseStrategy?: ReleaseStrategy | null;
 }
 
 export class AppsService {
@@ -76,6 +81,8 @@ export class AppsService {
   readonly healthMonitor: HealthMonitor;
   /** Restarts the containers of autoRestart apps that exit, and spots crash loops (./health/supervisor.ts); started by src/main.ts. */
   readonly crashSupervisor: CrashSupervisor;
+  /** The workspace's volumes and which app mounts each (src/volumes). */
+  readonly volumes: Volumes;
   private readonly uploadSlots = new UploadSlots(UPLOADS_PER_WORKSPACE);
   private readonly deletions = new Set<Promise<void>>();
   /** The disk quota's accounting; app sources and build logs are counted here, backups register beside them. */
@@ -98,7 +105,8 @@ export class AppsService {
 
   constructor(private readonly ctx: AppsContext) {
     this.deployer = new Deployer(ctx, (workspaceId) => this.assertDiskRoom(workspaceId, MIN_ENTRY_BYTES));
-    this.records = new AppRecords(ctx);
+    this.volumes = new Volumes(ctx.db, ctx.machines, this.disk, ctx.config.volumeSizeRefreshSeconds, () => ctx.config.quotas.diskMB);
+    this.records = new AppRecords(ctx, this.volumes);
     this.repository = new RepositoryDeploys(ctx, this);
     this.builds = new AppBuilds(ctx, this.deployer, (workspaceId, appId) => this.get(workspaceId, appId));
     this.recovery = new AppRecovery(ctx, this.deployer, (app) => this.removeEverything(app));
@@ -139,7 +147,7 @@ export class AppsService {
   }
 
   publicApp(app: AppRow): Static<typeof AppSchema> {
-    return appView(app, this.ctx.config, this.addresses, this.health.lastProbe(app.id));
+    return { ...appView(app, this.ctx.config, this.addresses, this.health.lastProbe(app.id)), volumes: this.volumes.appView(app.id), releaseStrategy: releaseStrategyOf(this.ctx.db, app) };
   }
 
 
@@ -176,7 +184,8 @@ export class AppsService {
       }).catch(rethrowDiskFull("the uploaded archive"));
       const input = parseDeployFields(fields);
       if (!file) invalid("file", "a ZIP archive of the app is required");
-      const machineId = this.ctx.machines.place(input.machineId).machineId;
+      const machineId = this.placeWithVolumes(workspaceId, input);
+      await this.volumes.assertRoom(workspaceId, this.records.planVolumes(workspaceId, input, machineId));
       const { chargedBytes } = await extractZip(upload, staging, this.ctx.config.uploads).catch(rethrowDiskFull("the archive's files"));
       releaseDisk = await this.reserveDiskRoom(workspaceId, this.records.findByName(workspaceId, input.name)?.id, chargedBytes);
       // From here to the end nothing awaits: no other request can slip in between checks and writes.
@@ -197,6 +206,11 @@ export class AppsService {
       // workspace cannot pile up deletions.
       await Promise.all([rm(upload, { force: true }), rm(staging, { recursive: true, force: true })]).finally(releaseSlot);
     }
+  }
+
+  /** The machine a deploy goes to: the one asked for, else where the volumes it lists are, else the automatic choice. */
+  placeWithVolumes(workspaceId: string, input: { machineId?: string; volumes?: VolumeMount[] }): string {
+    return this.ctx.machines.place(input.machineId || this.volumes.machineOfVolumes(workspaceId, input.volumes)).machineId;
   }
 
   /** Where an upload is written; 507 when its folder cannot be made for a full disk. */
@@ -238,6 +252,8 @@ export class AppsService {
   }
 
   async updateSettings(workspaceId: string, appId: string, input: SettingsInput) {
+    // The only await before the writes: the app is read (and its list checked again) after it.
+    if (input.volumes) await this.volumes.assertRoom(workspaceId, this.planAppVolumes(this.get(workspaceId, appId), input.volumes));
     const app = this.get(workspaceId, appId);
     if (input.startupCommand !== undefined) checkStartupCommand(input.startupCommand);
     if (app.runtime === "image" && (input.runtime !== undefined || input.builder !== undefined)) {
@@ -247,6 +263,7 @@ export class AppsService {
     if (input.subdomain && this.records.subdomainTaken(input.subdomain, app.id)) {
       throw new ApiError("SUBDOMAIN_TAKEN", `Subdomain '${input.subdomain}' is taken`);
     }
+    const volumePlan = input.volumes && this.planAppVolumes(app, input.volumes);
     const next = {
       name: input.name ?? app.name,
       runtime: input.runtime ?? app.runtime,
@@ -263,10 +280,12 @@ export class AppsService {
       hsts: input.hsts ?? app.hsts,
       // Read by the next release and the next probe: nothing restarts.
       healthCheck: input.healthCheck === undefined ? app.healthCheck : healthCheckAfter(healthCheckOf(app), input.healthCheck),
+      releaseStrategy: input.releaseStrategy === undefined ? app.releaseStrategy : input.releaseStrategy,
     };
     const rebuild = next.runtime !== app.runtime || next.startupCommand !== app.startupCommand || next.builder !== app.builder;
-    const restart = rebuild || next.memoryMB !== app.memoryMB || next.cpus !== app.cpus || next.exposePort !== app.exposePort;
     assertWithinQuota("memoryMB", workspaceUsage(this.ctx.db, workspaceId).memoryMB, next.memoryMB - app.memoryMB, this.ctx.config.quotas.memoryMB);
+    const mountsChanged = volumePlan ? volumePlan.apply(app.id) : false;
+    const restart = rebuild || next.memoryMB !== app.memoryMB || next.cpus !== app.cpus || next.exposePort !== app.exposePort || mountsChanged;
     this.ctx.db.update(apps).set({ ...next, updatedAt: Date.now() }).where(eq(apps.id, app.id)).run();
     if (next.subdomain !== app.subdomain) this.moveRoute(app, next.subdomain);
     else if (next.subdomain && (!sameRateLimits(next, app) || next.httpsRedirect !== app.httpsRedirect || next.hsts !== app.hsts)) {
@@ -275,6 +294,20 @@ export class AppsService {
     }
     const result = this.restartForChange(app, rebuild ? "settings" : null, restart);
     return { app: this.publicApp(this.get(workspaceId, appId)), ...result };
+  }
+
+  private planAppVolumes(app: AppRow, mounts: VolumeMount[]): VolumePlan {
+    return this.volumes.plan({ workspaceId: app.workspaceId, appId: app.id, machineId: app.machineId, codeAtApp: String(app.runtime) !== "image" }, mounts);
+  }
+
+  /**
+   * POST /api/volumes/{id}/attach: a detached volume joins the app's list (at `mountPath`, else the
+   * path it had) and the app restarts with it, as after a settings change.
+   */
+  async attachVolume(workspaceId: string, volumeId: string, appId: string, mountPath: string | undefined) {
+    const volume = this.volumes.get(workspaceId, volumeId);
+    const app = this.get(workspaceId, appId);
+    return this.updateSettings(workspaceId, appId, { volumes: this.volumes.withAttached(app, volume, mountPath) });
   }
 
   /** After a change the running container must pick up: a new release (or build), zero-downtime. */
@@ -402,14 +435,14 @@ export class AppsService {
    * containers, images, files and rows are removed in the background. When that fails (the engine
    * is unreachable) the app comes back with statusReason saying so, and DELETE can be sent again.
    */
-  delete(workspaceId: string, appId: string) {
+  delete(workspaceId: string, appId: string, { deleteVolumes = false } = {}) {
     const app = this.get(workspaceId, appId);
     this.deployer.preempt(app.id, "the app was deleted");
     this.setStatus(app.id, "deleting");
     if (app.subdomain) this.ctx.proxyRoutes.vacate(app.subdomain);
     const deletion = this.deployer.enqueue(app.id, async () => {
       try {
-        await this.removeEverything(app);
+        await this.removeEverything(app, { deleteVolumes });
       } catch (error) {
         const current = this.row(app.id) ?? app;
         const serving = current.containerId
@@ -435,9 +468,12 @@ export class AppsService {
   }
 
   /** Containers, images (the build stages too: they carry the labels), network if last, files, rows. */
-  private async removeEverything(app: AppRow) {
+  /** Volumes stay (detached) unless `deleteVolumes`: a delete resumed after a restart keeps them. */
+  private async removeEverything(app: AppRow, { deleteVolumes = false } = {}) {
     const driver = this.ctx.machines.get(app.machineId);
     for (const container of await driver.listContainers({ [LABEL_APP]: app.id })) await driver.removeContainer(container.id, APP_CONTAINER_REMOVAL);
+    if (deleteVolumes) await this.volumes.deleteOfApp(app.id);
+    else this.volumes.detachAll(app.id);
     for (const image of await driver.listImages({ [LABEL_APP]: app.id })) await driver.removeImage(image.id);
     await removePulledImageNames(this.ctx, app);
     await releaseWorkspaceNetwork(driver, app.workspaceId);

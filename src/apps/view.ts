@@ -14,7 +14,13 @@ export interface PublicAddresses {
   certificateOf(host: string): CertificateStatus;
 }
 
-export function appView(app: AppRow, config: Pick<Config, "defaultCpus" | "domain" | "proxyRateLimits" | "git">, addresses: PublicAddresses, lastProbe: HealthProbe | null = null): Static<typeof AppSchema> {
+/** Without what src/volumes adds (AppsService.publicApp). */
+export function appView(
+  app: AppRow,
+  config: Pick<Config, "defaultCpus" | "domain" | "proxyRateLimits" | "git">,
+  addresses: PublicAddresses,
+  lastProbe: HealthProbe | null = null,
+): Omit<Static<typeof AppSchema>, "volumes" | "releaseStrategy"> {
   const host = app.subdomain ? `${app.subdomain}.${config.domain}` : null;
   return {
     id: app.id,

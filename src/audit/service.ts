@@ -70,6 +70,8 @@ export const AUDIT_ACTIONS = [
   "volume.restored",
   "volume.backup_schedule_set",
   "volume.backup_schedule_cleared",
+  "volume.attached",
+  "volume.deleted",
   "build.canceled",
 ] as const;
 

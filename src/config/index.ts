@@ -133,6 +133,8 @@ export interface Config {
   /** A build log past this keeps its first and last part. */
   buildLogMaxBytes: number;
   buildsPerWorkspace: number;
+  /** A volume's size is measured again once its last measure is this old (src/volumes/sizes.ts). */
+  volumeSizeRefreshSeconds: number;
   buildsMax: number;
   uploads: { maxUploadBytes: number; maxArchiveEntries: number; maxUncompressedBytes: number };
   apiRateLimit: RateLimit;
@@ -443,6 +445,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     buildTimeoutSeconds: integerSetting(env, "PLATFORM_BUILD_TIMEOUT_SECONDS", 900, 1),
     buildLogMaxBytes: integerSetting(env, "PLATFORM_BUILD_LOG_MAX_BYTES", 5 * 1024 * 1024, 64 * 1024),
     buildsPerWorkspace: integerSetting(env, "PLATFORM_BUILDS_PER_WORKSPACE", 2, 1),
+    volumeSizeRefreshSeconds: integerSetting(env, "PLATFORM_VOLUME_SIZE_REFRESH_SECONDS", 60, 0),
     buildsMax: integerSetting(env, "PLATFORM_BUILDS_MAX", 4, 1),
     uploads: {
       maxUploadBytes: integerSetting(env, "PLATFORM_MAX_UPLOAD_BYTES", 512 * 1024 * 1024, 1),

@@ -191,6 +191,8 @@ export const apps = sqliteTable(
       unhealthyThreshold: number;
       startPeriodSeconds: number;
     }>(),
+    /** `start-first` or `stop-first` (src/volumes); null: stop-first with volumes, else start-first. */
+    releaseStrategy: text("release_strategy"),
     /** The repository a repository deploy clones (src/apps/repository); null for ZIP apps. */
     repoId: text("repo_id"),
     repoOwner: text("repo_owner"),

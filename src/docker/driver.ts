@@ -9,11 +9,11 @@ import { nanoCpus, toCreateOptions, LABEL_MANAGED, type ContainerSpec } from "./
 import { dockerOptions, isConnectionError, type DockerConnection } from "./connection";
 import { statsFromSample, type ContainerStats } from "./stats";
 import { FrameDemuxer, LineSplitter, demuxToLines, type Frame, type LogLine } from "./stream";
-import { BuildFailed, DockerNotFound, labelFilter, SLOW_CALL_TIMEOUT_MS, type Engine } from "./engine";
+import { BuildFailed, DockerConflict, DockerNotFound, labelFilter, SLOW_CALL_TIMEOUT_MS, type Engine } from "./engine";
 import * as images from "./images";
 import { runExec, streamExec, type ExecOptions, type ExecStream, type RunOptions } from "./exec";
 
-export { BuildFailed, DockerNotFound } from "./engine";
+export { BuildFailed, DockerConflict, DockerNotFound } from "./engine";
 export { ExecStopped } from "./exec";
 
 /** After a failed connection, calls fail at once for this long instead of waiting on the engine again. */
@@ -82,13 +82,14 @@ export class DockerDriver {
     try {
       return await Promise.race([run(controller.signal), timedOut]);
     } catch (error) {
-      if (error instanceof BuildFailed || error instanceof ApiError || error instanceof DockerNotFound) throw error;
+      if (error instanceof BuildFailed || error instanceof ApiError || error instanceof DockerNotFound || error instanceof DockerConflict) throw error;
       if (isConnectionError(error)) {
         this.unavailableUntil = Date.now() + UNAVAILABLE_GRACE_MS;
         throw this.unavailable();
       }
       if ((error as { statusCode?: number }).statusCode === 404) throw new DockerNotFound(`${what}: not found`);
       const reason = (error as { json?: { message?: string } }).json?.message ?? (error as Error).message;
+      if ((error as { statusCode?: number }).statusCode === 409) throw new DockerConflict(`docker ${what} failed: ${reason}`);
       throw new Error(`docker ${what} failed: ${reason}`);
     } finally {
       clearTimeout(timer);

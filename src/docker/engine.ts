@@ -3,6 +3,8 @@
 import type Docker from "dockerode";
 
 export class DockerNotFound extends Error {}
+/** The engine refused for the state of what was named (409): a volume a container still uses, a name taken. */
+export class DockerConflict extends Error {}
 /** The Dockerfile itself failed (a RUN step exited non-zero...): the user's problem, not the engine's. */
 export class BuildFailed extends Error {}
 

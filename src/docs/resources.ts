@@ -17,6 +17,7 @@ import { SESSION_RESOURCES } from "../auth/model";
 import { QUOTA_RESOURCES } from "../quotas/model";
 import { REGISTRY_RESOURCES } from "../registries/model";
 import { VOLUME_BACKUP_RESOURCES } from "../volumes/backup-model";
+import { VOLUME_RESOURCES } from "../volumes/model";
 
 export const RESOURCES = [
   LIST_META,
@@ -37,4 +38,5 @@ export const RESOURCES = [
   ...QUOTA_RESOURCES,
   ...REGISTRY_RESOURCES,
   ...VOLUME_BACKUP_RESOURCES,
+  ...VOLUME_RESOURCES,
 ];

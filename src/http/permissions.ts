@@ -127,6 +127,11 @@ export const PERMISSIONS: Record<string, RoutePermission> = {
   "DELETE /api/registries/:registryId": { roles: OPERATORS, audit: "registry.deleted" },
 
   // Databases. Viewers get connection strings masked.
+  // Volumes: reading is everyone's; attaching is an app change; deleting loses data, as a database delete does.
+  "GET /api/volumes/": { roles: EVERYONE },
+  "GET /api/volumes/:volumeId": { roles: EVERYONE },
+  "POST /api/volumes/:volumeId/attach": { roles: OPERATORS, audit: "volume.attached" },
+  "DELETE /api/volumes/:volumeId": { roles: MANAGERS, audit: "volume.deleted" },
   "GET /api/databases/": { roles: EVERYONE },
   "POST /api/databases/": { roles: OPERATORS, audit: "database.created" },
   "GET /api/databases/:databaseId": { roles: EVERYONE },

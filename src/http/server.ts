@@ -30,6 +30,7 @@ import { githubAppRoutes } from "../git/routes";
 import { appDomainsRoutes } from "../apps/domains/routes";
 import { buildsRoutes } from "../apps/builds-routes";
 import { appHistoryRoutes } from "../apps/history";
+import { volumesRoutes } from "../volumes";
 
 /** "body.name: Expected string length greater or equal to 1" — names the field at fault. */
 function validationMessage(error: any): string {
@@ -124,7 +125,8 @@ export function createServer(ctx: ServerContext) {
     .use(appWebhookRoutes(ctx))
     .use(githubAppRoutes(ctx))
     .use(appHistoryRoutes(ctx))
-    .use(registriesRoutes(ctx));
+    .use(registriesRoutes(ctx))
+    .use(volumesRoutes(ctx));
   bodySchemas = bodySchemasOf(server.routes);
   return server;
 }

@@ -247,7 +247,7 @@ export function organizationRoutes(ctx: ServerContext) {
         summary: "Delete the workspace",
         description:
           "Owners only. Deletes the workspace with its members, invitations, API keys and audit log; the members' accounts " +
-          "stay. 409 `WORKSPACE_NOT_EMPTY` while it still has apps or databases (delete them first). Answers `deleted: true` " +
+          "stay. 409 `WORKSPACE_NOT_EMPTY` while it still has apps, databases or volumes (delete them first). Answers `deleted: true` " +
           "and `organization`.",
       },
     })

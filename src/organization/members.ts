@@ -3,7 +3,7 @@
 // empty workspace. Ownership is the owners' alone, and a workspace always keeps one owner.
 import { and, count, eq, or, sql } from "drizzle-orm";
 import type { PlatformDb } from "../db";
-import { apiKeys, apps, databases, memberships, sessions, users, workspaces } from "../db/schema";
+import { apiKeys, apps, databases, memberships, sessions, users, volumes, workspaces } from "../db/schema";
 import { ApiError } from "../http/errors";
 import { recordAuditEvent, type AuditActor } from "../audit/service";
 import { publicKey } from "../api-keys/service";
@@ -148,7 +148,7 @@ export function revokeWorkspaceKey(
   return { ...publicKey(revoked), userId: revoked.userId, email };
 }
 
-/** Deletes a workspace with everything it holds in the database; refused while apps or databases remain. */
+/** Deletes a workspace with everything it holds in the database; refused while apps, databases or volumes (their data) remain. */
 export function deleteWorkspace(db: PlatformDb, workspaceId: string): Static<typeof DeletedOrganizationSchema> {
   return db.transaction((tx) => {
     const appCount = tx.select({ count: count() }).from(apps).where(eq(apps.workspaceId, workspaceId)).get()!.count;
@@ -159,6 +159,9 @@ export function deleteWorkspace(db: PlatformDb, workspaceId: string): Static<typ
         `The workspace still has ${appCount} apps and ${databaseCount} databases: delete them first`,
       );
     }
+    // Detached volumes hold data nobody chose to delete: the rows would go, the engine's volumes stay unnamed.
+    const volumeCount = tx.select({ count: count() }).from(volumes).where(eq(volumes.workspaceId, workspaceId)).get()!.count;
+    if (volumeCount > 0) throw new ApiError("WORKSPACE_NOT_EMPTY", `The workspace still has ${volumeCount} volumes: delete them first (DELETE /api/volumes/{id})`);
     const workspace = tx.delete(workspaces).where(eq(workspaces.id, workspaceId)).returning().get();
     if (!workspace) throw new ApiError("WORKSPACE_NOT_FOUND", "Workspace not found");
     console.log(`[security] workspace ${workspace.id} (${workspace.name}) deleted`);

@@ -21,6 +21,7 @@ export const WorkspaceUsageSchema = resource(
       appSourcesBytes: bytes("The apps' source trees, every file and folder counted at least 4 KiB"),
       buildLogsBytes: bytes("The apps' build logs"),
       backupsBytes: bytes("The databases' backup files (failed backups keep none)"),
+      volumesBytes: bytes("The apps' volumes, at their last measured size"),
       inProgressBytes: bytes("Uploads and backups being written now"),
     }),
   },

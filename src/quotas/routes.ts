@@ -20,11 +20,12 @@ async function usageOf(ctx: ServerContext, workspaceId: string): Promise<Static<
     memoryMB: { used: counts.memoryMB, limit: quotas.memoryMB },
     dbPorts: { used: counts.dbPorts, limit: quotas.dbPorts },
     disk: {
-      usedBytes: disk.appSources + disk.buildLogs + disk.backups + disk.inProgress,
+      usedBytes: disk.appSources + disk.buildLogs + disk.backups + disk.volumes + disk.inProgress,
       limitBytes: quotas.diskMB * MB,
       appSourcesBytes: disk.appSources,
       buildLogsBytes: disk.buildLogs,
       backupsBytes: disk.backups,
+      volumesBytes: disk.volumes,
       inProgressBytes: disk.inProgress,
     },
   };
@@ -42,7 +43,7 @@ export function quotaRoutes(ctx: ServerContext) {
         description:
           "Every role. Answers `usage`: for apps, databases, memoryMB and dbPorts what is `used` and the `limit`; for the " +
           "disk, `usedBytes` and `limitBytes` (PLATFORM_QUOTA_DISK_MB) and what the use is made of: app source trees (every " +
-          "file and folder counted at least 4 KiB), build logs, backup files, and uploads or backups being written. A " +
+          "file and folder counted at least 4 KiB), build logs, backup files, volumes (at their last measured size), and uploads or backups being written. A " +
           "change that would take a use past its limit is refused with 409 `QUOTA_EXCEEDED`.",
       },
     });

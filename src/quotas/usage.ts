@@ -55,7 +55,7 @@ export function entryCharge(size = 0): number {
 }
 
 /** The kinds of things a workspace keeps on the platform's disk. */
-export type DiskKind = "appSources" | "buildLogs" | "backups";
+export type DiskKind = "appSources" | "buildLogs" | "backups" | "volumes";
 
 /** Bytes a workspace keeps on the platform's disk, for one kind of thing. */
 export type DiskUsageSource = (workspaceId: string, options: { exceptAppId?: string }) => Promise<number>;
@@ -96,8 +96,8 @@ export class WorkspaceDisk {
       const sizes = await Promise.all([...this.sources.values()].filter((entry) => entry.kind === kind).map(({ source }) => source(workspaceId, {})));
       return sizes.reduce((sum, size) => sum + size, 0);
     };
-    const [appSources, buildLogs, backups] = await Promise.all([measure("appSources"), measure("buildLogs"), measure("backups")]);
-    return { appSources, buildLogs, backups, inProgress: this.reserved.get(workspaceId) ?? 0 };
+    const [appSources, buildLogs, backups, volumes] = await Promise.all([measure("appSources"), measure("buildLogs"), measure("backups"), measure("volumes")]);
+    return { appSources, buildLogs, backups, volumes, inProgress: this.reserved.get(workspaceId) ?? 0 };
   }
 
   /**

@@ -9,6 +9,7 @@ import { VOLUME_BACKUP_ROUTES } from "./volume-backups";
 
 /** The registry host of the matrix's registry credentials (the discard port of loopback). */
 const MATRIX_REGISTRY = "127.0.0.1:9";
+import { VOLUME_ROUTES } from "./volumes";
 
 /** A key and the workspace it acts in. */
 export interface Tenant {
@@ -123,6 +124,7 @@ export const AUTHENTICATED_ROUTES: AuthenticatedRoute[] = [
   ...DATABASE_ROUTES,
   ...APP_ROUTES,
   ...VOLUME_BACKUP_ROUTES,
+  ...VOLUME_ROUTES,
 ];
 
 /** The route's body for a request on the resource `params` names. */

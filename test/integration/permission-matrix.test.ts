@@ -111,6 +111,10 @@ const EXPECTED: Record<string, Role[]> = {
   "POST /api/registries/": OPERATORS,
   "POST /api/registries/:registryId/test": OPERATORS,
   "DELETE /api/registries/:registryId": OPERATORS,
+  "GET /api/volumes/": EVERYONE,
+  "GET /api/volumes/:volumeId": EVERYONE,
+  "POST /api/volumes/:volumeId/attach": OPERATORS,
+  "DELETE /api/volumes/:volumeId": MANAGERS,
   "GET /api/databases/": EVERYONE,
   "POST /api/databases/": OPERATORS,
   "GET /api/databases/:databaseId": EVERYONE,
@@ -274,7 +278,8 @@ describe("audit of app and database actions", () => {
     for (const action of ["app.deployed", "app.deleted", "app.env_changed", "app.settings_changed", "database.created", "database.deleted", "database.password_rotated"]) {
       expect(actions).toContain(action);
     }
-    const deployed = body.events.find((event: any) => event.action === "app.deployed");
+    // The shared matrix app's deploy (the volume routes' apps are deployed too).
+    const deployed = body.events.find((event: any) => event.action === "app.deployed" && event.target.startsWith("matrix-app-"));
     expect(deployed.actor.type).toBe("api_key");
     expect(deployed.target).toMatch(/^matrix-app-\d+ \(app_/);
     // Refused calls are not recorded: the viewer never deleted anything.

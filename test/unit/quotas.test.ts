@@ -77,7 +77,7 @@ describe("disk accounting", () => {
     expect(await disk.bytesUsed("ws")).toBe(350);
     expect(await disk.bytesUsed("ws", { exceptAppId: "app_1" })).toBe(150);
     expect(await disk.bytesUsed("other")).toBe(50);
-    expect(await disk.bytesByKind("ws")).toEqual({ appSources: 300, buildLogs: 0, backups: 50, inProgress: 0 });
+    expect(await disk.bytesByKind("ws")).toEqual({ appSources: 300, buildLogs: 0, backups: 50, volumes: 0, inProgress: 0 });
   });
 
   test("a write of unknown size counts as it goes, and is refused once it would pass the quota", async () => {

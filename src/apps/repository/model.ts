@@ -3,6 +3,7 @@
 import { t } from "elysia";
 import { resource } from "../../http/responses";
 import { deployForm } from "../model";
+import { volumeMountsInput } from "../../volumes/model";
 
 const { file: _zip, ...zipDeployFields } = deployForm.properties;
 
@@ -19,6 +20,7 @@ export const deployFromRepoBody = t.Object({
   ...zipDeployFields,
   repository: repositoryReferenceBody,
   envVars: t.Optional(t.Union([t.Record(t.String(), t.String()), t.String({ description: "A JSON object as text (forms)" })])),
+  volumes: t.Optional(t.Union([volumeMountsInput, t.String({ description: "The same list as JSON text (forms)" })])),
   autoDeploy: t.Optional(t.Boolean({ default: false, description: "A push to the branch (POST /api/webhooks/github) starts a new deploy" })),
   accessToken: t.Optional(t.String({ maxLength: 1024, description: "Access token the git server accepts as the HTTP password (GitHub/GitLab/Gitea personal or project token); stored encrypted, never shown. \"\" removes the stored one; pointing the app at another repository without it removes it too" })),
 });

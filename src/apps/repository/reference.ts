@@ -135,7 +135,7 @@ export function asFormText(fields: Fields): Record<string, string> {
   for (const [name, value] of Object.entries(fields)) {
     if (name === "repository" || name.startsWith("repository[") || name.startsWith("repository.")) continue;
     if (value === undefined || value === null) continue;
-    if ((name === "envVars" || name === "healthCheck") && typeof value === "object") form[name] = JSON.stringify(value);
+    if ((name === "envVars" || name === "healthCheck" || name === "volumes") && typeof value === "object") form[name] = JSON.stringify(value);
     else if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") form[name] = String(value);
     else invalid(name, "expected a string, number or boolean");
   }

@@ -6,6 +6,7 @@ import { authPlugin } from "../../http/auth";
 import { ok } from "../../http/envelope";
 import { apiPublicOrigin } from "../../http/public-origin";
 import { formsBody, json, ref, responses } from "../../http/responses";
+import { VOLUME_ERRORS } from "../../volumes/model";
 import { AppSchema, appIdParams } from "../model";
 import { DeployHookSchema, deployFromRepoBody } from "./model";
 
@@ -39,12 +40,12 @@ export function repositoryRoutes(ctx: ServerContext) {
                 }),
               }),
             },
-            "VALIDATION_FAILED", "INVALID_JSON", "UNSUPPORTED_MEDIA_TYPE", "GITHUB_APP_NOT_CONFIGURED", "INSTALLATION_NOT_YOURS", "UNKNOWN_MACHINE", "NAME_TAKEN", "SUBDOMAIN_TAKEN", "QUOTA_EXCEEDED",
+            "VALIDATION_FAILED", "INVALID_JSON", "UNSUPPORTED_MEDIA_TYPE", "GITHUB_APP_NOT_CONFIGURED", "INSTALLATION_NOT_YOURS", "UNKNOWN_MACHINE", "NAME_TAKEN", "SUBDOMAIN_TAKEN", "QUOTA_EXCEEDED", ...VOLUME_ERRORS,
           ),
           summary: "Deploy an app from a git repository",
           description:
             "The fields of a ZIP deploy (name, runtime, memoryMB, cpus, startupCommand, envVars, exposePort, subdomain, autoRestart, " +
-            "builder, healthCheck (an object, or JSON text in a form), machineId) without `file`, plus `repository` {id, owner, name, branch, path?, repoHostInstallationId?}, " +
+            "builder, healthCheck (an object, or JSON text in a form), machineId, volumes (an array, or JSON text), releaseStrategy) without `file`, plus `repository` {id, owner, name, branch, path?, repoHostInstallationId?}, " +
             "`autoDeploy` and `accessToken`. Deploying a name that exists in the workspace releases a new version of that app " +
             "and makes it follow the given repository; pointing it at another repository (owner, name, or another `id` than the one recorded) removes its stored " +
             "access token unless `accessToken` is given again (`accessTokenDropped: true`). Answers 202 at once with `app`, `buildId` (trigger `repository`) and " +

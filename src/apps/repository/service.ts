@@ -59,7 +59,8 @@ export class RepositoryDeploys {
       throw new ApiError("GITHUB_APP_NOT_CONFIGURED", "repoHostInstallationId needs the platform's GitHub App: PLATFORM_GITHUB_APP_ID and PLATFORM_GITHUB_APP_PRIVATE_KEY_FILE are not set");
     }
     if (repository.repoHostInstallationId) assertInstallationOf(this.ctx.db, principal.workspaceId, repository.repoHostInstallationId);
-    const machineId = this.ctx.machines.place(input.machineId).machineId;
+    const machineId = this.apps.placeWithVolumes(principal.workspaceId, input);
+    await this.apps.volumes.assertRoom(principal.workspaceId, this.apps.records.planVolumes(principal.workspaceId, input, machineId));
     const before = this.apps.records.findByName(principal.workspaceId, input.name);
     const renamed = before?.repoOwner !== repository.owner || before?.repoName !== repository.name;
     const remade = Boolean(before?.repoId) && before?.repoId !== repository.id;

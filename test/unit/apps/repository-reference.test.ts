@@ -60,6 +60,13 @@ describe("accepted references", () => {
     expect(input.repository).toEqual({ ...repository, path: "svc" });
   });
 
+  test("volumes as a JSON array or as JSON text, and the release strategy", () => {
+    const volumes = [{ name: "data", mountPath: "/app/data" }];
+    expect(deployWith({}, { volumes, releaseStrategy: "start-first" })).toMatchObject({ volumes, releaseStrategy: "start-first" });
+    expect(deployWith({}, { volumes: JSON.stringify(volumes) }).volumes).toEqual(volumes);
+    expect(deployWith({}).volumes).toBeUndefined();
+  });
+
   test("an empty accessToken is kept (it removes a stored one)", () => {
     expect(deployWith({}, { accessToken: "" }).accessToken).toBe("");
     expect(deployWith({}).accessToken).toBeUndefined();

@@ -63,4 +63,6 @@ export const ACTION_LABELS = {
   "volume.backup_schedule_set": "Volume backup schedule set",
   "volume.backup_schedule_cleared": "Volume backup schedule cleared",
   "volume.restored": "Volume restored",
+  "volume.attached": "Volume attached",
+  "volume.deleted": "Volume deleted",
 } as const;

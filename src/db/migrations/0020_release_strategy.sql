@@ -1,0 +1,1 @@
+ALTER TABLE `apps` ADD `release_strategy` text;

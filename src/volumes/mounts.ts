@@ -1,0 +1,81 @@
+// The mounts of an app's container: its volumes, each made on first use as a named engine volume
+// on the app's machine. A new volume is empty and root-owned; when the app runs as a user of its
+// own (PLATFORM_APP_USER), a one-shot container of the app's image, root with only CHOWN, gives the
+// volume's top folder to that user first, so the app can write into it.
+import { eq } from "drizzle-orm";
+import type { PlatformDb } from "../db";
+import { volumes } from "../db/schema";
+import type { DockerDriver } from "../docker/driver";
+import { LABEL_APP, LABEL_MANAGED, LABEL_WORKSPACE, type ContainerSpec } from "../docker/container-spec";
+import { randomBase62 } from "../crypto/tokens";
+import { ApiError } from "../http/errors";
+import type { VolumeRow } from "./service";
+
+export const LABEL_VOLUME = "platform.volume";
+/** The longest the ownership step may take before the release fails. */
+const PREPARE_TIMEOUT_MS = 30_000;
+
+interface MountedApp {
+  id: string;
+  workspaceId: string;
+  machineId: string;
+}
+
+/**
+ * What of the app's mounts goes into its containers' settings digest (src/apps/deployer.ts), so a
+ * restart a crash cut short is made at start: nothing for an app without volumes, whose digest
+ * stays what it was before volumes existed.
+ */
+export function mountsDigested(db: PlatformDb, appId: string): { volumes?: [string, string][] } {
+  const rows = db.select({ id: volumes.id, mountPath: volumes.mountPath }).from(volumes).where(eq(volumes.appId, appId)).orderBy(volumes.id).all();
+  return rows.length ? { volumes: rows.map((row) => [row.id, row.mountPath]) } : {};
+}
+
+/** The container's `volumes`; fails the release (409 VOLUME_ON_OTHER_MACHINE) for a volume on another machine. */
+export async function appVolumeMounts(db: PlatformDb, driver: DockerDriver, app: MountedApp, image: string, user: string | undefined): Promise<NonNullable<ContainerSpec["volumes"]>> {
+  const rows = db.select().from(volumes).where(eq(volumes.appId, app.id)).all();
+  const mounts: NonNullable<ContainerSpec["volumes"]> = [];
+  for (const row of rows) {
+    if (row.machineId !== driver.machineId) {
+      throw new ApiError("VOLUME_ON_OTHER_MACHINE", `volume '${row.name}' is on machine '${row.machineId}', the app on '${driver.machineId}'`);
+    }
+    if (!(await driver.hasVolume(row.engineVolumeName))) await makeVolume(driver, app, row, image, user);
+    mounts.push({ volumeName: row.engineVolumeName, containerPath: row.mountPath });
+  }
+  return mounts;
+}
+
+async function makeVolume(driver: DockerDriver, app: MountedApp, row: VolumeRow, image: string, user: string | undefined) {
+  const labels = { [LABEL_MANAGED]: "true", [LABEL_WORKSPACE]: app.workspaceId, [LABEL_APP]: app.id, [LABEL_VOLUME]: row.id };
+  await driver.createVolume(row.engineVolumeName, labels);
+  if (!user) return;
+  // A volume left root-owned would never be chowned later (it exists): it goes, and the next start makes it again.
+  await giveToUser(driver, app, row, image, user).catch(async (error) => {
+    await driver.removeVolume(row.engineVolumeName).catch(() => {});
+    throw error;
+  });
+}
+
+async function giveToUser(driver: DockerDriver, app: MountedApp, row: VolumeRow, image: string, user: string) {
+  const id = await driver.createContainer({
+    name: `platform-volume-owner-${row.id.toLowerCase()}-${randomBase62(6).toLowerCase()}`,
+    image,
+    entrypoint: ["chown", user, row.mountPath],
+    command: [],
+    // Not labelled with the app: the reconciler reports it at most, and it is removed below.
+    labels: { [LABEL_MANAGED]: "true", [LABEL_WORKSPACE]: app.workspaceId, [LABEL_VOLUME]: row.id },
+    memoryMB: 64,
+    pidsLimit: 16,
+    user: "0:0",
+    capabilities: ["CHOWN"],
+    volumes: [{ volumeName: row.engineVolumeName, containerPath: row.mountPath }],
+    keepLogs: false,
+  });
+  try {
+    await driver.startContainer(id);
+    const exit = await Promise.race([driver.waitForExit(id), Bun.sleep(PREPARE_TIMEOUT_MS).then(() => null)]);
+    if (exit?.exitCode !== 0) throw new ApiError("INTERNAL_ERROR", `could not give volume '${row.name}' to user ${user} (${exit ? `chown exited with ${exit.exitCode}` : "timed out"})`);
+  } finally {
+    await driver.removeContainer(id).catch(() => {});
+  }
+}
