@@ -293,7 +293,8 @@ export class Deployer {
       const host = (await driver.inspectContainer(containerId)).networks[workspaceNetworkName(app.workspaceId)];
       const port = app.servingPort ?? app.exposePort ?? DEFAULT_EXPOSE_PORT;
       const stillRunning = async () => (await driver.inspectContainer(containerId)).running;
-      if (!host || (await waitUntilListening({ host, port, timeoutMs: START_TIMEOUT_MS, stillRunning })) !== "listening") throw new Error("it did not listen again");
+      const hostHeader = app.subdomain ? `${app.subdomain}.${this.ctx.config.domain}` : app.name;
+      if (!host || (await waitUntilHealthy({ host, port, check: healthCheckOf(app), hostHeader, stillRunning, log })).outcome !== "ready") throw new Error("it did not pass its health check again");
       const current = this.app(app.id);
       if (current?.subdomain && current.containerId === containerId) {
         this.ctx.proxyRoutes.set(current.subdomain, { host, port, ...routePolicyOf(current, this.ctx.config.proxyRateLimits) });

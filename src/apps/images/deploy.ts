@@ -42,7 +42,8 @@ export function imageDeployInput(fields: Record<string, unknown>, registries: re
 export async function deployImage(apps: AppsService, principal: Principal, request: Request) {
   const ctx = apps.context;
   const input = imageDeployInput(await readFields(request), ctx.config.buildRegistries);
-  const machineId = ctx.machines.place(input.machineId).machineId;
+  const machineId = apps.placeWithVolumes(principal.workspaceId, input);
+  await apps.volumes.assertRoom(principal.workspaceId, apps.records.planVolumes(principal.workspaceId, { ...input, runtime: "image" }, machineId));
   const { appId, existing } = apps.records.accept(
     principal.workspaceId,
     { ...input, runtime: "image" },
