@@ -30,7 +30,7 @@ import { routePolicyOf } from "./rate-limits";
 import { removeImagesBeyondRetention } from "./image-retention";
 import { containerUserOf, imageAppSpec } from "./images/container";
 import { appVolumeMounts, mountsDigested } from "../volumes/mounts";
-import { releaseStrategyOf } from "../volumes/service";
+import { releaseStrategyOf, volumesLeaving } from "../volumes/service";
 
 export type AppRow = typeof apps.$inferSelect;
 
@@ -215,8 +215,11 @@ export class Deployer {
     this.containersInHand.set(appId, held);
     let containerId: string | null = null;
     // stop-first (apps with volumes, by default): the old container stops before the new one starts, and starts again if the new one fails.
-    const stopFirst = app.containerId !== null && releaseStrategyOf(this.ctx.db, app) === "stop-first";
-    const stoppedFirst = stopFirst && (await driver.inspectContainer(app.containerId!).then((state) => state.running, () => false)) ? app.containerId : null;
+    // A volume the app no longer lists leaves with the old container, whatever the strategy: another app may mount it next.
+    const previousState = app.containerId ? await driver.inspectContainer(app.containerId).catch(() => null) : null;
+    const leaving = previousState ? volumesLeaving(this.ctx.db, app.id, previousState.volumeNames) : [];
+    const stopFirst = leaving.length > 0 || releaseStrategyOf(this.ctx.db, app) === "stop-first";
+    const stoppedFirst = stopFirst && previousState?.running ? app.containerId : null;
     try {
       if (stoppedFirst) {
         log(`==> Stopping container ${stoppedFirst.slice(0, 12)} first (releaseStrategy stop-first)`);
@@ -266,7 +269,8 @@ export class Deployer {
       if (reason === "internal error") console.error(`[apps] release of ${appId}:`, error);
       log(`==> Release failed: ${reason}`);
       if (containerId) await driver.removeContainer(containerId, APP_CONTAINER_REMOVAL).catch(() => {});
-      if (stoppedFirst) await this.restartStoppedFirst(driver, app, stoppedFirst, log);
+      if (stoppedFirst && leaving.length) log(`==> The previous container stays stopped: it mounts volume(s) the app no longer has (${leaving.join(", ")})`);
+      else if (stoppedFirst) await this.restartStoppedFirst(driver, app, stoppedFirst, log);
       await this.afterFailure(appId, `Deploy of build ${buildId} failed: ${reason}`);
       return reason;
     } finally {

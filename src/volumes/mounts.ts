@@ -14,6 +14,8 @@ import type { VolumeRow } from "./service";
 export const LABEL_VOLUME = "platform.volume";
 /** The longest the ownership step may take before the release fails. */
 const PREPARE_TIMEOUT_MS = 30_000;
+/** How long a start waits for another app's container (one it was detached from, still stopping) to let go of a volume. */
+const IN_USE_WAIT_MS = 15_000;
 
 interface MountedApp {
   id: string;
@@ -31,8 +33,19 @@ export function mountsDigested(db: PlatformDb, appId: string): { volumes?: [stri
   return rows.length ? { volumes: rows.map((row) => [row.id, row.mountPath]) } : {};
 }
 
-/** The container's `volumes`; fails the release (409 VOLUME_ON_OTHER_MACHINE) for a volume on another machine. */
-export async function appVolumeMounts(db: PlatformDb, driver: DockerDriver, app: MountedApp, image: string, user: string | undefined): Promise<NonNullable<ContainerSpec["volumes"]>> {
+/**
+ * The container's `volumes`; fails the release (409 VOLUME_ON_OTHER_MACHINE) for a volume on another
+ * machine, and (409 VOLUME_IN_USE, after waiting `inUseWaitMs`) for one a running container of
+ * another app still mounts: two apps never write one volume at once.
+ */
+export async function appVolumeMounts(
+  db: PlatformDb,
+  driver: DockerDriver,
+  app: MountedApp,
+  image: string,
+  user: string | undefined,
+  { inUseWaitMs = IN_USE_WAIT_MS } = {},
+): Promise<NonNullable<ContainerSpec["volumes"]>> {
   const rows = db.select().from(volumes).where(eq(volumes.appId, app.id)).all();
   const mounts: NonNullable<ContainerSpec["volumes"]> = [];
   for (const row of rows) {
@@ -40,9 +53,18 @@ export async function appVolumeMounts(db: PlatformDb, driver: DockerDriver, app:
       throw new ApiError("VOLUME_ON_OTHER_MACHINE", `volume '${row.name}' is on machine '${row.machineId}', the app on '${driver.machineId}'`);
     }
     if (!(await driver.hasVolume(row.engineVolumeName))) await makeVolume(driver, app, row, image, user);
+    else await waitUntilNoOtherAppUses(driver, app, row, inUseWaitMs);
     mounts.push({ volumeName: row.engineVolumeName, containerPath: row.mountPath });
   }
   return mounts;
+}
+
+async function waitUntilNoOtherAppUses(driver: DockerDriver, app: MountedApp, row: VolumeRow, waitMs: number) {
+  for (const deadline = Date.now() + waitMs; ; await Bun.sleep(250)) {
+    const other = (await driver.containersUsingVolume(row.engineVolumeName)).find((container) => container.running && container.labels[LABEL_APP] !== app.id);
+    if (!other) return;
+    if (Date.now() >= deadline) throw new ApiError("VOLUME_IN_USE", `volume '${row.name}' is still mounted by a running container of another app (${other.name}); the app it was detached from must stop it first`);
+  }
 }
 
 async function makeVolume(driver: DockerDriver, app: MountedApp, row: VolumeRow, image: string, user: string | undefined) {

@@ -47,6 +47,18 @@ export function releaseStrategyOf(db: PlatformDb, app: { id: string; releaseStra
   return (mounted?.count ?? 0) > 0 ? "stop-first" : "start-first";
 }
 
+/** Names of the volumes among a container's engine volumes that the app no longer has (detached, or another app's now). */
+export function volumesLeaving(db: PlatformDb, appId: string, engineVolumeNames: string[]): string[] {
+  if (engineVolumeNames.length === 0) return [];
+  return db
+    .select({ name: volumes.name, appId: volumes.appId })
+    .from(volumes)
+    .where(inArray(volumes.engineVolumeName, engineVolumeNames))
+    .all()
+    .filter((row) => row.appId !== appId)
+    .map((row) => row.name);
+}
+
 export class Volumes {
   /** Sizes as the engine measures them, refreshed in the background (./sizes.ts). */
   readonly sizes: VolumeSizes;

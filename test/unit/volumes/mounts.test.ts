@@ -1,0 +1,67 @@
+// The mounts of an app's container against an engine double: a volume another app's running
+// container still mounts is refused (after a bounded wait) rather than shared by two writers; the
+// volumes an old container mounts that its app no longer lists are told apart for a stop-first release.
+import { beforeEach, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { openDatabase, type PlatformDb } from "../../../src/db";
+import { apps, workspaces } from "../../../src/db/schema";
+import type { DockerDriver } from "../../../src/docker/driver";
+import { Machines } from "../../../src/machines/service";
+import { WorkspaceDisk } from "../../../src/quotas/usage";
+import { Volumes, volumesLeaving } from "../../../src/volumes/service";
+import { appVolumeMounts } from "../../../src/volumes/mounts";
+import { tempDir } from "../../helpers/temp";
+
+let db: PlatformDb;
+let volumes: Volumes;
+/** The containers the double's engine says mount each volume. */
+let users: Record<string, { id: string; name: string; running: boolean; image: string; labels: Record<string, string> }[]>;
+const driver = {
+  machineId: "local",
+  hasVolume: async () => true,
+  containersUsingVolume: async (name: string) => users[name] ?? [],
+} as unknown as DockerDriver;
+const app = { id: "app_2", workspaceId: "ws_1", machineId: "local" };
+
+function addApp(id: string) {
+  db.insert(apps)
+    .values({ id, workspaceId: "ws_1", name: id.replace("_", "-"), runtime: "node", status: "running", memoryMB: 64, startupCommand: "auto", autoRestart: true, autoDeploy: false, machineId: "local", createdAt: 0, updatedAt: 0 })
+    .run();
+}
+
+beforeEach(() => {
+  db = openDatabase(join(tempDir(), "platform.sqlite"));
+  db.insert(workspaces).values({ id: "ws_1", name: "one", createdAt: 0 }).run();
+  volumes = new Volumes(db, new Machines(new Map([["local", driver]])), new WorkspaceDisk(), 60, () => 10_240);
+  addApp("app_1");
+  addApp("app_2");
+  users = {};
+});
+
+const container = (appId: string, running: boolean) => ({ id: `c-${appId}`, name: `app-${appId}`, running, image: "x", labels: { "platform.app": appId } });
+
+describe("a volume detached from one app and attached to another", () => {
+  test("is not mounted while a running container of the app it left still uses it", async () => {
+    volumes.plan({ workspaceId: "ws_1", appId: "app_1", machineId: "local", codeAtApp: true }, [{ name: "data", mountPath: "/app/data" }]).apply("app_1");
+    const [row] = volumes.ofApp("app_1");
+    volumes.plan({ workspaceId: "ws_1", appId: "app_1", machineId: "local", codeAtApp: true }, []).apply("app_1");
+    volumes.plan({ workspaceId: "ws_1", appId: "app_2", machineId: "local", codeAtApp: true }, [{ name: "data", mountPath: "/app/data" }]).apply("app_2");
+
+    users[row!.engineVolumeName] = [container("app_1", true)];
+    const refused = await appVolumeMounts(db, driver, app, "image", undefined, { inUseWaitMs: 300 }).catch((error) => error);
+    expect(refused.code).toBe("VOLUME_IN_USE");
+
+    // Its own old container, or a stopped one of another app, is no second writer.
+    users[row!.engineVolumeName] = [container("app_2", true), container("app_1", false)];
+    expect(await appVolumeMounts(db, driver, app, "image", undefined, { inUseWaitMs: 300 })).toEqual([{ volumeName: row!.engineVolumeName, containerPath: "/app/data" }]);
+  });
+
+  test("the old container's volumes the app no longer lists are leaving", () => {
+    const owner = { workspaceId: "ws_1", appId: "app_1", machineId: "local", codeAtApp: true };
+    volumes.plan(owner, [{ name: "data", mountPath: "/app/data" }, { name: "kept", mountPath: "/srv" }]).apply("app_1");
+    const names = volumes.ofApp("app_1").map((row) => row.engineVolumeName);
+    expect(volumesLeaving(db, "app_1", [...names, "someone-elses"])).toEqual([]);
+    volumes.plan(owner, [{ name: "kept", mountPath: "/srv" }]).apply("app_1");
+    expect(volumesLeaving(db, "app_1", names)).toEqual(["data"]);
+  });
+});
