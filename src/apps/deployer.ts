@@ -329,7 +329,7 @@ export class Deployer {
       sysctls: port < 1024 && user ? { "net.ipv4.ip_unprivileged_port_start": "0" } : undefined,
       network: { name: network, aliases: [app.name] },
       publish: { containerPort: port, hostIp: "127.0.0.1" },
-      volumes: await appVolumeMounts(this.ctx.db, driver, app, image, user),
+      volumes: await appVolumeMounts(this.ctx.db, driver, app, image, user, { helperImages: Object.values(this.ctx.config.images) }),
       // Never the engine's: the platform restarts app containers itself (./health/supervisor.ts).
       restartPolicy: "no",
       init: true,

@@ -1,7 +1,9 @@
 // The mounts of an app's container: its volumes, each made on first use as a named engine volume
 // on the app's machine. A new volume is empty and root-owned; when the app runs as a user of its
-// own (PLATFORM_APP_USER), a one-shot container of the app's image, root with only CHOWN, gives the
-// volume's top folder to that user first, so the app can write into it.
+// own (PLATFORM_APP_USER), a one-shot container, root with only CHOWN and no network, gives the
+// volume's top folder to that user first, so the app can write into it. It runs a platform image
+// the machine has (never the app's, which could replace chown) when the user is numeric; a user
+// named by the image can only be resolved in the app's own image, still without network.
 import { eq } from "drizzle-orm";
 import type { PlatformDb } from "../db";
 import { volumes } from "../db/schema";
@@ -16,6 +18,8 @@ export const LABEL_VOLUME = "platform.volume";
 const PREPARE_TIMEOUT_MS = 30_000;
 /** How long a start waits for another app's container (one it was detached from, still stopping) to let go of a volume. */
 const IN_USE_WAIT_MS = 15_000;
+/** uid or uid:gid. */
+const NUMERIC_USER = /^\d+(:\d+)?$/;
 
 interface MountedApp {
   id: string;
@@ -44,7 +48,7 @@ export async function appVolumeMounts(
   app: MountedApp,
   image: string,
   user: string | undefined,
-  { inUseWaitMs = IN_USE_WAIT_MS } = {},
+  { inUseWaitMs = IN_USE_WAIT_MS, helperImages = [] as string[] } = {},
 ): Promise<NonNullable<ContainerSpec["volumes"]>> {
   const rows = db.select().from(volumes).where(eq(volumes.appId, app.id)).all();
   const mounts: NonNullable<ContainerSpec["volumes"]> = [];
@@ -52,7 +56,7 @@ export async function appVolumeMounts(
     if (row.machineId !== driver.machineId) {
       throw new ApiError("VOLUME_ON_OTHER_MACHINE", `volume '${row.name}' is on machine '${row.machineId}', the app on '${driver.machineId}'`);
     }
-    if (!(await driver.hasVolume(row.engineVolumeName))) await makeVolume(driver, app, row, image, user);
+    if (!(await driver.hasVolume(row.engineVolumeName))) await makeVolume(driver, app, row, image, user, helperImages);
     else await waitUntilNoOtherAppUses(driver, app, row, inUseWaitMs);
     mounts.push({ volumeName: row.engineVolumeName, containerPath: row.mountPath });
   }
@@ -67,15 +71,22 @@ async function waitUntilNoOtherAppUses(driver: DockerDriver, app: MountedApp, ro
   }
 }
 
-async function makeVolume(driver: DockerDriver, app: MountedApp, row: VolumeRow, image: string, user: string | undefined) {
+async function makeVolume(driver: DockerDriver, app: MountedApp, row: VolumeRow, image: string, user: string | undefined, helperImages: string[]) {
   const labels = { [LABEL_MANAGED]: "true", [LABEL_WORKSPACE]: app.workspaceId, [LABEL_APP]: app.id, [LABEL_VOLUME]: row.id };
   await driver.createVolume(row.engineVolumeName, labels);
   if (!user) return;
   // A volume left root-owned would never be chowned later (it exists): it goes, and the next start makes it again.
-  await giveToUser(driver, app, row, image, user).catch(async (error) => {
+  await giveToUser(driver, app, row, await chownImage(driver, image, user, helperImages), user).catch(async (error) => {
     await driver.removeVolume(row.engineVolumeName).catch(() => {});
     throw error;
   });
+}
+
+/** A platform image the machine has for a numeric user (its chown needs no name lookup), else the app's own. */
+async function chownImage(driver: DockerDriver, appImage: string, user: string, helperImages: string[]): Promise<string> {
+  if (!NUMERIC_USER.test(user)) return appImage;
+  for (const image of helperImages) if (await driver.hasImage(image)) return image;
+  return appImage;
 }
 
 async function giveToUser(driver: DockerDriver, app: MountedApp, row: VolumeRow, image: string, user: string) {
@@ -87,7 +98,9 @@ async function giveToUser(driver: DockerDriver, app: MountedApp, row: VolumeRow,
     // Not labelled with the app: the reconciler reports it at most, and it is removed below.
     labels: { [LABEL_MANAGED]: "true", [LABEL_WORKSPACE]: app.workspaceId, [LABEL_VOLUME]: row.id },
     memoryMB: 64,
+    cpus: 0.5,
     pidsLimit: 16,
+    network: { name: "none", aliases: [] },
     user: "0:0",
     capabilities: ["CHOWN"],
     volumes: [{ volumeName: row.engineVolumeName, containerPath: row.mountPath }],

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { openDatabase, type PlatformDb } from "../../../src/db";
 import { apps, workspaces } from "../../../src/db/schema";
 import type { DockerDriver } from "../../../src/docker/driver";
+import type { ContainerSpec } from "../../../src/docker/container-spec";
 import { Machines } from "../../../src/machines/service";
 import { WorkspaceDisk } from "../../../src/quotas/usage";
 import { Volumes, volumesLeaving } from "../../../src/volumes/service";
@@ -63,5 +64,39 @@ describe("a volume detached from one app and attached to another", () => {
     expect(volumesLeaving(db, "app_1", [...names, "someone-elses"])).toEqual([]);
     volumes.plan(owner, [{ name: "kept", mountPath: "/srv" }]).apply("app_1");
     expect(volumesLeaving(db, "app_1", names)).toEqual(["data"]);
+  });
+});
+
+describe("a new volume given to the app's user", () => {
+  /** An engine double without the volume: it records the helper container it is asked for. */
+  function freshEngine(images: string[]) {
+    const made: ContainerSpec[] = [];
+    const engine = {
+      machineId: "local",
+      hasVolume: async () => false,
+      createVolume: async () => {},
+      removeVolume: async () => true,
+      hasImage: async (image: string) => images.includes(image),
+      createContainer: async (spec: ContainerSpec) => (made.push(spec), spec.name),
+      startContainer: async () => {},
+      waitForExit: async () => ({ exitCode: 0, outOfMemory: false }),
+      removeContainer: async () => {},
+    } as unknown as DockerDriver;
+    return { engine, made };
+  }
+
+  test("is chowned from a platform image without network and within limits, never by the app's image", async () => {
+    volumes.plan({ workspaceId: "ws_1", appId: "app_2", machineId: "local", codeAtApp: false }, [{ name: "data", mountPath: "/data" }]).apply("app_2");
+    const { engine, made } = freshEngine(["node:22", "busybox-stand-in"]);
+    await appVolumeMounts(db, engine, app, "ghcr.io/someone/distroless:1", "1000:1000", { helperImages: ["python:3", "node:22"] });
+    expect(made).toHaveLength(1);
+    expect(made[0]).toMatchObject({ image: "node:22", entrypoint: ["chown", "1000:1000", "/data"], user: "0:0", capabilities: ["CHOWN"], network: { name: "none" }, cpus: 0.5, memoryMB: 64, pidsLimit: 16 });
+  });
+
+  test("a user named by the image is chowned in the app's image, still without network", async () => {
+    volumes.plan({ workspaceId: "ws_1", appId: "app_2", machineId: "local", codeAtApp: false }, [{ name: "data", mountPath: "/data" }]).apply("app_2");
+    const { engine, made } = freshEngine(["node:22"]);
+    await appVolumeMounts(db, engine, app, "ghcr.io/someone/app:1", "node", { helperImages: ["node:22"] });
+    expect(made[0]).toMatchObject({ image: "ghcr.io/someone/app:1", network: { name: "none" } });
   });
 });
