@@ -1,14 +1,18 @@
 // Routes of /api/apps: thin wrappers over ./service. Build routes are in ./builds-routes.ts.
 import { Elysia, t } from "elysia";
 import type { ServerContext } from "../http/context";
-import { authPlugin } from "../http/auth";
-import { mayReadSecrets } from "../http/permissions";
+import { auditActor, authPlugin } from "../http/auth";
+import { assertPermitted, mayReadSecrets } from "../http/permissions";
+import { recordAuditEvent } from "../audit/service";
 import { ok } from "../http/envelope";
 import { withHeartbeat } from "../http/streams";
 import { alsoAs, json, multipartBody, ref, responses, LIST_META } from "../http/responses";
 import { AppSchema, AppTrafficSchema, EnvVariableSchema, APP_STATUSES, PROXY_RATE_LIMIT, RESTARTING_FIELDS, appIdParams, deleteAppQuery, deployForm, inspectForm, envBody, logsQuery, redeployQuery, settingsBody } from "./model";
 import { appLogs, followAppLogs } from "./logs";
 import { VOLUME_ERRORS } from "../volumes/model";
+
+/** The route whose roles an app delete with deleteVolumes=true needs. */
+const VOLUME_DELETE_ROUTE = "DELETE /api/volumes/:volumeId";
 
 const STATUS_TEXT = Object.entries(APP_STATUSES)
   .map(([status, meaning]) => `\`${status}\`: ${meaning}`)
@@ -205,8 +209,16 @@ export function appsRoutes(ctx: ServerContext) {
     .delete(
       "/:appId",
       ({ principal, params, query, set }) => {
+        const deleteVolumes = query.deleteVolumes === true;
+        // Deleting volumes through their app needs the roles DELETE /api/volumes/{id} needs, and is audited as that is.
+        if (deleteVolumes) assertPermitted(principal.role, VOLUME_DELETE_ROUTE);
+        const deletedVolumes = deleteVolumes ? service.volumes.ofApp(service.get(principal.workspaceId, params.appId).id) : [];
+        const deleting = service.delete(principal.workspaceId, params.appId, { deleteVolumes });
+        for (const volume of deletedVolumes) {
+          recordAuditEvent(ctx.db, { workspaceId: principal.workspaceId, action: "volume.deleted", actor: auditActor(principal), target: `${volume.name} (${volume.id})` });
+        }
         set.status = 202;
-        return ok(service.delete(principal.workspaceId, params.appId, { deleteVolumes: query.deleteVolumes === true }));
+        return ok(deleting);
       },
       {
         auth: true,
@@ -214,13 +226,14 @@ export function appsRoutes(ctx: ServerContext) {
         query: deleteAppQuery,
         detail: {
           operationId: "deleteApp",
-          responses: responses({ 202: json("Accepted: the app is `deleting`", { app: ref(AppSchema) }) }, "NOT_FOUND"),
+          responses: responses({ 202: json("Accepted: the app is `deleting`", { app: ref(AppSchema) }) }, "NOT_FOUND", "FORBIDDEN"),
           summary: "Delete an app",
           description:
             "Answers 202 at once with `app` in status `deleting`; from then on the app is 404. A delete preempts a build or " +
             "release in progress (the build is cancelled), then removes the app's containers, images, source files, env vars " +
             "and builds in the background. Its volumes are kept, detached (listed in /api/volumes, to attach to another app " +
-            "or delete), unless `deleteVolumes=true`; a delete resumed after a platform restart keeps them. When the engine cannot be reached the app comes back with statusReason " +
+            "or delete), unless `deleteVolumes=true`, which needs the owner or admin role as DELETE /api/volumes/{volumeId} does (403 " +
+            "`FORBIDDEN` for a member) and records `volume.deleted` per volume in the audit log. When the engine cannot be reached the app comes back with statusReason " +
             "`Delete failed: ...` and DELETE can be sent again; a delete cut short by a platform restart is finished at start.",
         },
       },
