@@ -133,7 +133,7 @@ export function appsRoutes(ctx: ServerContext) {
         params: appIdParams,
         detail: {
           operationId: "startApp",
-          responses: responses({ 202: json("Accepted", { app: ref(AppSchema), queued: t.Boolean() }) }, "NOT_FOUND", "NOT_DEPLOYED"),
+          responses: responses({ 202: json("Accepted", { app: ref(AppSchema), queued: t.Boolean() }) }, "NOT_FOUND", "BUSY", "NOT_DEPLOYED"),
           summary: "Start an app",
           description:
             `Answers 202 at once with \`app\` and \`queued\`. ${LIFECYCLE_QUEUE} An idle app goes \`starting\` and a container of ` +
@@ -173,7 +173,7 @@ export function appsRoutes(ctx: ServerContext) {
         params: appIdParams,
         detail: {
           operationId: "restartApp",
-          responses: responses({ 202: json("Accepted", { app: ref(AppSchema), queued: t.Boolean() }) }, "NOT_FOUND", "NOT_DEPLOYED"),
+          responses: responses({ 202: json("Accepted", { app: ref(AppSchema), queued: t.Boolean() }) }, "NOT_FOUND", "BUSY", "NOT_DEPLOYED"),
           summary: "Restart an app",
           description:
             `Answers 202 at once with \`app\` and \`queued\`. ${LIFECYCLE_QUEUE} A fresh container of the current build starts ` +
@@ -194,7 +194,7 @@ export function appsRoutes(ctx: ServerContext) {
         query: redeployQuery,
         detail: {
           operationId: "redeployApp",
-          responses: responses({ 202: json("Accepted: the build runs in the background", { app: ref(AppSchema), buildId: t.String() }) }, "NOT_FOUND", "VALIDATION_FAILED"),
+          responses: responses({ 202: json("Accepted: the build runs in the background", { app: ref(AppSchema), buildId: t.String() }) }, "NOT_FOUND", "BUSY", "VALIDATION_FAILED"),
           summary: "Redeploy from the current files, or the branch head",
           description:
             "Builds the app's kept source tree as it is now (with the edits made through /fs) — for an app deployed from a " +
@@ -311,14 +311,14 @@ export function appsRoutes(ctx: ServerContext) {
       params: appIdParams,
       body: envBody,
       detail: { operationId: "updateAppEnv",
-          responses: responses({ 200: json("All variables after the change", { envVars: ENV_VARS, restarted: t.Boolean() }) }, "NOT_FOUND"), summary: "Merge env vars", description: "Adds or replaces the given variables and keeps the others. A change restarts a running app (zero-downtime; queued behind a build or release in progress, and a stop, restart or delete sent meanwhile is accepted at once). Answers `envVars` (all, decrypted) and `restarted`." },
+          responses: responses({ 200: json("All variables after the change", { envVars: ENV_VARS, restarted: t.Boolean() }) }, "NOT_FOUND", "BUSY"), summary: "Merge env vars", description: "Adds or replaces the given variables and keeps the others. A change restarts a running app (zero-downtime; queued behind a build or release in progress, and a stop, restart or delete sent meanwhile is accepted at once). Answers `envVars` (all, decrypted) and `restarted`." },
     })
     .delete("/:appId/env/:name", ({ principal, params }) => ok(service.deleteEnv(principal.workspaceId, params.appId, params.name)), {
       auth: true,
       params: t.Object({ appId: t.String({ minLength: 1, maxLength: 64 }), name: t.String({ minLength: 1, maxLength: 256 }) }),
       detail: {
         operationId: "deleteAppEnvVar",
-        responses: responses({ 200: json("All variables after the change", { envVars: ENV_VARS, restarted: t.Boolean() }) }, "NOT_FOUND"),
+        responses: responses({ 200: json("All variables after the change", { envVars: ENV_VARS, restarted: t.Boolean() }) }, "NOT_FOUND", "BUSY"),
         summary: "Unset an env var",
         description: "Removes the variable `name` (404 when the app has none of that name). A running app restarts without it, as after PUT. Answers `envVars` (all, decrypted) and `restarted`.",
       },

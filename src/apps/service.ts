@@ -110,7 +110,7 @@ export class AppsService {
     this.repository = new RepositoryDeploys(ctx, this);
     this.builds = new AppBuilds(ctx, this.deployer, (workspaceId, appId) => this.get(workspaceId, appId));
     this.recovery = new AppRecovery(ctx, this.deployer, (app) => this.removeEverything(app));
-    this.rollbacks = new AppRollbacks(ctx, this.deployer, this.records, (workspaceId, appId) => this.get(workspaceId, appId), (app, from, buildId) => {
+    this.rollbacks = new AppRollbacks(ctx, this.deployer, this.records, (workspaceId, appId) => this.changeable(workspaceId, appId), (app, from, buildId) => {
       const source = from.commitSha ? this.repository.sourceFetch(app.id, buildId, { commit: from.commitSha }) : undefined;
       this.deployer.schedule(app.id, (signal) => this.deployer.buildAndRelease(app.id, buildId, source, signal));
     });
@@ -159,6 +159,13 @@ export class AppsService {
   get(workspaceId: string, appId: string): AppRow {
     const app = this.find(workspaceId, appId);
     if (!app) throw new ApiError("NOT_FOUND", "App not found");
+    return app;
+  }
+
+  /** An app about to get a new container: 409 BUSY while one of its volumes is being restored. */
+  private changeable(workspaceId: string, appId: string): AppRow {
+    const app = this.get(workspaceId, appId);
+    this.volumes.assertNoRestoreRunning(workspaceId, app.id);
     return app;
   }
 
@@ -254,7 +261,7 @@ export class AppsService {
   async updateSettings(workspaceId: string, appId: string, input: SettingsInput) {
     // The only await before the writes: the app is read (and its list checked again) after it.
     if (input.volumes) await this.volumes.assertRoom(workspaceId, this.planAppVolumes(this.get(workspaceId, appId), input.volumes));
-    const app = this.get(workspaceId, appId);
+    const app = this.changeable(workspaceId, appId);
     if (input.startupCommand !== undefined) checkStartupCommand(input.startupCommand);
     if (app.runtime === "image" && (input.runtime !== undefined || input.builder !== undefined)) {
       invalid(input.runtime !== undefined ? "runtime" : "builder", "an app deployed from an image is not built from source");
@@ -339,7 +346,7 @@ export class AppsService {
   }
 
   putEnv(workspaceId: string, appId: string, envVars: Record<string, string>) {
-    const app = this.get(workspaceId, appId);
+    const app = this.changeable(workspaceId, appId);
     const changed = mergeEnvVars(this.ctx.db, this.ctx.secrets, app.id, validateEnvVars(envVars));
     const { restarted } = this.restartForChange(app, null, changed);
     return { envVars: readEnvVars(this.ctx.db, this.ctx.secrets, app.id), restarted };
@@ -347,7 +354,7 @@ export class AppsService {
 
   /** Unsets one variable (404 when the app has none of that name); a running app restarts without it. */
   deleteEnv(workspaceId: string, appId: string, name: string) {
-    const app = this.get(workspaceId, appId);
+    const app = this.changeable(workspaceId, appId);
     if (!deleteEnvVar(this.ctx.db, app.id, name)) throw new ApiError("NOT_FOUND", `The app has no variable ${name}`);
     const { restarted } = this.restartForChange(app, null, true);
     return { envVars: readEnvVars(this.ctx.db, this.ctx.secrets, app.id), restarted };
@@ -369,7 +376,7 @@ export class AppsService {
    * starts in the background; a running app is left as it is. Behind work in progress it is queued.
    */
   start(workspaceId: string, appId: string) {
-    const app = this.get(workspaceId, appId);
+    const app = this.changeable(workspaceId, appId);
     this.assertStartable(app);
     this.endRestartRun(app.id);
     const queued = this.deployer.busy(app.id);
@@ -381,9 +388,12 @@ export class AppsService {
     return { app: this.publicApp(this.get(workspaceId, appId)), queued };
   }
 
-  /** POST restart: like start, but always a fresh container; the old one serves until the new one listens. */
-  restart(workspaceId: string, appId: string) {
-    const app = this.get(workspaceId, appId);
+  /**
+   * POST restart: like start, but always a fresh container; the old one serves until the new one
+   * listens. A volume restore restarts the app it stopped `byRestore`, while it still counts as running.
+   */
+  restart(workspaceId: string, appId: string, { byRestore = false } = {}) {
+    const app = byRestore ? this.get(workspaceId, appId) : this.changeable(workspaceId, appId);
     this.assertStartable(app);
     this.endRestartRun(app.id);
     const queued = this.deployer.busy(app.id);
@@ -493,7 +503,7 @@ export class AppsService {
    * same zero-downtime rules as a deploy.
    */
   redeploy(workspaceId: string, appId: string, source?: "repository" | "files") {
-    const app = this.get(workspaceId, appId);
+    const app = this.changeable(workspaceId, appId);
     if (source === "repository" && !app.repoOwner) throw new ApiError("VALIDATION_FAILED", "source=repository: the app was not deployed from a repository");
     if (app.repoOwner && source !== "files") {
       const { buildId } = this.repository.deployHead(app, "redeploy", `Redeploy of ${app.repoOwner}/${app.repoName} branch ${app.repoBranch}`);

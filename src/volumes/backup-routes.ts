@@ -34,7 +34,8 @@ export function volumeBackupServices(ctx: ServerContext) {
   const volumeApps: VolumeApps = {
     statusOf: (appId) => ctx.db.select({ status: apps.status }).from(apps).where(eq(apps.id, appId)).get()?.status ?? null,
     stop: (workspaceId, appId) => ctx.apps.stop(workspaceId, appId),
-    start: (workspaceId, appId) => ctx.apps.start(workspaceId, appId),
+    // A fresh container: one on the old engine volume must not go on serving after the swap.
+    start: (workspaceId, appId) => ctx.apps.restart(workspaceId, appId, { byRestore: true }),
   };
   const restores = new VolumeRestores(backups, volumeApps);
   const schedules = new VolumeBackupSchedules(backups);

@@ -32,9 +32,10 @@ interface MountedApp {
  * restart a crash cut short is made at start: nothing for an app without volumes, whose digest
  * stays what it was before volumes existed.
  */
-export function mountsDigested(db: PlatformDb, appId: string): { volumes?: [string, string][] } {
-  const rows = db.select({ id: volumes.id, mountPath: volumes.mountPath }).from(volumes).where(eq(volumes.appId, appId)).orderBy(volumes.id).all();
-  return rows.length ? { volumes: rows.map((row) => [row.id, row.mountPath]) } : {};
+export function mountsDigested(db: PlatformDb, appId: string): { volumes?: [string, string, string][] } {
+  const rows = db.select({ id: volumes.id, mountPath: volumes.mountPath, engineVolumeName: volumes.engineVolumeName }).from(volumes).where(eq(volumes.appId, appId)).orderBy(volumes.id).all();
+  // The engine volume too: a container on the one a restore swapped out is stale.
+  return rows.length ? { volumes: rows.map((row) => [row.id, row.mountPath, row.engineVolumeName]) } : {};
 }
 
 /**

@@ -3,10 +3,10 @@
 // check-then-write step stays free of awaits) and applied once the app's row is written. Nothing
 // here deletes a volume but an explicit delete (DELETE /api/volumes/{id}, or an app deleted with
 // deleteVolumes=true); the engine volume itself is made on first use (./mounts.ts).
-import { and, eq, inArray, sql } from "drizzle-orm";
+import { and, eq, inArray, or, sql } from "drizzle-orm";
 import type { Static } from "@sinclair/typebox";
 import type { PlatformDb } from "../db";
-import { apps, volumes } from "../db/schema";
+import { apps, volumeRestores, volumes } from "../db/schema";
 import type { Machines } from "../machines/service";
 import { DockerConflict } from "../docker/driver";
 import { newId } from "../crypto/tokens";
@@ -136,6 +136,7 @@ export class Volumes {
    */
   plan(owner: VolumeOwner, mounts: VolumeMount[]): VolumePlan {
     const wanted = checkVolumeMounts(mounts, { codeAtApp: owner.codeAtApp });
+    this.assertNoRestoreRunning(owner.workspaceId, owner.appId, wanted.map((mount) => mount.name));
     const byName = new Map(this.list(owner.workspaceId).map((row) => [row.name, row]));
     let addsVolume = false;
     for (const mount of wanted) {
@@ -176,6 +177,22 @@ export class Volumes {
         return changed;
       },
     };
+  }
+
+  /**
+   * 409 BUSY while a restore of one of the app's volumes (or of a volume named in `names`) runs: a
+   * container made meanwhile would mount the old content, and what it writes would be lost at the swap.
+   */
+  assertNoRestoreRunning(workspaceId: string, appId: string | undefined, names: string[] = []): void {
+    const concerned = [...(appId ? [eq(volumes.appId, appId)] : []), ...(names.length ? [inArray(volumes.name, names)] : [])];
+    if (concerned.length === 0) return;
+    const restoring = this.db
+      .select({ name: volumes.name })
+      .from(volumeRestores)
+      .innerJoin(volumes, eq(volumes.id, volumeRestores.volumeId))
+      .where(and(eq(volumes.workspaceId, workspaceId), inArray(volumeRestores.status, ["pending", "running"]), or(...concerned)))
+      .get();
+    if (restoring) throw new ApiError("BUSY", `A restore of volume '${restoring.name}' is running; try again once it has finished`);
   }
 
   /** The list the app has, with `volume` added at `mountPath` (its kept one when omitted): an attach. */

@@ -4,13 +4,13 @@
 import { beforeEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { openDatabase, type PlatformDb } from "../../../src/db";
-import { apps, workspaces } from "../../../src/db/schema";
+import { apps, volumes as volumeRows, workspaces } from "../../../src/db/schema";
 import type { DockerDriver } from "../../../src/docker/driver";
 import type { ContainerSpec } from "../../../src/docker/container-spec";
 import { Machines } from "../../../src/machines/service";
 import { WorkspaceDisk } from "../../../src/quotas/usage";
 import { Volumes, volumesLeaving } from "../../../src/volumes/service";
-import { appVolumeMounts } from "../../../src/volumes/mounts";
+import { appVolumeMounts, mountsDigested } from "../../../src/volumes/mounts";
 import { tempDir } from "../../helpers/temp";
 
 let db: PlatformDb;
@@ -99,4 +99,11 @@ describe("a new volume given to the app's user", () => {
     await appVolumeMounts(db, engine, app, "ghcr.io/someone/app:1", "node", { helperImages: ["node:22"] });
     expect(made[0]).toMatchObject({ image: "ghcr.io/someone/app:1", network: { name: "none" } });
   });
+});
+
+test("a container on the engine volume a restore swapped out is stale: the engine volume is in the settings digest", () => {
+  volumes.plan({ workspaceId: "ws_1", appId: "app_1", machineId: "local", codeAtApp: true }, [{ name: "data", mountPath: "/app/data" }]).apply("app_1");
+  const before = JSON.stringify(mountsDigested(db, "app_1"));
+  db.update(volumeRows).set({ engineVolumeName: "platform-volume-restored" }).run();
+  expect(JSON.stringify(mountsDigested(db, "app_1"))).not.toBe(before);
 });
