@@ -411,6 +411,8 @@ export const volumes = sqliteTable(
     machineId: text("machine_id").notNull(),
     /** The engine's name of the volume holding the content now (a restore swaps in a new one). */
     engineVolumeName: text("engine_volume_name").notNull(),
+    /** When the engine volume was first made (or first seen): once set, a volume gone from the engine is missing, never made again empty. */
+    engineVolumeMadeAt: integer("engine_volume_made_at"),
     /** Bytes used, as last measured (null before the first measure), and when. */
     sizeBytes: integer("size_bytes"),
     sizeMeasuredAt: integer("size_measured_at"),

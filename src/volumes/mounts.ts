@@ -57,11 +57,23 @@ export async function appVolumeMounts(
     if (row.machineId !== driver.machineId) {
       throw new ApiError("VOLUME_ON_OTHER_MACHINE", `volume '${row.name}' is on machine '${row.machineId}', the app on '${driver.machineId}'`);
     }
-    if (!(await driver.hasVolume(row.engineVolumeName))) await makeVolume(driver, app, row, image, user, helperImages);
-    else await waitUntilNoOtherAppUses(driver, app, row, inUseWaitMs);
+    if (await driver.hasVolume(row.engineVolumeName)) {
+      if (row.engineVolumeMadeAt === null) recordMade(db, row);
+      await waitUntilNoOtherAppUses(driver, app, row, inUseWaitMs);
+    } else if (row.engineVolumeMadeAt !== null) {
+      // Removed behind the platform's back (or its engine lost it): starting on an empty folder would look like data loss to the app.
+      throw new ApiError("VOLUME_MISSING", `volume '${row.name}' is gone from the engine (${row.engineVolumeName}); restore it from a backup, or remove it from the app's volumes to start without it`);
+    } else {
+      await makeVolume(driver, app, row, image, user, helperImages);
+      recordMade(db, row);
+    }
     mounts.push({ volumeName: row.engineVolumeName, containerPath: row.mountPath });
   }
   return mounts;
+}
+
+function recordMade(db: PlatformDb, row: VolumeRow) {
+  db.update(volumes).set({ engineVolumeMadeAt: Date.now() }).where(eq(volumes.id, row.id)).run();
 }
 
 async function waitUntilNoOtherAppUses(driver: DockerDriver, app: MountedApp, row: VolumeRow, waitMs: number) {

@@ -107,3 +107,28 @@ test("a container on the engine volume a restore swapped out is stale: the engin
   db.update(volumeRows).set({ engineVolumeName: "platform-volume-restored" }).run();
   expect(JSON.stringify(mountsDigested(db, "app_1"))).not.toBe(before);
 });
+
+test("a volume once made and gone from the engine fails the start (VOLUME_MISSING) rather than coming back empty", async () => {
+  volumes.plan({ workspaceId: "ws_1", appId: "app_2", machineId: "local", codeAtApp: true }, [{ name: "data", mountPath: "/app/data" }]).apply("app_2");
+  let onEngine = false;
+  const made: string[] = [];
+  const engine = {
+    machineId: "local",
+    hasVolume: async () => onEngine,
+    createVolume: async (name: string) => void made.push(name),
+    containersUsingVolume: async () => [],
+  } as unknown as DockerDriver;
+  await appVolumeMounts(db, engine, app, "image", undefined);
+  expect(made).toHaveLength(1);
+  expect(volumes.ofApp("app_2")[0]!.engineVolumeMadeAt).not.toBeNull();
+
+  const refused = await appVolumeMounts(db, engine, app, "image", undefined).catch((error) => error);
+  expect(refused.code).toBe("VOLUME_MISSING");
+  expect(made).toHaveLength(1);
+
+  // One made before the record existed is recorded the first time it is seen.
+  db.update(volumeRows).set({ engineVolumeMadeAt: null }).run();
+  onEngine = true;
+  await appVolumeMounts(db, engine, app, "image", undefined);
+  expect(volumes.ofApp("app_2")[0]!.engineVolumeMadeAt).not.toBeNull();
+});

@@ -1,0 +1,1 @@
+ALTER TABLE `volumes` ADD `engine_volume_made_at` integer;
