@@ -13,7 +13,7 @@ import type { ProxyRoutes } from "../proxy/routes";
 import type { Certificates } from "../certificates/service";
 import type { DnsChecker } from "../certificates/dns-check";
 import type { PlatformEvents } from "../platform/events";
-import type { DockerDriver } from "../docker/driver";
+import { DockerNotFound, type DockerDriver } from "../docker/driver";
 import { LABEL_APP, LABEL_BUILD, LABEL_MANAGED, LABEL_SETTINGS, LABEL_WORKSPACE } from "../docker/container-spec";
 import { ensureWorkspaceNetwork, workspaceNetworkName } from "../docker/workspace-network";
 import { ApiError } from "../http/errors";
@@ -53,6 +53,19 @@ export interface AppsContext {
 export const APP_CONTAINER_REMOVAL = { withAnonymousVolumes: true };
 
 class ReleaseFailed extends Error {}
+
+/**
+ * The previous container's state (null when the engine no longer has it). Any other failure fails
+ * the release: taken for "not running", a second container would start beside one that writes the same volume.
+ */
+async function previousContainerState(driver: DockerDriver, containerId: string) {
+  try {
+    return await driver.inspectContainer(containerId);
+  } catch (error) {
+    if (error instanceof DockerNotFound) return null;
+    throw new ReleaseFailed(`could not tell whether the previous container ${containerId.slice(0, 12)} runs (${(error as Error).message}); no second one is started beside it`);
+  }
+}
 
 /**
  * What an app container is made from besides its image: its env and limits, and a digest of them
@@ -216,11 +229,13 @@ export class Deployer {
     let containerId: string | null = null;
     // stop-first (apps with volumes, by default): the old container stops before the new one starts, and starts again if the new one fails.
     // A volume the app no longer lists leaves with the old container, whatever the strategy: another app may mount it next.
-    const previousState = app.containerId ? await driver.inspectContainer(app.containerId).catch(() => null) : null;
-    const leaving = previousState ? volumesLeaving(this.ctx.db, app.id, previousState.volumeNames) : [];
-    const stopFirst = leaving.length > 0 || releaseStrategyOf(this.ctx.db, app) === "stop-first";
-    const stoppedFirst = stopFirst && previousState?.running ? app.containerId : null;
+    let leaving: string[] = [];
+    let stoppedFirst: string | null = null;
     try {
+      const previousState = app.containerId ? await previousContainerState(driver, app.containerId) : null;
+      leaving = previousState ? volumesLeaving(this.ctx.db, app.id, previousState.volumeNames) : [];
+      const stopFirst = leaving.length > 0 || releaseStrategyOf(this.ctx.db, app) === "stop-first";
+      stoppedFirst = stopFirst && previousState?.running ? app.containerId : null;
       if (stoppedFirst) {
         log(`==> Stopping container ${stoppedFirst.slice(0, 12)} first (releaseStrategy stop-first)`);
         // Until the switch the proxy answers 503 with Retry-After, as for a stopped app, rather than 502.
