@@ -243,6 +243,8 @@ export class Deployer {
         const route = subdomain ? this.ctx.proxyRoutes.get(subdomain) : undefined;
         if (subdomain) this.ctx.proxyRoutes.delete(subdomain);
         if (route) await this.drainRetired(route, log);
+        // Recorded first: a platform killed before the switch starts it again at start (./recovery.ts).
+        this.ctx.db.update(apps).set({ stoppedFirstContainerId: stoppedFirst }).where(eq(apps.id, appId)).run();
         await driver.stopContainer(stoppedFirst, 10);
       }
       containerId = await this.startContainer(driver, app, buildId, image, log, held);
@@ -284,13 +286,20 @@ export class Deployer {
       if (reason === "internal error") console.error(`[apps] release of ${appId}:`, error);
       log(`==> Release failed: ${reason}`);
       if (containerId) await driver.removeContainer(containerId, APP_CONTAINER_REMOVAL).catch(() => {});
-      if (stoppedFirst && leaving.length) log(`==> The previous container stays stopped: it mounts volume(s) the app no longer has (${leaving.join(", ")})`);
-      else if (stoppedFirst) await this.restartStoppedFirst(driver, app, stoppedFirst, log);
-      await this.afterFailure(appId, `Deploy of build ${buildId} failed: ${reason}`);
+      const failure = `Deploy of build ${buildId} failed: ${reason}`;
+      if (stoppedFirst && leaving.length) {
+        log(`==> The previous container stays stopped: it mounts volume(s) the app no longer has (${leaving.join(", ")})`);
+        this.setFailedUnlessDeleting(appId, `${failure}; the previous container stays stopped (it mounts volumes the app no longer has)`);
+      } else if (stoppedFirst && !(await this.restartStoppedFirst(driver, app, stoppedFirst, log))) {
+        // Nothing serves and no route exists: never `running`.
+        this.setFailedUnlessDeleting(appId, `${failure}; the previous container did not serve again`);
+      } else {
+        await this.afterFailure(appId, failure);
+      }
       return reason;
     } finally {
       this.containersInHand.delete(appId);
-      this.ctx.db.update(apps).set({ releasingBuildId: null }).where(eq(apps.id, appId)).run();
+      this.ctx.db.update(apps).set({ releasingBuildId: null, stoppedFirstContainerId: null }).where(eq(apps.id, appId)).run();
     }
   }
 
@@ -304,8 +313,15 @@ export class Deployer {
     if (left > 0) log(`==> ${left} request(s) still in flight after ${limitSeconds} s: stopping the previous container anyway`);
   }
 
-  /** stop-first: the previous container, stopped for a release that failed, serves again (at the address it has now). */
-  private async restartStoppedFirst(driver: DockerDriver, app: AppRow, containerId: string, log: (line: string) => void) {
+  private setFailedUnlessDeleting(appId: string, reason: string) {
+    if (this.app(appId)?.status !== "deleting") this.setStatus(appId, "failed", reason);
+  }
+
+  /**
+   * stop-first: the previous container, stopped for a release that failed, serves again (at the
+   * address it has now). Answers whether it does; one that fails its check is stopped again.
+   */
+  private async restartStoppedFirst(driver: DockerDriver, app: AppRow, containerId: string, log: (line: string) => void): Promise<boolean> {
     log(`==> Starting the previous container ${containerId.slice(0, 12)} again`);
     try {
       await driver.startContainer(containerId);
@@ -318,8 +334,11 @@ export class Deployer {
       if (current?.subdomain && current.containerId === containerId) {
         this.ctx.proxyRoutes.set(current.subdomain, { host, port, ...routePolicyOf(current, this.ctx.config.proxyRateLimits) });
       }
+      return true;
     } catch (error) {
       log(`==> The previous container did not serve again: ${(error as Error).message}`);
+      await driver.stopContainer(containerId, 10).catch(() => {});
+      return false;
     }
   }
 

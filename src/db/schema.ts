@@ -156,6 +156,8 @@ export const apps = sqliteTable(
      * set at start, it names a release a platform restart interrupted (src/apps/recovery.ts).
      */
     releasingBuildId: text("releasing_build_id"),
+    /** The serving container a stop-first release stopped and has not replaced yet: started again at start if the platform was killed meanwhile. */
+    stoppedFirstContainerId: text("stopped_first_container_id"),
     containerId: text("container_id"),
     /** Host port on 127.0.0.1 the serving container's exposed port is published on. */
     hostPort: integer("host_port"),

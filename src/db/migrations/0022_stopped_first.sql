@@ -1,0 +1,1 @@
+ALTER TABLE `apps` ADD `stopped_first_container_id` text;
