@@ -72,8 +72,10 @@ export class Volumes {
     private readonly now: () => number = Date.now,
   ) {
     this.sizes = new VolumeSizes(db, machines, sizeRefreshSeconds * 1000, now);
-    // Volumes count against the disk quota at their last measured size.
+    // Volumes count against the disk quota at their last measured size, measured again first once
+    // stale (a wait of at most a few seconds: uploads and backups check the quota with it).
     disk.register("volumes", async (workspaceId) => {
+      await this.sizes.refreshIfStale();
       const total = db.select({ bytes: sql<number>`coalesce(sum(${volumes.sizeBytes}), 0)` }).from(volumes).where(eq(volumes.workspaceId, workspaceId)).get();
       return total?.bytes ?? 0;
     });

@@ -108,3 +108,14 @@ test("a workspace keeping a detached volume is not deleted: its data would lose 
   expect(volumes.list("ws_1")).toMatchObject([{ name: "data", appId: null }]);
   expect(errorCodeOf(() => deleteWorkspace(db, "ws_1"))).toBe("WORKSPACE_NOT_EMPTY");
 });
+
+test("the disk quota's count measures stale sizes first: a volume grown since the last list counts at its new size", async () => {
+  let measuredBytes = 1024;
+  const engine = { machineId: "local", volumeUsage: async () => Object.fromEntries(volumes.list("ws_1").map((row) => [row.engineVolumeName, measuredBytes])) } as unknown as DockerDriver;
+  const disk = new WorkspaceDisk();
+  const measured = new Volumes(db, new Machines(new Map([["local", engine]])), disk, 0, () => 10_240);
+  measured.plan(owner("app_1"), [{ name: "data", mountPath: "/app/data" }]).apply("app_1");
+  expect(await disk.bytesUsed("ws_1")).toBe(1024);
+  measuredBytes = 5 * 1024 * 1024;
+  expect((await disk.bytesByKind("ws_1")).volumes).toBe(5 * 1024 * 1024);
+});
