@@ -9,7 +9,7 @@ import { withHeartbeat } from "../http/streams";
 import { alsoAs, json, multipartBody, ref, responses, LIST_META } from "../http/responses";
 import { AppSchema, AppTrafficSchema, EnvVariableSchema, APP_STATUSES, PROXY_RATE_LIMIT, RESTARTING_FIELDS, appIdParams, deleteAppQuery, deployForm, inspectForm, envBody, logsQuery, redeployQuery, settingsBody } from "./model";
 import { appLogs, followAppLogs } from "./logs";
-import { VOLUME_ERRORS } from "../volumes/model";
+import { reattachedField, VOLUME_ERRORS } from "../volumes/model";
 
 /** The route whose roles an app delete with deleteVolumes=true needs. */
 const VOLUME_DELETE_ROUTE = "DELETE /api/volumes/:volumeId";
@@ -61,9 +61,9 @@ export function appsRoutes(ctx: ServerContext) {
     .post(
       "/deploy",
       async ({ principal, request, set }) => {
-        const { app, buildId, created } = await service.deploy(principal, request);
+        const { app, buildId, created, reattached } = await service.deploy(principal, request);
         set.status = 202;
-        return ok({ app, buildId, created });
+        return ok({ app, buildId, created, reattached });
       },
       {
         auth: true,
@@ -71,7 +71,7 @@ export function appsRoutes(ctx: ServerContext) {
         detail: {
           operationId: "deployApp",
           requestBody: multipartBody(deployForm),
-          responses: responses({ 202: json("Accepted: the build runs in the background", { app: ref(AppSchema), buildId: t.String(), created: t.Boolean({ description: "A new app (false: a new release of an existing one)" }) }) }, "NOT_FOUND", "UNKNOWN_MACHINE", "NAME_TAKEN", "SUBDOMAIN_TAKEN", "QUOTA_EXCEEDED", "PAYLOAD_TOO_LARGE", "UNSUPPORTED_MEDIA_TYPE", "RATE_LIMITED", ...ARCHIVE_ERRORS, ...VOLUME_ERRORS, "DOCKER_UNAVAILABLE"),
+          responses: responses({ 202: json("Accepted: the build runs in the background", { app: ref(AppSchema), buildId: t.String(), created: t.Boolean({ description: "A new app (false: a new release of an existing one)" }), reattached: reattachedField }) }, "NOT_FOUND", "UNKNOWN_MACHINE", "NAME_TAKEN", "SUBDOMAIN_TAKEN", "QUOTA_EXCEEDED", "PAYLOAD_TOO_LARGE", "UNSUPPORTED_MEDIA_TYPE", "RATE_LIMITED", ...ARCHIVE_ERRORS, ...VOLUME_ERRORS, "DOCKER_UNAVAILABLE"),
           summary: "Deploy an app from a ZIP",
           description:
             "multipart/form-data: `file` (ZIP, required), `name` (required; lowercase letters, digits, dashes), `runtime` " +

@@ -196,15 +196,16 @@ export class AppsService {
       const { chargedBytes } = await extractZip(upload, staging, this.ctx.config.uploads).catch(rethrowDiskFull("the archive's files"));
       releaseDisk = await this.reserveDiskRoom(workspaceId, this.records.findByName(workspaceId, input.name)?.id, chargedBytes);
       // From here to the end nothing awaits: no other request can slip in between checks and writes.
-      const { appId, existing } = this.records.accept(workspaceId, input, machineId, {}, (app, subdomain) => this.moveRoute(app, subdomain));
+      const { appId, existing, reattached } = this.records.accept(workspaceId, input, machineId, {}, (app, subdomain) => this.moveRoute(app, subdomain));
       const buildId = this.records.newBuild(appId, existing ? "redeploy" : "upload");
+      this.records.logReattached(appId, buildId, reattached);
       this.endRestartRun(appId);
       // The tree becomes the app's source when its build starts, never under a build still reading the old one.
       const newSource = this.ctx.storage.keepForBuild(appId, buildId, staging);
       this.sourceBytes.set(appId, Promise.resolve(chargedBytes));
       this.ctx.buildLogs.append(appId, buildId, `==> Upload of ${file.size} bytes accepted (${file.filename || "archive"})`);
       this.deployer.schedule(appId, (signal) => this.deployer.buildAndRelease(appId, buildId, newSource, signal));
-      return { app: this.publicApp(this.get(workspaceId, appId)), buildId, created: !existing };
+      return { app: this.publicApp(this.get(workspaceId, appId)), buildId, created: !existing, reattached };
     } finally {
       // Accepted: the app's recorded source size counts it now. Refused: it never counted.
       releaseDisk();

@@ -31,6 +31,8 @@ export interface VolumeOwner {
 /** A checked volume list: `addsVolume` when it makes or attaches one; `apply` writes it for the app. */
 export interface VolumePlan {
   addsVolume: boolean;
+  /** Names of detached volumes the list attaches again, with the data they kept. */
+  reattaches: string[];
   /** Writes the list for `appId`; answers whether the app's mounts changed (it must restart). */
   apply(appId: string): boolean;
 }
@@ -141,6 +143,7 @@ export class Volumes {
     this.assertNoRestoreRunning(owner.workspaceId, owner.appId, wanted.map((mount) => mount.name));
     const byName = new Map(this.list(owner.workspaceId).map((row) => [row.name, row]));
     let addsVolume = false;
+    const reattaches: string[] = [];
     for (const mount of wanted) {
       const row = byName.get(mount.name);
       if (row && row.appId !== null && row.appId !== owner.appId) {
@@ -150,9 +153,11 @@ export class Volumes {
         throw new ApiError("VOLUME_ON_OTHER_MACHINE", `Volume '${mount.name}' is on machine '${row.machineId}', the app on '${owner.machineId}': an app runs where its volumes are`);
       }
       if (!row || row.appId === null) addsVolume = true;
+      if (row && row.appId === null) reattaches.push(row.name);
     }
     return {
       addsVolume,
+      reattaches,
       apply: (appId) => {
         const now = this.now();
         const before = this.ofApp(appId);
