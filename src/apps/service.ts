@@ -437,6 +437,7 @@ export class AppsService {
    */
   delete(workspaceId: string, appId: string, { deleteVolumes = false } = {}) {
     const app = this.get(workspaceId, appId);
+    if (deleteVolumes) for (const volume of this.volumes.ofApp(app.id)) this.volumes.assertDeletable(volume);
     this.deployer.preempt(app.id, "the app was deleted");
     this.setStatus(app.id, "deleting");
     if (app.subdomain) this.ctx.proxyRoutes.vacate(app.subdomain);
