@@ -32,7 +32,7 @@ import { HealthHistory } from "./health/history";
 import { RestartBackoff } from "./health/backoff";
 import { HealthMonitor } from "./health/monitor";
 import { CrashSupervisor } from "./health/supervisor";
-import { healthCheckAfter, healthCheckOf, type HealthCheck } from "./health/settings";
+import { healthCheckAfter, healthCheckOf } from "./health/settings";
 import { rateLimitColumnsAfter, routePolicyOf, sameRateLimits, type RateLimitsInput } from "./rate-limits";
 import { assertWithinQuota, bytesToMB } from "../quotas/limits";
 import { MIN_ENTRY_BYTES, treeBytes, workspaceUsage, WorkspaceDisk } from "../quotas/usage";
@@ -54,7 +54,8 @@ export interface SettingsInput {
   rateLimits?: RateLimitsInput;
   httpsRedirect?: boolean;
   hsts?: boolean;
-  healthCheck?: Partial<HealthCheck> | null;
+  /** Checked by healthCheckAfter: an object of some of the fields, null, or (in a form) JSON text. */
+  healthCheck?: unknown;
   volumes?: VolumeMount[];
   releaseStrategy?: ReleaseStrategy | null;
 }
