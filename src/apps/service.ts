@@ -298,7 +298,7 @@ export class AppsService {
   }
 
   private planAppVolumes(app: AppRow, mounts: VolumeMount[]): VolumePlan {
-    return this.volumes.plan({ workspaceId: app.workspaceId, appId: app.id, machineId: app.machineId, codeAtApp: String(app.runtime) !== "image" }, mounts);
+    return this.volumes.plan({ workspaceId: app.workspaceId, appId: app.id, machineId: app.machineId, runtime: app.runtime }, mounts);
   }
 
   /**

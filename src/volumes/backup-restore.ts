@@ -20,6 +20,7 @@ import type { DockerDriver } from "../docker/driver";
 import { pauseForTest } from "../config/test-pause";
 import { localImageFor, MOUNT_PATH, withVolumeMounted, ioContainerNameOf, type VolumeBackupRow, type VolumeBackups } from "./backups";
 import type { VolumeRow } from "./service";
+import { LABEL_VOLUME } from "./mounts";
 import type { VolumeRestoreSchema } from "./backup-model";
 
 export type VolumeRestoreRow = typeof volumeRestores.$inferSelect;
@@ -176,7 +177,7 @@ export class VolumeRestores {
   /** The backup's archive, extracted by the engine into a new, labelled engine volume. */
   private async extractInto(driver: DockerDriver, volume: VolumeRow, backup: VolumeBackupRow, row: VolumeRestoreRow) {
     const { config } = this.backups.deps;
-    const labels: Record<string, string> = { [LABEL_MANAGED]: "true", [LABEL_WORKSPACE]: volume.workspaceId, "platform.volume": volume.id };
+    const labels: Record<string, string> = { [LABEL_MANAGED]: "true", [LABEL_WORKSPACE]: volume.workspaceId, [LABEL_VOLUME]: volume.id };
     if (volume.appId) labels[LABEL_APP] = volume.appId;
     await driver.createVolume(row.newEngineVolumeName, labels);
     const image = await localImageFor(driver, config, volume.engineVolumeName);

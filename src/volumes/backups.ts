@@ -21,6 +21,7 @@ import { MIN_ENTRY_BYTES, type DiskWrite, type WorkspaceDisk } from "../quotas/u
 import { BackupFiles, copiesOf } from "../backups/files";
 import { pauseForTest } from "../config/test-pause";
 import { readArchive } from "./archive-check";
+import { LABEL_VOLUME } from "./mounts";
 import type { VolumeRow, Volumes } from "./service";
 import type { VolumeArchiveVerificationSchema, VolumeBackupSchema, VolumeBackupType } from "./backup-model";
 
@@ -32,7 +33,6 @@ type Verification = Static<typeof VolumeArchiveVerificationSchema>;
 export const MOUNT_PATH = "/platform-volume";
 /** Marks the helper containers that mount a volume for a backup or a restore; the value is the backup's or restore's id. */
 export const LABEL_VOLUME_IO = "platform.volume-io";
-const LABEL_VOLUME = "platform.volume";
 const INTERRUPTED_BACKUP = "interrupted: the platform stopped while this backup ran";
 const INTERRUPTED_VERIFY = "interrupted: the platform stopped while this verify ran; verify the backup again";
 

@@ -24,8 +24,8 @@ export interface VolumeOwner {
   workspaceId: string;
   appId?: string;
   machineId: string;
-  /** ZIP and git apps have their code in /app; an image app's code is wherever its image put it. */
-  codeAtApp: boolean;
+  /** ZIP and git apps have their code in /app; an image app's (runtime `image`) is wherever its image put it. */
+  runtime: string;
 }
 
 /** A checked volume list: `addsVolume` when it makes or attaches one; `apply` writes it for the app. */
@@ -149,7 +149,7 @@ export class Volumes {
    * another app mounts, 409 VOLUME_ON_OTHER_MACHINE for one on another machine). Nothing awaits.
    */
   plan(owner: VolumeOwner, mounts: VolumeMount[]): VolumePlan {
-    const wanted = checkVolumeMounts(mounts, { codeAtApp: owner.codeAtApp });
+    const wanted = checkVolumeMounts(mounts, { codeAtApp: owner.runtime !== "image" });
     const byName = new Map(this.list(owner.workspaceId).map((row) => [row.name, row]));
     let addsVolume = false;
     for (const mount of wanted) {
