@@ -46,8 +46,7 @@ export class AppRecords {
   planVolumes(workspaceId: string, input: DeployInput, machineId: string): VolumePlan | undefined {
     if (input.volumes === undefined) return undefined;
     const existing = this.findByName(workspaceId, input.name);
-    const codeAtApp = String(existing?.runtime ?? input.runtime) !== "image";
-    return this.volumes.plan({ workspaceId, appId: existing?.id, machineId: existing?.machineId ?? machineId, codeAtApp }, input.volumes);
+    return this.volumes.plan({ workspaceId, appId: existing?.id, machineId: existing?.machineId ?? machineId, runtime: existing?.runtime ?? input.runtime }, input.volumes);
   }
 
   findByName(workspaceId: string, name: string): AppRow | undefined {

@@ -325,11 +325,9 @@ export class Deployer {
     log(`==> Starting the previous container ${containerId.slice(0, 12)} again`);
     try {
       await driver.startContainer(containerId);
-      const host = (await driver.inspectContainer(containerId)).networks[workspaceNetworkName(app.workspaceId)];
       const port = app.servingPort ?? app.exposePort ?? DEFAULT_EXPOSE_PORT;
-      const stillRunning = async () => (await driver.inspectContainer(containerId)).running;
-      const hostHeader = app.subdomain ? `${app.subdomain}.${this.ctx.config.domain}` : app.name;
-      if (!host || (await waitUntilHealthy({ host, port, check: healthCheckOf(app), hostHeader, stillRunning, log })).outcome !== "ready") throw new Error("it did not pass its health check again");
+      const { host, gate } = await this.healthGate(driver, app, containerId, port, log);
+      if (!host || gate?.outcome !== "ready") throw new Error("it did not pass its health check again");
       const current = this.app(app.id);
       if (current?.subdomain && current.containerId === containerId) {
         this.ctx.proxyRoutes.set(current.subdomain, { host, port, ...routePolicyOf(current, this.ctx.config.proxyRateLimits) });
@@ -374,9 +372,12 @@ export class Deployer {
     return containerId;
   }
 
-  private async waitForContainer(driver: DockerDriver, app: AppRow, containerId: string, log: (line: string) => void, signal?: AbortSignal) {
-    const port = app.exposePort ?? DEFAULT_EXPOSE_PORT;
-    // A preempted release stops waiting at once; its caller sees the aborted signal.
+  /**
+   * The container at its workspace address, once it passes the app's health check (or exits, or
+   * gives up); `gate` null when it got no address and still runs. A preempted release stops waiting
+   * at once; its caller sees the aborted signal.
+   */
+  private async healthGate(driver: DockerDriver, app: AppRow, containerId: string, port: number, log: (line: string) => void, signal?: AbortSignal) {
     const stillRunning = async () => !signal?.aborted && (await driver.inspectContainer(containerId)).running;
     const host = (await driver.inspectContainer(containerId)).networks[workspaceNetworkName(app.workspaceId)];
     const hostHeader = app.subdomain ? `${app.subdomain}.${this.ctx.config.domain}` : app.name;
@@ -385,6 +386,12 @@ export class Deployer {
       : (await stillRunning())
         ? null
         : { outcome: "exited" as const };
+    return { host, gate };
+  }
+
+  private async waitForContainer(driver: DockerDriver, app: AppRow, containerId: string, log: (line: string) => void, signal?: AbortSignal) {
+    const port = app.exposePort ?? DEFAULT_EXPOSE_PORT;
+    const { host, gate } = await this.healthGate(driver, app, containerId, port, log, signal);
     if (gate === null) throw new ReleaseFailed("the container got no address on the workspace network");
     if (gate.outcome === "ready") return { host: host!, port };
     if (signal?.aborted) throw signal.reason;

@@ -226,14 +226,16 @@ export function appsRoutes(ctx: ServerContext) {
         query: deleteAppQuery,
         detail: {
           operationId: "deleteApp",
-          responses: responses({ 202: json("Accepted: the app is `deleting`", { app: ref(AppSchema) }) }, "NOT_FOUND", "FORBIDDEN"),
+          responses: responses({ 202: json("Accepted: the app is `deleting`", { app: ref(AppSchema) }) }, "NOT_FOUND", "FORBIDDEN", "BACKUP_IN_PROGRESS", "RESTORE_IN_PROGRESS", "VERIFY_IN_PROGRESS", "BUSY"),
           summary: "Delete an app",
           description:
             "Answers 202 at once with `app` in status `deleting`; from then on the app is 404. A delete preempts a build or " +
             "release in progress (the build is cancelled), then removes the app's containers, images, source files, env vars " +
             "and builds in the background. Its volumes are kept, detached (listed in /api/volumes, to attach to another app " +
-            "or delete), unless `deleteVolumes=true`, which needs the owner or admin role as DELETE /api/volumes/{volumeId} does (403 " +
-            "`FORBIDDEN` for a member) and records `volume.deleted` per volume in the audit log. When the engine cannot be reached the app comes back with statusReason " +
+            "or delete), unless `deleteVolumes=true`: then they go with their backups (409 `BACKUP_IN_PROGRESS`, " +
+            "`RESTORE_IN_PROGRESS` or `VERIFY_IN_PROGRESS`, and nothing deleted, while a backup of one is made, restored or " +
+            "verified). `deleteVolumes=true` needs the owner or admin role, as DELETE /api/volumes/{volumeId} does (403 `FORBIDDEN` " +
+            "for a member), and records `volume.deleted` per volume in the audit log; a delete resumed after a platform restart keeps them. When the engine cannot be reached the app comes back with statusReason " +
             "`Delete failed: ...` and DELETE can be sent again; a delete cut short by a platform restart is finished at start.",
         },
       },

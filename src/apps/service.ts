@@ -32,7 +32,7 @@ import { HealthHistory } from "./health/history";
 import { RestartBackoff } from "./health/backoff";
 import { HealthMonitor } from "./health/monitor";
 import { CrashSupervisor } from "./health/supervisor";
-import { healthCheckAfter, healthCheckOf, type HealthCheck } from "./health/settings";
+import { healthCheckAfter, healthCheckOf } from "./health/settings";
 import { rateLimitColumnsAfter, routePolicyOf, sameRateLimits, type RateLimitsInput } from "./rate-limits";
 import { assertWithinQuota, bytesToMB } from "../quotas/limits";
 import { MIN_ENTRY_BYTES, treeBytes, workspaceUsage, WorkspaceDisk } from "../quotas/usage";
@@ -54,7 +54,8 @@ export interface SettingsInput {
   rateLimits?: RateLimitsInput;
   httpsRedirect?: boolean;
   hsts?: boolean;
-  healthCheck?: Partial<HealthCheck> | null;
+  /** Checked by healthCheckAfter: an object of some of the fields, null, or (in a form) JSON text. */
+  healthCheck?: unknown;
   volumes?: VolumeMount[];
   releaseStrategy?: ReleaseStrategy | null;
 }
@@ -305,7 +306,7 @@ export class AppsService {
   }
 
   private planAppVolumes(app: AppRow, mounts: VolumeMount[]): VolumePlan {
-    return this.volumes.plan({ workspaceId: app.workspaceId, appId: app.id, machineId: app.machineId, codeAtApp: String(app.runtime) !== "image" }, mounts);
+    return this.volumes.plan({ workspaceId: app.workspaceId, appId: app.id, machineId: app.machineId, runtime: app.runtime }, mounts);
   }
 
   /**
@@ -448,6 +449,7 @@ export class AppsService {
    */
   delete(workspaceId: string, appId: string, { deleteVolumes = false } = {}) {
     const app = this.get(workspaceId, appId);
+    if (deleteVolumes) for (const volume of this.volumes.ofApp(app.id)) this.volumes.assertDeletable(volume);
     this.deployer.preempt(app.id, "the app was deleted");
     this.setStatus(app.id, "deleting");
     if (app.subdomain) this.ctx.proxyRoutes.vacate(app.subdomain);

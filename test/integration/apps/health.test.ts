@@ -116,10 +116,19 @@ describe("health-checked releases", () => {
     const changed = await put({ intervalSeconds: 30 });
     expect(changed.status).toBe(200);
     expect(changed.body).toMatchObject({ restarted: false, app: { healthCheck: { ...check, intervalSeconds: 30, unhealthyThreshold: 3 } } });
-    for (const refused of [{ path: "health" }, { path: "/a b" }, { timeoutSeconds: 0 }, { healthyThreshold: 11 }, { interval: 5 }, "fast"]) {
+    // Each refusal names the sub-field and its rule, as a deploy's does.
+    const refusals: [unknown, string][] = [
+      [{ path: "health" }, "'healthCheck.path': a path starting with `/`"],
+      [{ path: "/a b" }, "'healthCheck.path': a path starting with `/`"],
+      [{ timeoutSeconds: 0 }, "'healthCheck.timeoutSeconds': a whole number from 1 to 60"],
+      [{ healthyThreshold: 11 }, "'healthCheck.healthyThreshold': a whole number from 1 to 10"],
+      [{ interval: 5 }, "'healthCheck.interval': unknown field"],
+      ["fast", "'healthCheck': a JSON object"],
+    ];
+    for (const [refused, error] of refusals) {
       const response = await put(refused);
       expect({ refused, status: response.status, code: response.body.code }).toEqual({ refused, status: 400, code: "VALIDATION_FAILED" });
-      expect(response.body.error).toContain("healthCheck");
+      expect(response.body.error).toContain(error);
     }
     expect((await put(null)).body.app.healthCheck).toEqual({ path: null, intervalSeconds: 10, timeoutSeconds: 5, healthyThreshold: 1, unhealthyThreshold: 3, startPeriodSeconds: 60 });
     const badForm = await deployZip(server, key, { ...fields("gated", check), healthCheck: '{"path":"/x\\r\\nInjected: 1"}' }, versioned("v3"));

@@ -43,10 +43,10 @@ const container = (appId: string, running: boolean) => ({ id: `c-${appId}`, name
 
 describe("a volume detached from one app and attached to another", () => {
   test("is not mounted while a running container of the app it left still uses it", async () => {
-    volumes.plan({ workspaceId: "ws_1", appId: "app_1", machineId: "local", codeAtApp: true }, [{ name: "data", mountPath: "/app/data" }]).apply("app_1");
+    volumes.plan({ workspaceId: "ws_1", appId: "app_1", machineId: "local", runtime: "node" }, [{ name: "data", mountPath: "/app/data" }]).apply("app_1");
     const [row] = volumes.ofApp("app_1");
-    volumes.plan({ workspaceId: "ws_1", appId: "app_1", machineId: "local", codeAtApp: true }, []).apply("app_1");
-    volumes.plan({ workspaceId: "ws_1", appId: "app_2", machineId: "local", codeAtApp: true }, [{ name: "data", mountPath: "/app/data" }]).apply("app_2");
+    volumes.plan({ workspaceId: "ws_1", appId: "app_1", machineId: "local", runtime: "node" }, []).apply("app_1");
+    volumes.plan({ workspaceId: "ws_1", appId: "app_2", machineId: "local", runtime: "node" }, [{ name: "data", mountPath: "/app/data" }]).apply("app_2");
 
     users[row!.engineVolumeName] = [container("app_1", true)];
     const refused = await appVolumeMounts(db, driver, app, "image", undefined, { inUseWaitMs: 300 }).catch((error) => error);
@@ -58,7 +58,7 @@ describe("a volume detached from one app and attached to another", () => {
   });
 
   test("the old container's volumes the app no longer lists are leaving", () => {
-    const owner = { workspaceId: "ws_1", appId: "app_1", machineId: "local", codeAtApp: true };
+    const owner = { workspaceId: "ws_1", appId: "app_1", machineId: "local", runtime: "node" };
     volumes.plan(owner, [{ name: "data", mountPath: "/app/data" }, { name: "kept", mountPath: "/srv" }]).apply("app_1");
     const names = volumes.ofApp("app_1").map((row) => row.engineVolumeName);
     expect(volumesLeaving(db, "app_1", [...names, "someone-elses"])).toEqual([]);
@@ -86,7 +86,7 @@ describe("a new volume given to the app's user", () => {
   }
 
   test("is chowned from a platform image without network and within limits, never by the app's image", async () => {
-    volumes.plan({ workspaceId: "ws_1", appId: "app_2", machineId: "local", codeAtApp: false }, [{ name: "data", mountPath: "/data" }]).apply("app_2");
+    volumes.plan({ workspaceId: "ws_1", appId: "app_2", machineId: "local", runtime: "image" }, [{ name: "data", mountPath: "/data" }]).apply("app_2");
     const { engine, made } = freshEngine(["node:22", "busybox-stand-in"]);
     await appVolumeMounts(db, engine, app, "ghcr.io/someone/distroless:1", "1000:1000", { helperImages: ["python:3", "node:22"] });
     expect(made).toHaveLength(1);
@@ -94,7 +94,7 @@ describe("a new volume given to the app's user", () => {
   });
 
   test("a user named by the image is chowned in the app's image, still without network", async () => {
-    volumes.plan({ workspaceId: "ws_1", appId: "app_2", machineId: "local", codeAtApp: false }, [{ name: "data", mountPath: "/data" }]).apply("app_2");
+    volumes.plan({ workspaceId: "ws_1", appId: "app_2", machineId: "local", runtime: "image" }, [{ name: "data", mountPath: "/data" }]).apply("app_2");
     const { engine, made } = freshEngine(["node:22"]);
     await appVolumeMounts(db, engine, app, "ghcr.io/someone/app:1", "node", { helperImages: ["node:22"] });
     expect(made[0]).toMatchObject({ image: "ghcr.io/someone/app:1", network: { name: "none" } });
@@ -102,14 +102,14 @@ describe("a new volume given to the app's user", () => {
 });
 
 test("a container on the engine volume a restore swapped out is stale: the engine volume is in the settings digest", () => {
-  volumes.plan({ workspaceId: "ws_1", appId: "app_1", machineId: "local", codeAtApp: true }, [{ name: "data", mountPath: "/app/data" }]).apply("app_1");
+  volumes.plan({ workspaceId: "ws_1", appId: "app_1", machineId: "local", runtime: "node" }, [{ name: "data", mountPath: "/app/data" }]).apply("app_1");
   const before = JSON.stringify(mountsDigested(db, "app_1"));
   db.update(volumeRows).set({ engineVolumeName: "platform-volume-restored" }).run();
   expect(JSON.stringify(mountsDigested(db, "app_1"))).not.toBe(before);
 });
 
 test("a volume once made and gone from the engine fails the start (VOLUME_MISSING) rather than coming back empty", async () => {
-  volumes.plan({ workspaceId: "ws_1", appId: "app_2", machineId: "local", codeAtApp: true }, [{ name: "data", mountPath: "/app/data" }]).apply("app_2");
+  volumes.plan({ workspaceId: "ws_1", appId: "app_2", machineId: "local", runtime: "node" }, [{ name: "data", mountPath: "/app/data" }]).apply("app_2");
   let onEngine = false;
   const made: string[] = [];
   const engine = {
