@@ -3,7 +3,7 @@
 // check-then-write step stays free of awaits) and applied once the app's row is written. Nothing
 // here deletes a volume but an explicit delete (DELETE /api/volumes/{id}, or an app deleted with
 // deleteVolumes=true); the engine volume itself is made on first use (./mounts.ts).
-import { and, eq, inArray, or, sql } from "drizzle-orm";
+import { and, eq, inArray, isNull, or, sql } from "drizzle-orm";
 import type { Static } from "@sinclair/typebox";
 import type { PlatformDb } from "../db";
 import { apps, volumeRestores, volumes } from "../db/schema";
@@ -175,6 +175,8 @@ export class Volumes {
       if (row && row.appId !== null && row.appId !== owner.appId) {
         throw new ApiError("VOLUME_ATTACHED", `Volume '${mount.name}' is mounted in another app; detach it there first`);
       }
+      // Marked before its delete awaits the engine: attached meanwhile, the app would lose it at the row's delete.
+      if (row && this.deleting.has(row.id)) throw new ApiError("BUSY", `Volume '${mount.name}' is being deleted`);
       if (row && row.machineId !== owner.machineId) {
         throw new ApiError("VOLUME_ON_OTHER_MACHINE", `Volume '${mount.name}' is on machine '${row.machineId}', the app on '${owner.machineId}': an app runs where its volumes are`);
       }
@@ -266,7 +268,8 @@ export class Volumes {
     try {
       await this.removeEngineVolume(row);
       for (const dependent of this.dependents) await dependent.forget(row.id);
-      this.db.delete(volumes).where(eq(volumes.id, row.id)).run();
+      // Only while it is still where the delete found it (detached, or its deleted app's).
+      this.db.delete(volumes).where(and(eq(volumes.id, row.id), row.appId === null ? isNull(volumes.appId) : eq(volumes.appId, row.appId))).run();
     } finally {
       this.deleting.delete(row.id);
     }
