@@ -235,7 +235,7 @@ export function appsRoutes(ctx: ServerContext) {
             "or delete), unless `deleteVolumes=true`: then they go with their backups (409 `BACKUP_IN_PROGRESS`, " +
             "`RESTORE_IN_PROGRESS` or `VERIFY_IN_PROGRESS`, and nothing deleted, while a backup of one is made, restored or " +
             "verified). `deleteVolumes=true` needs the owner or admin role, as DELETE /api/volumes/{volumeId} does (403 `FORBIDDEN` " +
-            "for a member), and records `volume.deleted` per volume in the audit log; a delete resumed after a platform restart keeps them. When the engine cannot be reached the app comes back with statusReason " +
+            "for a member), and records `volume.deleted` per volume in the audit log; a delete resumed after a platform restart does as it was asked. When the engine cannot be reached the app comes back with statusReason " +
             "`Delete failed: ...` and DELETE can be sent again; a delete cut short by a platform restart is finished at start.",
         },
       },

@@ -452,6 +452,7 @@ export class AppsService {
     if (deleteVolumes) for (const volume of this.volumes.ofApp(app.id)) this.volumes.assertDeletable(volume);
     this.deployer.preempt(app.id, "the app was deleted");
     this.setStatus(app.id, "deleting");
+    this.ctx.db.update(apps).set({ deleteVolumes }).where(eq(apps.id, app.id)).run();
     if (app.subdomain) this.ctx.proxyRoutes.vacate(app.subdomain);
     const deletion = this.deployer.enqueue(app.id, async () => {
       try {
@@ -480,9 +481,11 @@ export class AppsService {
     return this.ctx.db.select().from(apps).where(eq(apps.id, appId)).get();
   }
 
-  /** Containers, images (the build stages too: they carry the labels), network if last, files, rows. */
-  /** Volumes stay (detached) unless `deleteVolumes`: a delete resumed after a restart keeps them. */
-  private async removeEverything(app: AppRow, { deleteVolumes = false } = {}) {
+  /**
+   * Containers, images (the build stages too: they carry the labels), network if last, files, rows.
+   * Volumes stay (detached) unless `deleteVolumes`, recorded on the app when its delete began (so a resumed delete does as asked).
+   */
+  private async removeEverything(app: AppRow, { deleteVolumes = app.deleteVolumes } = {}) {
     const driver = this.ctx.machines.get(app.machineId);
     for (const container of await driver.listContainers({ [LABEL_APP]: app.id })) await driver.removeContainer(container.id, APP_CONTAINER_REMOVAL);
     if (deleteVolumes) await this.volumes.deleteOfApp(app.id);

@@ -25,6 +25,7 @@ import m0019 from "./migrations/0019_volume_backups.sql" with { type: "text" };
 import m0020 from "./migrations/0020_release_strategy.sql" with { type: "text" };
 import m0021 from "./migrations/0021_volume_made.sql" with { type: "text" };
 import m0022 from "./migrations/0022_stopped_first.sql" with { type: "text" };
+import m0023 from "./migrations/0023_delete_volumes.sql" with { type: "text" };
 
 export const EMBEDDED_MIGRATIONS: Record<string, string> = {
   "0000_init": m0000,
@@ -50,6 +51,7 @@ export const EMBEDDED_MIGRATIONS: Record<string, string> = {
   "0020_release_strategy": m0020,
   "0021_volume_made": m0021,
   "0022_stopped_first": m0022,
+  "0023_delete_volumes": m0023,
 };
 
 export interface MigrationMeta {

@@ -158,6 +158,8 @@ export const apps = sqliteTable(
     releasingBuildId: text("releasing_build_id"),
     /** The serving container a stop-first release stopped and has not replaced yet: started again at start if the platform was killed meanwhile. */
     stoppedFirstContainerId: text("stopped_first_container_id"),
+    /** A delete in progress was asked to delete the app's volumes too: a delete resumed after a restart does as asked. */
+    deleteVolumes: integer("delete_volumes", { mode: "boolean" }).notNull().default(false),
     containerId: text("container_id"),
     /** Host port on 127.0.0.1 the serving container's exposed port is published on. */
     hostPort: integer("host_port"),

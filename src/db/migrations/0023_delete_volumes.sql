@@ -1,0 +1,1 @@
+ALTER TABLE `apps` ADD `delete_volumes` integer DEFAULT false NOT NULL;
