@@ -1,6 +1,8 @@
 // Probes the running apps: one timer for all of them, each app probed every `intervalSeconds` of
-// its health check, at most MAX_PROBES_AT_ONCE probes at a time. `unhealthyThreshold` failures in
-// a row make the app `unhealthy` (statusReason: the last probe), `healthyThreshold` passes make it
+// its health check, at most MAX_PROBES_AT_ONCE probes at a time, one per app, the longest overdue
+// first, and none longer than the app's interval: an app that never answers holds one slot for its
+// own interval at most, so it cannot keep other apps from their probes. `unhealthyThreshold` failures
+// in a row make the app `unhealthy` (statusReason: the last probe), `healthyThreshold` passes make it
 // `running` again. With `autoRestart` an unhealthy app gets a fresh container of its current build
 // (a release: the old one serves until the new one passes), later restarts waiting longer (backoff
 // up to a ceiling). The probes are kept in ./history.ts.
@@ -27,6 +29,8 @@ interface ProbeState {
   failures: number;
   passes: number;
   nextProbeAt: number;
+  /** A probe of it is running: the next waits for its end. */
+  probing: boolean;
   /** Since when it is unhealthy (or was last restarted for it), for the restart's backoff. */
   unhealthySince: number | null;
 }
@@ -56,25 +60,33 @@ export class HealthMonitor {
     this.timer = null;
   }
 
-  /** Starts the probes that are due. */
-  private tick(now = Date.now()) {
+  /** Starts the probes that are due (the timer's pass, every TICK_MS). */
+  tick(now = Date.now()) {
     const rows = this.ctx.db.select().from(apps).where(and(inArray(apps.status, PROBED_STATUSES), isNotNull(apps.containerId))).all();
     const probed = new Set(rows.map((row) => row.id));
     for (const appId of this.states.keys()) if (!probed.has(appId)) this.states.delete(appId);
+    const due: { app: AppRow; state: ProbeState }[] = [];
     for (const app of rows) {
-      if (this.probing >= MAX_PROBES_AT_ONCE) break;
       if (this.deployer.busy(app.id) || this.containerDown(app.id)) continue;
       let state = this.states.get(app.id);
       if (!state || state.containerId !== app.containerId) {
-        state = { containerId: app.containerId!, host: null, failures: 0, passes: 0, nextProbeAt: now, unhealthySince: app.status === "unhealthy" ? now : null };
+        state = { containerId: app.containerId!, host: null, failures: 0, passes: 0, nextProbeAt: now, probing: false, unhealthySince: app.status === "unhealthy" ? now : null };
         this.states.set(app.id, state);
       }
-      if (now < state.nextProbeAt) continue;
+      if (!state.probing && now >= state.nextProbeAt) due.push({ app, state });
+    }
+    // The longest overdue first: when the slots are short, the apps left out now go first at the next pass.
+    due.sort((a, b) => a.state.nextProbeAt - b.state.nextProbeAt);
+    for (const { app, state } of due.slice(0, Math.max(0, MAX_PROBES_AT_ONCE - this.probing))) {
       state.nextProbeAt = now + healthCheckOf(app).intervalSeconds * 1000;
+      state.probing = true;
       this.probing++;
       void this.probeApp(app, state)
         .catch((error) => console.warn(`[health] probe of ${app.id}: ${(error as Error).message}`))
-        .finally(() => this.probing--);
+        .finally(() => {
+          state.probing = false;
+          this.probing--;
+        });
     }
   }
 
@@ -95,7 +107,8 @@ export class HealthMonitor {
       port: app.servingPort ?? app.exposePort ?? DEFAULT_EXPOSE_PORT,
       path: check.path,
       hostHeader: app.subdomain ? `${app.subdomain}.${this.ctx.config.domain}` : app.name,
-      timeoutMs: check.timeoutSeconds * 1000,
+      // A probe never outlasts the interval: the next one is due by then.
+      timeoutMs: Math.min(check.timeoutSeconds, check.intervalSeconds) * 1000,
     });
     // Another container serves by now, or the app went: this probe is of nothing that matters.
     if (this.states.get(app.id) !== state) return;
