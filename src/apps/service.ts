@@ -116,11 +116,17 @@ export class AppsService {
       this.deployer.schedule(app.id, (signal) => this.deployer.buildAndRelease(app.id, buildId, source, signal));
     });
     this.restartBackoff = new RestartBackoff(ctx.config.health.restartBackoffMaxSeconds * 1000);
-    this.healthMonitor = new HealthMonitor(ctx, this.deployer, this.health, this.restartBackoff, (appId) => this.crashSupervisor.isDown(appId), (appId) =>
-      this.deployer.schedule(appId, (signal) => this.releaseCurrentBuild(appId, signal)),
+    this.healthMonitor = new HealthMonitor(
+      ctx,
+      this.deployer,
+      this.health,
+      this.restartBackoff,
+      (appId) => this.crashSupervisor.isDown(appId),
+      (appId, signal) => this.releaseCurrentBuild(appId, signal),
+      (appId) => this.recovery.restoreRoute(appId),
     );
     this.crashSupervisor = new CrashSupervisor(ctx, this.deployer, this.restartBackoff, (appId) => this.recovery.restoreRoute(appId), (appId, signal) =>
-      this.releaseCurrentBuild(appId, signal),
+      this.releaseCurrentBuild(appId, signal).then(() => {}),
     );
     this.proxyPort = ctx.config.proxyPort;
     this.domains = new AppDomains(ctx, (workspaceId, appId) => this.get(workspaceId, appId), this.addresses, ctx.dns);
@@ -399,12 +405,17 @@ export class AppsService {
     this.crashSupervisor.forget(appId);
   }
 
-  private async releaseCurrentBuild(appId: string, signal: AbortSignal) {
+  /** Answers why it did not serve (null once it does). */
+  private async releaseCurrentBuild(appId: string, signal: AbortSignal): Promise<string | null> {
     const app = this.row(appId);
-    if (!app || app.status === "deleting") return;
+    if (!app || app.status === "deleting") return "the app was deleted";
     const image = app.currentBuildId ? this.ctx.db.select().from(builds).where(eq(builds.id, app.currentBuildId)).get()?.image : undefined;
-    if (!image) return this.deployer.afterFailure(appId, "The app has no successful build to start; deploy it first");
-    await this.deployer.release(appId, app.currentBuildId!, image, undefined, signal);
+    if (!image) {
+      const reason = "The app has no successful build to start; deploy it first";
+      await this.deployer.afterFailure(appId, reason);
+      return reason;
+    }
+    return this.deployer.release(appId, app.currentBuildId!, image, undefined, signal);
   }
 
   /**
