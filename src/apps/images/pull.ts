@@ -3,8 +3,10 @@
 // and size (PLATFORM_IMAGE_MAX_MB), checked, and pinned: the build's image is the platform's own
 // name for the exact image pulled (`platform-app-<app>:<build>`, on its ID), and the build records
 // the digest. Which registries may be pulled from is the Dockerfile builds' policy
-// (../dockerfile-images.ts). The names the pull added are taken off again, so that once retention
-// or a delete drops the platform's name, nothing keeps the image on the engine.
+// (../dockerfile-images.ts). The names the pull added are taken off again, by the last pull in
+// flight that uses them, so that once retention or a delete drops the platform's name, nothing
+// keeps the image on the engine, and no name is left that a Dockerfile build could take for
+// access. The build row lists them meanwhile: a restart's recovery takes off what a stopped pull left.
 import { and, eq, isNotNull, isNull } from "drizzle-orm";
 import { builds } from "../../db/schema";
 import { BuildFailed, DockerNotFound, type DockerDriver } from "../../docker/driver";
@@ -18,6 +20,21 @@ import { platformLabelsOf } from "./container";
 /** Progress lines of a pull reach the build log at most this often (the engine sends one per chunk and layer). */
 const PROGRESS_INTERVAL_MS = 2_000;
 const MB = 1024 * 1024;
+
+/** Pulls in flight per machine and engine name: a name is taken off when the last pull using it ends. */
+const pullsUsingName = new Map<string, number>();
+const nameKey = (machineId: string, name: string) => `${machineId}\n${name}`;
+function holdName(machineId: string, name: string) {
+  pullsUsingName.set(nameKey(machineId, name), (pullsUsingName.get(nameKey(machineId, name)) ?? 0) + 1);
+}
+/** Answers true when no other pull in flight uses the name any more. */
+function releaseName(machineId: string, name: string): boolean {
+  const key = nameKey(machineId, name);
+  const left = (pullsUsingName.get(key) ?? 1) - 1;
+  if (left > 0) pullsUsingName.set(key, left);
+  else pullsUsingName.delete(key);
+  return left <= 0;
+}
 
 interface PullStep {
   ctx: AppsContext;
@@ -42,29 +59,30 @@ export async function pullAppImage({ ctx, app, buildId, tag, log, signal }: Pull
   const driver = ctx.machines.get(app.machineId);
   const auth = new Registries({ db: ctx.db, secrets: ctx.secrets, registries: config.buildRegistries }).authFor(app.workspaceId, parsed.registry);
   const repository = parsed.engineName.replace(/[@:][^/]*$/, "");
-  // Names present before the pull are someone else's (an administrator's, another app's pull in progress): left alone.
-  const namedBefore = await driver.hasImage(parsed.engineName);
+  const held: string[] = [];
+  const hold = (name: string) => {
+    holdName(app.machineId, name);
+    held.push(name);
+    ctx.db.update(builds).set({ pendingImageNames: JSON.stringify(held) }).where(eq(builds.id, buildId)).run();
+  };
   log(`==> Pulling ${reference}${auth ? ` with the workspace's credentials for ${parsed.registry} (user ${auth.username})` : ""}, at most ${config.imagePullTimeoutSeconds} s`);
   const startedAt = Date.now();
   let digest: string | undefined;
   let pinned = parsed.engineName;
   let image: ImageConfig | undefined;
-  // Another app's pull of the same image may take the names off between this pull and the look at
-  // its result (the image itself stays under that app's name): pulling again brings them back.
-  for (let attempt = 1; !image; attempt++) {
-    digest = await pull(driver, reference, { auth, log, signal, timeoutSeconds: config.imagePullTimeoutSeconds, registry: parsed.registry });
-    pinned = digest ? `${repository}@${digest}` : parsed.engineName;
-    image = await driver.inspectImage(pinned).catch((error) => {
-      if (error instanceof DockerNotFound && attempt < 2) return undefined;
-      throw error instanceof DockerNotFound ? new BuildFailed(`the image ${reference} was pulled but is no longer on the engine; deploy again`) : error;
-    });
-  }
-  const dropPulledNames = async () => {
-    if (namedBefore) return;
-    await driver.untagImage(parsed.engineName).catch(() => false);
-    if (digest) await driver.untagImage(pinned).catch(() => false);
-  };
+  hold(parsed.engineName);
   try {
+    // A pull of the same image that ended as this one began may take the names off between this
+    // pull and the look at its result: pulling again brings them back.
+    for (let attempt = 1; !image; attempt++) {
+      digest = await pull(driver, reference, { auth, log, signal, timeoutSeconds: config.imagePullTimeoutSeconds, registry: parsed.registry });
+      pinned = digest ? `${repository}@${digest}` : parsed.engineName;
+      if (digest && !held.includes(pinned)) hold(pinned);
+      image = await driver.inspectImage(pinned).catch((error) => {
+        if (error instanceof DockerNotFound && attempt < 2) return undefined;
+        throw error instanceof DockerNotFound ? new BuildFailed(`the image ${reference} was pulled but is no longer on the engine; deploy again`) : error;
+      });
+    }
     const claimed = platformLabelsOf(image.labels);
     if (claimed.length) throw new BuildFailed(`the image ${reference} carries labels of the platform's own (${claimed.slice(0, 5).join(", ")}): refused, an image may not pass for the platform's`);
     if (image.sizeBytes > config.imageMaxMB * MB) {
@@ -73,7 +91,8 @@ export async function pullAppImage({ ctx, app, buildId, tag, log, signal }: Pull
     const [tagRepo, tagName] = tag.split(":") as [string, string];
     await driver.tagImage(image.id, tagRepo, tagName);
   } finally {
-    await dropPulledNames();
+    for (const name of held) if (releaseName(app.machineId, name)) await driver.untagImage(name).catch(() => false);
+    ctx.db.update(builds).set({ pendingImageNames: null }).where(eq(builds.id, buildId)).run();
   }
   ctx.db.update(builds).set({ imageDigest: digest ? pinned : null }).where(eq(builds.id, buildId)).run();
   log(`==> Pulled ${digest ? pinned : reference} (${Math.ceil(image.sizeBytes / MB)} MB, image ${image.id.slice(7, 19)}) in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
@@ -128,6 +147,15 @@ function pullFailure(error: Error, reference: string, { auth, registry }: PullOp
     return `the registry ${registry} could not be reached: ${said}`;
   }
   return `the pull of ${reference} failed: ${said}`;
+}
+
+/** The names an image build's pull left when the platform stopped during it (the build row lists them): taken off, never forced. */
+export async function removePendingImageNames(ctx: Pick<AppsContext, "db" | "machines">, app: AppRow, buildId: string): Promise<void> {
+  const pending = ctx.db.select({ names: builds.pendingImageNames }).from(builds).where(eq(builds.id, buildId)).get()?.names;
+  if (!pending) return;
+  const driver = ctx.machines.get(app.machineId);
+  for (const name of JSON.parse(pending) as string[]) await driver.untagImage(name).catch(() => false);
+  ctx.db.update(builds).set({ pendingImageNames: null }).where(eq(builds.id, buildId)).run();
 }
 
 /** An image app's names for its pulled images (its builds' images carry no platform label to find them by): removed with the app. */

@@ -286,6 +286,8 @@ describe("deploy from an open registry", () => {
 
 describe("a private registry and the workspace's credentials", () => {
   let credentialId: string;
+  /** The platform's name for the private image the first workspace pulled. */
+  let privateImage: string;
 
   test("without credentials the build fails saying the registry asks for them", async () => {
     await locked.pushWebImage("team/private", "1", { text: "private image" });
@@ -318,20 +320,36 @@ describe("a private registry and the workspace's credentials", () => {
     expect(listed.body.registries.map((entry: any) => Object.keys(entry).toSorted())).toEqual([["createdAt", "id", "registry", "username", "workspaceId"]]);
     const { app, build, log } = await deployAndWait({ name: "img-private", image: `${locked.host}/team/private:1` });
     expect(build.status).toBe("succeeded");
+    privateImage = build.image;
     expect(log).toContain(`with the workspace's credentials for ${locked.host} (user ${USER})`);
     expect(await (await viaProxy(server, app.subdomain)).text()).toBe("private image");
   }, 120_000);
 
-  test("another workspace neither sees nor uses them", async () => {
+  test("another workspace neither sees nor uses them, nor the private image the first one pulled", async () => {
     expect((await call("GET", "/api/registries/", { key: otherKey })).body.registries).toEqual([]);
     for (const [method, path] of [["POST", `/api/registries/${credentialId}/test`], ["DELETE", `/api/registries/${credentialId}`]] as const) {
       expect((await call(method, path, { key: otherKey })).status).toBe(404);
     }
-    removeImagesFrom(locked.host);
-    const { build } = await deployAndWait({ name: "img-private", image: `${locked.host}/team/private:1` }, otherKey);
-    expect(build.status).toBe("failed");
-    expect(build.error).toContain(`${locked.host} asks for credentials`);
-  }, 120_000);
+    const name = `${locked.host}/team/private:1`;
+    // The pull took its names off again: only the platform's own name holds the image.
+    expect(await imageNamed(name)).toBe(false);
+    // A name left on the engine (an administrator's pull, a pull a restart stopped) is no access either.
+    await dockerCli("tag", privateImage, name);
+    try {
+      const zip = await deployZip(server, otherKey, { name: "df-private", runtime: "node", builder: "dockerfile", memoryMB: "64" }, appZip({ Dockerfile: `FROM ${name}\nCMD ["/bin/sh", "-c", "exec /bin/busybox httpd -f -p 3000 -h /www"]\n` }));
+      expect(zip.status).toBe(202);
+      const built = await finishedBuild(zip.body.app.id, zip.body.buildId, otherKey);
+      expect(built.status).toBe("failed");
+      expect(built.error).toContain(`names the image ${name}, which could not be pulled`);
+      const { build } = await deployAndWait({ name: "img-private", image: name }, otherKey);
+      expect(build.status).toBe("failed");
+      expect(build.error).toContain(`${locked.host} asks for credentials`);
+      // Its failed pull took that name off as well: no pull of the platform's holds it.
+      expect(await imageNamed(name)).toBe(false);
+    } finally {
+      if (await imageNamed(name)) await dockerCli("rmi", name);
+    }
+  }, 180_000);
 
   test("the password appears in no answer, log or server output", async () => {
     const everything = [...answers, server.output].join("\n");
