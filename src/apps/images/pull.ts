@@ -1,6 +1,6 @@
 // The build step of an image app: the image its reference names, pulled by the engine (with the
 // workspace's credentials for that registry, if any), bounded in time (PLATFORM_IMAGE_PULL_TIMEOUT_SECONDS)
-// and size (PLATFORM_IMAGE_MAX_MB), checked, and pinned: the build's image is the platform's own
+// and size (PLATFORM_IMAGE_MAX_MB: while downloading, and unpacked after), checked, and pinned: the build's image is the platform's own
 // name for the exact image pulled (`platform-app-<app>:<build>`, on its ID), and the build records
 // the digest. Which registries may be pulled from is the Dockerfile builds' policy
 // (../dockerfile-images.ts). The names the pull added are taken off again, by the last pull in
@@ -75,7 +75,7 @@ export async function pullAppImage({ ctx, app, buildId, tag, log, signal }: Pull
     // A pull of the same image that ended as this one began may take the names off between this
     // pull and the look at its result: pulling again brings them back.
     for (let attempt = 1; !image; attempt++) {
-      digest = await pull(driver, reference, { auth, log, signal, timeoutSeconds: config.imagePullTimeoutSeconds, registry: parsed.registry });
+      digest = await pull(driver, reference, { auth, log, signal, timeoutSeconds: config.imagePullTimeoutSeconds, registry: parsed.registry, maxBytes: config.imageMaxMB * MB });
       pinned = digest ? `${repository}@${digest}` : parsed.engineName;
       if (digest && !held.includes(pinned)) hold(pinned);
       image = await driver.inspectImage(pinned).catch((error) => {
@@ -105,6 +105,8 @@ interface PullOptions {
   signal: AbortSignal;
   timeoutSeconds: number;
   registry: string;
+  /** PLATFORM_IMAGE_MAX_MB, in bytes: the layers' download sizes may not pass it either. */
+  maxBytes: number;
 }
 
 /** The engine's pull, with its progress paced into the log and its failures said plainly; answers the digest. */
@@ -122,13 +124,14 @@ async function pull(driver: DockerDriver, reference: string, options: PullOption
     latest = undefined;
   };
   try {
-    const digest = await driver.pullImage(reference, { auth: options.auth, onProgress, signal });
+    const digest = await driver.pullImage(reference, { auth: options.auth, onProgress, signal, maxDownloadBytes: options.maxBytes });
     if (latest) options.log(`    ${latest}`);
     return digest;
   } catch (error) {
     if (options.signal.aborted) throw options.signal.reason;
     if (timeout.aborted) throw new BuildFailed(`the pull of ${reference} did not finish within ${options.timeoutSeconds} s (PLATFORM_IMAGE_PULL_TIMEOUT_SECONDS)`);
     if (error instanceof ApiError) throw error;
+    if (error instanceof BuildFailed) throw new BuildFailed(`the image ${reference} is too large: ${error.message}, over the limit of ${options.maxBytes / MB} MB (PLATFORM_IMAGE_MAX_MB); the pull was stopped`);
     throw new BuildFailed(pullFailure(error as Error, reference, options));
   }
 }

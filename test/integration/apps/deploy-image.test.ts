@@ -225,6 +225,16 @@ describe("deploy from an open registry", () => {
     expect(await imageNamed(`${open.host}/web/large@${digest}`)).toBe(false);
   }, 120_000);
 
+  test("an image whose layers alone pass PLATFORM_IMAGE_MAX_MB is stopped during its pull, before the disk fills", async () => {
+    const digest = await open.pushWebImage("web/huge", "1", { padBytes: 12 * 1024 * 1024, padRandom: true });
+    const { build, log } = await deployAndWait({ name: "img-huge", image: `${open.host}/web/huge:1` });
+    expect(build.status).toBe("failed");
+    expect(build.error).toBe(`the image ${open.host}/web/huge:1 is too large: its layers take over 8 MB to download, over the limit of 8 MB (PLATFORM_IMAGE_MAX_MB); the pull was stopped`);
+    expect(log).not.toContain("Pull complete");
+    expect(await imageNamed(`${open.host}/web/huge:1`)).toBe(false);
+    expect(await imageNamed(`${open.host}/web/huge@${digest}`)).toBe(false);
+  }, 120_000);
+
   test("an image with the platform's labels is refused", async () => {
     await open.pushWebImage("web/impostor", "1", { labels: { "platform.managed": "true", "platform.app": "app_someone" } });
     const { build, app } = await deployAndWait({ name: "img-impostor", image: `${open.host}/web/impostor:1` });
