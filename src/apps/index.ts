@@ -320,7 +320,7 @@ export function appsRoutes(ctx: ServerContext) {
         summary: "Change settings",
         description:
           `A change of ${RESTARTING_FIELDS.map((field) => `\`${field}\``).join(", ")} restarts a running ` +
-          "app with a new container (zero-downtime; `runtime`, `startupCommand` and `builder` also rebuild); `name`, `subdomain`, " +
+          "app with a new container (zero-downtime; `runtime`, `startupCommand` and `builder` also rebuild, except an image app's `startupCommand`, read when its container starts); `name`, `subdomain`, " +
           "`autoRestart` (applied to the running container in place), `autoDeploy` (repository apps: a push to the branch " +
           "deploys) and `rateLimits` do not restart it. A setting takes effect when the release " +
           "that applies it succeeds: until then, and for good when it fails, the old container serves as before (`servingPort` " +

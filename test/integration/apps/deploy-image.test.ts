@@ -158,6 +158,16 @@ describe("deploy from an open registry", () => {
     const container = await servingContainer(one.app.id);
     const firstImage = (await dockerJson("image", "inspect", one.build.image))[0];
     expect(container.Image).toBe(firstImage.Id);
+
+    // A new startup command restarts the image rolled back to: no pull of the moved tag.
+    const changed = await call("PUT", `/api/apps/${one.app.id}/settings`, { body: { startupCommand: "exec /bin/busybox httpd -f -p 8080 -h /www" } });
+    expect(changed.status).toBe(200);
+    expect(changed.body).toMatchObject({ restarted: true, buildId: null });
+    for (let deadline = Date.now() + 30_000; Date.now() < deadline && (await servingContainer(one.app.id).catch(() => undefined))?.Config.Entrypoint?.[0] !== "/bin/sh"; ) await Bun.sleep(200);
+    const restarted = await servingContainer(one.app.id);
+    expect(restarted.Config.Cmd).toEqual(["exec /bin/busybox httpd -f -p 8080 -h /www"]);
+    expect(restarted.Image).toBe(firstImage.Id);
+    await waitUntilServes(one.app.subdomain, "version one");
   }, 180_000);
 
   test("a rollback past PLATFORM_APP_IMAGES_KEPT pulls the earlier digest again", async () => {
