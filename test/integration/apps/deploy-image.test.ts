@@ -154,6 +154,8 @@ describe("deploy from an open registry", () => {
 
     const rollback = await call("POST", `/api/apps/${one.app.id}/builds/${one.build.id}/rollback`);
     expect(rollback.status).toBe(202);
+    // The kept image is released again, and the entry says which digest it is.
+    expect(rollback.body.build).toMatchObject({ image: one.build.image, imageDigest: `${open.host}/web/moving@${first}` });
     await waitUntilServes(one.app.subdomain, "version one");
     const container = await servingContainer(one.app.id);
     const firstImage = (await dockerJson("image", "inspect", one.build.image))[0];
