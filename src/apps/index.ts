@@ -333,6 +333,7 @@ export function appsRoutes(ctx: ServerContext) {
           "goes back to the defaults (a TCP check); read by the next release and the next probe, nothing restarts. `volumes`: the app's whole list (a volume " +
           "left out is detached, kept); `releaseStrategy`: `start-first` (the new container starts while the old serves) or " +
           "`stop-first` (the old stops first, and starts again if the new one fails; the default with volumes), null for the default. " +
+          "`user` (image apps only, 400 otherwise): the user the container runs as, \"\" or null for the image's own USER; a change restarts. " +
           "409 `SUBDOMAIN_TAKEN` / `NAME_TAKEN`; 409 `QUOTA_EXCEEDED` when more memory would pass PLATFORM_QUOTA_MEMORY_MB, or a volume is added while the disk quota is used up. Answers `app`, `restarted` and `buildId` (when a rebuild started).",
       },
     });

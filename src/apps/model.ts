@@ -58,6 +58,11 @@ const memoryMB = t.Integer({ ...MEMORY_MB, description: `Memory limit in MB (${M
 const cpus = t.Number({ ...CONTAINER_CPUS, description: `CPUs the container may use (${CONTAINER_CPUS.minimum}-${CONTAINER_CPUS.maximum}, e.g. 0.5); null: the platform default (PLATFORM_DEFAULT_CPUS)` });
 const exposePort = t.Integer({ minimum: 1, maximum: 65535, description: "Port the app listens on; given to it as PORT (default 3000)" });
 const subdomain = t.String({ pattern: SUBDOMAIN_PATTERN, description: "DNS label, unique across the platform" });
+/** An image app's user: `uid`, `uid:gid`, or a user name (and `:group`) of the usual portable characters; empty: the image's own. */
+export const CONTAINER_USER_PATTERN = "^(?:|\\d{1,10}(?::\\d{1,10})?|[a-z_][a-z0-9_-]{0,31}(?::[a-z_][a-z0-9_-]{0,31})?)$";
+export const containerUserInput = t.Nullable(
+  t.String({ pattern: CONTAINER_USER_PATTERN, description: "Image apps: the user the container runs as (`uid`, `uid:gid`, `name`, `name:group`); empty or null: the image's own USER" }),
+);
 const startupCommand = t.String({ minLength: 1, maxLength: MAX_STARTUP_COMMAND, description: "`auto` or a command run with `sh -c` in the app's container" });
 
 /** Bounds of each of an app's own limits at the public proxy. */
@@ -113,6 +118,7 @@ export const settingsBody = t.Object({
   healthCheck: t.Optional(healthCheckInput),
   volumes: t.Optional(volumeMountsInput),
   releaseStrategy: t.Optional(t.Nullable(releaseStrategyInput)),
+  user: t.Optional(containerUserInput),
 });
 
 const zipFile = t.String({ format: "binary", contentMediaType: "application/zip", description: "The app's source as a ZIP" });

@@ -138,7 +138,19 @@ describe("deploy from an open registry", () => {
     expect(container.Config.Entrypoint).toEqual(["/bin/sh", "-c"]);
     expect(container.Config.Cmd).toEqual(["exec /bin/busybox httpd -f -p 8080 -h /www"]);
     expect(await (await viaProxy(server, app.subdomain)).text()).toBe("as a user");
-  }, 120_000);
+
+    // A redeploy that leaves `user` out keeps it; a settings change sets or clears it, with a restart.
+    const redeployed = await deployAndWait({ name: "img-user", image: `${open.host}/web/user:1` });
+    expect(redeployed.app.user).toBe("1234:1234");
+    expect((await servingContainer(app.id)).Config.User).toBe("1234:1234");
+    const refused = await call("PUT", `/api/apps/${app.id}/settings`, { body: { user: "root; rm -rf /" } });
+    expect({ status: refused.status, code: refused.body.code }).toEqual({ status: 400, code: "VALIDATION_FAILED" });
+    const cleared = await call("PUT", `/api/apps/${app.id}/settings`, { body: { user: "" } });
+    expect(cleared.status).toBe(200);
+    expect(cleared.body).toMatchObject({ app: { user: null }, restarted: true });
+    for (let deadline = Date.now() + 30_000; Date.now() < deadline && (await servingContainer(app.id).catch(() => undefined))?.Config.User !== ""; ) await Bun.sleep(200);
+    expect((await servingContainer(app.id)).Config.User).toBe("");
+  }, 180_000);
 
   test("a redeploy pulls the moved tag, a rollback goes back to the earlier digest", async () => {
     const first = await open.pushWebImage("web/moving", "stable", { text: "version one" });
