@@ -70,6 +70,7 @@ export async function pullAppImage({ ctx, app, buildId, tag, log, signal }: Pull
   let digest: string | undefined;
   let pinned = parsed.engineName;
   let image: ImageConfig | undefined;
+  let tagged = false;
   hold(parsed.engineName);
   try {
     // A pull of the same image that ended as this one began may take the names off between this
@@ -89,10 +90,15 @@ export async function pullAppImage({ ctx, app, buildId, tag, log, signal }: Pull
       throw new BuildFailed(`the image ${reference} is ${Math.ceil(image.sizeBytes / MB)} MB unpacked, over the limit of ${config.imageMaxMB} MB (PLATFORM_IMAGE_MAX_MB): removed`);
     }
     const [tagRepo, tagName] = tag.split(":") as [string, string];
+    // Listed before it exists: a restart from here on finds it in the row, whatever the engine did.
+    ctx.db.update(builds).set({ pendingImageNames: JSON.stringify([...held, tag]) }).where(eq(builds.id, buildId)).run();
     await driver.tagImage(image.id, tagRepo, tagName);
+    tagged = true;
   } finally {
     for (const name of held) if (releaseName(app.machineId, name)) await driver.untagImage(name).catch(() => false);
-    ctx.db.update(builds).set({ pendingImageNames: null }).where(eq(builds.id, buildId)).run();
+    if (!tagged) await driver.untagImage(tag).catch(() => false);
+    // The tag stays listed until the build ends: the builder records it as the build's image only then.
+    ctx.db.update(builds).set({ pendingImageNames: tagged ? JSON.stringify([tag]) : null }).where(eq(builds.id, buildId)).run();
   }
   ctx.db.update(builds).set({ imageDigest: digest ? pinned : null }).where(eq(builds.id, buildId)).run();
   log(`==> Pulled ${digest ? pinned : reference} (${Math.ceil(image.sizeBytes / MB)} MB, image ${image.id.slice(7, 19)}) in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);

@@ -275,6 +275,33 @@ describe("deploy from an open registry", () => {
     expect(Date.now() - started).toBeLessThan(30_000);
   }, 60_000);
 
+  test("a restart during a pull takes off the name the pull was getting, even one the engine had before", async () => {
+    const name = `${silentHost}/web/left:1`;
+    // A name already on the engine (an earlier pull a restart stopped, an administrator's): no access by itself.
+    const empty = Bun.spawn(["tar", "-c", "-T", "/dev/null"], { stdout: "pipe" });
+    const imported = Bun.spawn(["docker", "import", "-", name], { stdin: empty.stdout, stdout: "ignore", stderr: "ignore" });
+    expect(await imported.exited).toBe(0);
+    const restarting = await TestServer.start({ PLATFORM_BUILD_REGISTRIES: silentHost, PLATFORM_IMAGE_PULL_TIMEOUT_SECONDS: "120" });
+    const restartKey = (await restarting.createKey("restart")).key;
+    try {
+      const response = await restarting.request("POST", "/api/apps/deploy-image", { key: restartKey, body: { name: "img-left", image: name, memoryMB: 64, exposePort: 8080 } });
+      expect(response.status).toBe(202);
+      const { app, buildId } = response.body;
+      for (let deadline = Date.now() + 30_000; Date.now() < deadline && !held.length; ) await Bun.sleep(100);
+      expect(held.length).toBeGreaterThan(0);
+      await restarting.stop("SIGKILL");
+      await restarting.boot();
+      const build = (await restarting.request("GET", `/api/apps/${app.id}/builds/${buildId}`, { key: restartKey })).body.build;
+      expect(build).toMatchObject({ status: "failed", error: "interrupted by a platform restart" });
+      for (let deadline = Date.now() + 10_000; Date.now() < deadline && (await imageNamed(name)); ) await Bun.sleep(200);
+      expect(await imageNamed(name)).toBe(false);
+    } finally {
+      if (await imageNamed(name)) await dockerCli("rmi", name);
+      await deleteAllApps(restarting, restartKey, 60_000);
+      await restarting.stop();
+    }
+  }, 120_000);
+
   test("references and registries are checked before anything is kept", async () => {
     for (const [image, code] of [
       ["", "VALIDATION_FAILED"],
