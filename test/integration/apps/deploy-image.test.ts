@@ -317,6 +317,8 @@ describe("deploy from an open registry", () => {
     }
     expect((await deployImage({ name: "img-refused", image: `${open.host}/web/x:1`, user: "root; rm -rf /" })).body.code).toBe("VALIDATION_FAILED");
     expect((await deployImage({ name: "img-refused", image: `${open.host}/web/x:1`, runtime: "node" })).body.code).toBe("VALIDATION_FAILED");
+    // The volume codes are the deploy's own, documented as the other deploys' (the answer is checked against the OpenAPI document).
+    expect((await deployImage({ name: "img-refused", image: `${open.host}/web/x:1`, volumes: [{ name: "data", mountPath: "relative" }] })).body.code).toBe("INVALID_MOUNT_PATH");
     expect((await call("GET", "/api/apps/")).body.apps.map((app: { name: string }) => app.name)).not.toContain("img-refused");
   });
 
