@@ -59,7 +59,7 @@ export interface SettingsInput {
   volumes?: VolumeMount[];
   releaseStrategy?: ReleaseStrategy | null;
   /** Image apps: the user the container runs as; "" or null: the image's own USER. */
-  user?: string | null;
+  user?: string | number | null;
 }
 
 export class AppsService {

@@ -9,7 +9,7 @@ import type { DockerDriver } from "../../docker/driver";
 import { ApiError } from "../../http/errors";
 import type { AppRow } from "../deployer";
 import { invalid } from "../deploy-form";
-import { CONTAINER_USER_PATTERN } from "../model";
+import { CONTAINER_USER_PATTERN, MAX_CONTAINER_ID } from "../model";
 
 const CONTAINER_USER = new RegExp(CONTAINER_USER_PATTERN);
 
@@ -29,8 +29,10 @@ export function containerUserOf(config: Pick<Config, "appUser">, app: AppRow): s
 export function containerUserField(user: unknown): string | null | undefined {
   if (user === undefined) return undefined;
   if (user === null || user === "") return null;
-  if (typeof user !== "string" || !CONTAINER_USER.test(user)) invalid("user", "uid, uid:gid, or a user name (and :group) of lowercase letters, digits, '_' and '-'");
-  return user;
+  const text = typeof user === "number" && Number.isInteger(user) ? String(user) : user;
+  if (typeof text !== "string" || !CONTAINER_USER.test(text)) invalid("user", "a uid or a user name of lowercase letters, digits, '_' and '-', optionally with ':' and a gid or group name");
+  if (text.split(":").some((part) => /^\d+$/.test(part) && Number(part) > MAX_CONTAINER_ID)) invalid("user", `uids and gids go up to ${MAX_CONTAINER_ID}`);
+  return text;
 }
 
 /** What an image app's container spec changes (nothing for other apps); refuses an image with the platform's labels. */

@@ -4,7 +4,7 @@ import type { ServerContext } from "../../http/context";
 import { authPlugin } from "../../http/auth";
 import { ok } from "../../http/envelope";
 import { formsBody, json, ref, responses } from "../../http/responses";
-import { AppSchema, CONTAINER_USER_PATTERN, deployForm } from "../model";
+import { AppSchema, containerUserInput, deployForm } from "../model";
 import { VOLUME_ERRORS } from "../../volumes/model";
 import { deployImage } from "./deploy";
 
@@ -13,7 +13,7 @@ const { file: _zip, runtime: _runtime, builder: _builder, ...appFields } = deplo
 const deployImageBody = t.Object({
   ...appFields,
   image: t.String({ maxLength: 512, description: "Image reference: `ghcr.io/owner/app:1.4`, `name@sha256:…` (Docker's grammar; the tag defaults to `latest`)" }),
-  user: t.Optional(t.String({ maxLength: 65, pattern: CONTAINER_USER_PATTERN, description: "User the container runs as: `uid`, `uid:gid`, `name` or `name:group`; empty or left out on the first deploy: the image's own USER; left out on a redeploy: kept" })),
+  user: t.Optional(containerUserInput),
   envVars: t.Optional(t.Union([t.Record(t.String(), t.String()), t.String({ description: "A JSON object as text (forms)" })])),
 });
 
@@ -55,7 +55,7 @@ export function imageDeployRoutes(ctx: ServerContext) {
             "the credentials or asks for some, it cannot be reached, the pull passes PLATFORM_IMAGE_PULL_TIMEOUT_SECONDS, the " +
             "image is larger than PLATFORM_IMAGE_MAX_MB unpacked (it is removed), or it carries `platform.*` labels. The " +
             "container runs the image's ENTRYPOINT/CMD (or `startupCommand` with `/bin/sh -c`), as the image's USER unless " +
-            "`user` is given, with PORT set to `exposePort`, hardened as every app's container (no privileges, no new " +
+            "`user` is given (left out on a redeploy: the app keeps its user), with PORT set to `exposePort`, hardened as every app's container (no privileges, no new " +
             "privileges, memory/CPU/pids limits, egress rules) with only CHOWN, SETUID, SETGID, DAC_OVERRIDE, FOWNER and " +
             "NET_BIND_SERVICE capabilities. A name that exists in the workspace as an app built from source: 409 `NAME_TAKEN`.",
         },
