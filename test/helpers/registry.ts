@@ -18,7 +18,7 @@ export interface TestRegistry {
   /** `127.0.0.1:PORT`, as image references name it. */
   host: string;
   /** Makes a tiny web image (busybox httpd serving `text` at / on $PORT) and pushes it as `host/<repository>:<tag>`; answers the pushed digest. */
-  pushWebImage(repository: string, tag: string, options?: { text?: string; labels?: Record<string, string>; padBytes?: number; padRandom?: boolean }): Promise<string>;
+  pushWebImage(repository: string, tag: string, options?: { text?: string; labels?: Record<string, string>; padBytes?: number; padRandom?: boolean; changes?: string[] }): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -68,6 +68,7 @@ export async function startRegistry(user?: { name: string; password: string }): 
       const changes = [
         `CMD ["/bin/sh", "-c", "exec /bin/busybox httpd -f -p \${PORT:-8080} -h /www"]`,
         ...Object.entries(options.labels ?? {}).map(([label, value]) => `LABEL ${label}=${value}`),
+        ...(options.changes ?? []),
       ].flatMap((change) => ["--change", change]);
       const tar = spawnSync(["tar", "-C", root, "-c", "."], { stdout: "pipe" });
       const imported = spawnSync(["docker", "import", ...changes, "-", name], { stdin: tar.stdout, stdout: "pipe", stderr: "pipe" });

@@ -51,6 +51,8 @@ export async function deployImage(apps: AppsService, principal: Principal, reque
     { runtime: "image", image: input.image, ...(input.user !== undefined && { containerUser: input.user }) },
     (app, subdomain) => apps.moveRoute(app, subdomain),
   );
+  // Left out on the first deploy: the pull sets it from the image's EXPOSE (./pull.ts).
+  if (!existing && input.exposePort === undefined) apps.records.clearExposePort(appId);
   const buildId = apps.records.newBuild(appId, existing ? "redeploy" : "image");
   ctx.buildLogs.append(appId, buildId, `==> Deploy of the image ${input.image} accepted`);
   apps.deployer.schedule(appId, (signal) => apps.deployer.buildAndRelease(appId, buildId, undefined, signal));

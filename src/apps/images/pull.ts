@@ -8,7 +8,7 @@
 // keeps the image on the engine, and no name is left that a Dockerfile build could take for
 // access. The build row lists them meanwhile: a restart's recovery takes off what a stopped pull left.
 import { and, eq, isNotNull, isNull } from "drizzle-orm";
-import { builds } from "../../db/schema";
+import { apps, builds, volumes } from "../../db/schema";
 import { BuildFailed, DockerNotFound, type DockerDriver } from "../../docker/driver";
 import type { ImageConfig } from "../../docker/images";
 import { ApiError } from "../../http/errors";
@@ -16,6 +16,7 @@ import { Registries, registryMessage } from "../../registries/service";
 import { imageReferenceRefusal, lookupHost, parseImageReference, registryAddressRefusal, registryPullRefusal } from "../dockerfile-images";
 import type { AppRow, AppsContext } from "../deployer";
 import { platformLabelsOf } from "./container";
+import { DEFAULT_EXPOSE_PORT } from "../model";
 
 /** Progress lines of a pull reach the build log at most this often (the engine sends one per chunk and layer). */
 const PROGRESS_INTERVAL_MS = 2_000;
@@ -101,8 +102,32 @@ export async function pullAppImage({ ctx, app, buildId, tag, log, signal }: Pull
     ctx.db.update(builds).set({ pendingImageNames: tagged ? JSON.stringify([tag]) : null }).where(eq(builds.id, buildId)).run();
   }
   ctx.db.update(builds).set({ imageDigest: digest ? pinned : null }).where(eq(builds.id, buildId)).run();
+  for (const hint of imageHints(ctx, app, image)) log(`    ${hint}`);
   log(`==> Pulled ${digest ? pinned : reference} (${Math.ceil(image.sizeBytes / MB)} MB, image ${image.id.slice(7, 19)}) in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
   return tag;
+}
+
+/**
+ * What the image's EXPOSE and VOLUME lines mean for the app, for the log. An app deployed without
+ * `exposePort` (its row holds none) takes the image's one EXPOSEd TCP port, else DEFAULT_EXPOSE_PORT.
+ */
+function imageHints(ctx: AppsContext, app: AppRow, image: ImageConfig): string[] {
+  const hints: string[] = [];
+  const exposed = image.exposedPorts.filter((port) => port.endsWith("/tcp")).map((port) => Number.parseInt(port, 10));
+  let port = app.exposePort;
+  if (port === null) {
+    port = exposed.length === 1 ? exposed[0]! : DEFAULT_EXPOSE_PORT;
+    ctx.db.update(apps).set({ exposePort: port }).where(and(eq(apps.id, app.id), isNull(apps.exposePort))).run();
+    hints.push(`exposePort ${port}: ${exposed.length === 1 ? "the port the image EXPOSEs" : `the default (the image EXPOSEs ${exposed.length ? exposed.join(", ") : "no port"})`}`);
+  } else if (exposed.length && !exposed.includes(port)) {
+    hints.push(`the image EXPOSEs ${exposed.join(", ")}, but the app is reached on port ${port} (exposePort; PORT=${port} is set)`);
+  }
+  const mounted = ctx.db.select({ mountPath: volumes.mountPath }).from(volumes).where(eq(volumes.appId, app.id)).all().map((volume) => volume.mountPath);
+  const unmounted = image.volumes.filter((path) => !mounted.some((mountPath) => path === mountPath || path.startsWith(`${mountPath}/`)));
+  if (unmounted.length) {
+    hints.push(`warning: the image declares VOLUME ${unmounted.join(", ")}: what the app writes there is lost at every redeploy; keep it with a volume at that path (volumes: [{"name": "data", "mountPath": "${unmounted[0]}"}])`);
+  }
+  return hints;
 }
 
 interface PullOptions {

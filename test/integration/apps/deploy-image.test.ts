@@ -117,6 +117,16 @@ describe("deploy from an open registry", () => {
     expect(container.Image).toBe(pinned.Id);
   }, 120_000);
 
+  test("without exposePort the app takes the port the image EXPOSEs; the log says so and warns of an image VOLUME without a volume", async () => {
+    await open.pushWebImage("web/exposed", "1", { text: "on the exposed port", changes: ["EXPOSE 8081/tcp", "VOLUME /srv/data"] });
+    const { app, build, log } = await deployAndWait({ name: "img-exposed", image: `${open.host}/web/exposed:1`, exposePort: undefined });
+    expect(build.status).toBe("succeeded");
+    expect(app).toMatchObject({ status: "running", exposePort: 8081 });
+    expect(log).toContain("exposePort 8081: the port the image EXPOSEs");
+    expect(log).toContain("the image declares VOLUME /srv/data: what the app writes there is lost at every redeploy");
+    expect(await (await viaProxy(server, app.subdomain)).text()).toBe("on the exposed port");
+  }, 120_000);
+
   test("an image app stays one: no ZIP deploy onto its name, no runtime or builder in its settings", async () => {
     const { body } = await call("GET", "/api/apps/");
     const app = body.apps.find((entry: { name: string }) => entry.name === "img-hello");
