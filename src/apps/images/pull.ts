@@ -22,19 +22,26 @@ import { DEFAULT_EXPOSE_PORT } from "../model";
 const PROGRESS_INTERVAL_MS = 2_000;
 const MB = 1024 * 1024;
 
-/** Pulls in flight per machine and engine name: a name is taken off when the last pull using it ends. */
-const pullsUsingName = new Map<string, number>();
-const nameKey = (machineId: string, name: string) => `${machineId}\n${name}`;
-function holdName(machineId: string, name: string) {
-  pullsUsingName.set(nameKey(machineId, name), (pullsUsingName.get(nameKey(machineId, name)) ?? 0) + 1);
-}
-/** Answers true when no other pull in flight uses the name any more. */
-function releaseName(machineId: string, name: string): boolean {
-  const key = nameKey(machineId, name);
-  const left = (pullsUsingName.get(key) ?? 1) - 1;
-  if (left > 0) pullsUsingName.set(key, left);
-  else pullsUsingName.delete(key);
-  return left <= 0;
+/**
+ * Pulls in flight per machine and repository, and the names they added: the names are taken off
+ * when the last of them ends, so that one pull never takes off a name another is about to look at.
+ */
+const pullsOfRepository = new Map<string, { pulls: number; names: Set<string> }>();
+
+function startPull(machineId: string, repository: string) {
+  const key = `${machineId}\n${repository}`;
+  const pulls = pullsOfRepository.get(key) ?? { pulls: 0, names: new Set<string>() };
+  pulls.pulls++;
+  pullsOfRepository.set(key, pulls);
+  return {
+    names: pulls.names,
+    /** The names to take off now: all of them when this was the last pull in flight. */
+    end(): string[] {
+      if (--pulls.pulls > 0) return [];
+      pullsOfRepository.delete(key);
+      return [...pulls.names];
+    },
+  };
 }
 
 interface PullStep {
@@ -60,9 +67,10 @@ export async function pullAppImage({ ctx, app, buildId, tag, log, signal }: Pull
   const driver = ctx.machines.get(app.machineId);
   const auth = new Registries({ db: ctx.db, secrets: ctx.secrets, registries: config.buildRegistries }).authFor(app.workspaceId, parsed.registry);
   const repository = parsed.engineName.replace(/[@:][^/]*$/, "");
+  const inFlight = startPull(app.machineId, repository);
   const held: string[] = [];
   const hold = (name: string) => {
-    holdName(app.machineId, name);
+    inFlight.names.add(name);
     held.push(name);
     ctx.db.update(builds).set({ pendingImageNames: JSON.stringify(held) }).where(eq(builds.id, buildId)).run();
   };
@@ -96,7 +104,7 @@ export async function pullAppImage({ ctx, app, buildId, tag, log, signal }: Pull
     await driver.tagImage(image.id, tagRepo, tagName);
     tagged = true;
   } finally {
-    for (const name of held) if (releaseName(app.machineId, name)) await driver.untagImage(name).catch(() => false);
+    for (const name of inFlight.end()) await driver.untagImage(name).catch(() => false);
     if (!tagged) await driver.untagImage(tag).catch(() => false);
     // The tag stays listed until the build ends: the builder records it as the build's image only then.
     ctx.db.update(builds).set({ pendingImageNames: tagged ? JSON.stringify([tag]) : null }).where(eq(builds.id, buildId)).run();
