@@ -27,6 +27,7 @@ import { AppDomains } from "./domains/service";
 import { AppRecovery } from "./recovery";
 import { AppRollbacks } from "./rollback";
 import { removePulledImageNames } from "./images/pull";
+import { containerUserField } from "./images/container";
 import { appView, type PublicAddresses } from "./view";
 import { HealthHistory } from "./health/history";
 import { RestartBackoff } from "./health/backoff";
@@ -58,6 +59,8 @@ export interface SettingsInput {
   healthCheck?: unknown;
   volumes?: VolumeMount[];
   releaseStrategy?: ReleaseStrategy | null;
+  /** Image apps: the user the container runs as; "" or null: the image's own USER. */
+  user?: string | number | null;
 }
 
 export class AppsService {
@@ -266,6 +269,7 @@ export class AppsService {
     if (app.runtime === "image" && (input.runtime !== undefined || input.builder !== undefined)) {
       invalid(input.runtime !== undefined ? "runtime" : "builder", "an app deployed from an image is not built from source");
     }
+    if (input.user !== undefined && app.runtime !== "image") invalid("user", "only an app deployed from an image runs as a user of its own");
     if (input.name !== undefined && input.name !== app.name) this.records.assertNameFree(workspaceId, input.name);
     if (input.subdomain && this.records.subdomainTaken(input.subdomain, app.id)) {
       throw new ApiError("SUBDOMAIN_TAKEN", `Subdomain '${input.subdomain}' is taken`);
@@ -288,11 +292,14 @@ export class AppsService {
       // Read by the next release and the next probe: nothing restarts.
       healthCheck: input.healthCheck === undefined ? app.healthCheck : healthCheckAfter(healthCheckOf(app), input.healthCheck),
       releaseStrategy: input.releaseStrategy === undefined ? app.releaseStrategy : input.releaseStrategy,
+      containerUser: input.user === undefined ? app.containerUser : containerUserField(input.user),
     };
-    const rebuild = next.runtime !== app.runtime || next.startupCommand !== app.startupCommand || next.builder !== app.builder;
+    // An image app's command is read when its container starts: a rebuild would pull the tag again (and undo a rollback).
+    const commandChanged = next.startupCommand !== app.startupCommand;
+    const rebuild = next.runtime !== app.runtime || (commandChanged && app.runtime !== "image") || next.builder !== app.builder;
     assertWithinQuota("memoryMB", workspaceUsage(this.ctx.db, workspaceId).memoryMB, next.memoryMB - app.memoryMB, this.ctx.config.quotas.memoryMB);
     const mountsChanged = volumePlan ? volumePlan.apply(app.id) : false;
-    const restart = rebuild || next.memoryMB !== app.memoryMB || next.cpus !== app.cpus || next.exposePort !== app.exposePort || mountsChanged;
+    const restart = rebuild || commandChanged || next.containerUser !== app.containerUser || next.memoryMB !== app.memoryMB || next.cpus !== app.cpus || next.exposePort !== app.exposePort || mountsChanged;
     this.ctx.db.update(apps).set({ ...next, updatedAt: Date.now() }).where(eq(apps.id, app.id)).run();
     if (next.subdomain !== app.subdomain) this.moveRoute(app, next.subdomain);
     else if (next.subdomain && (!sameRateLimits(next, app) || next.httpsRedirect !== app.httpsRedirect || next.hsts !== app.hsts)) {
