@@ -18,6 +18,14 @@ import type { AppRow, AppsContext } from "../deployer";
 import { platformLabelsOf } from "./container";
 import { DEFAULT_EXPOSE_PORT } from "../model";
 
+/** The platform's own images (PLATFORM_IMAGE_*), by the engine's names: they keep them, as builds and databases start from them. */
+function platformImageNames(config: Pick<AppsContext["config"], "images">): Set<string> {
+  return new Set(Object.values(config.images).map((reference) => {
+    const parsed = parseImageReference(reference);
+    return typeof parsed === "string" ? reference : parsed.engineName;
+  }));
+}
+
 /** Progress lines of a pull reach the build log at most this often (the engine sends one per chunk and layer). */
 const PROGRESS_INTERVAL_MS = 2_000;
 const MB = 1024 * 1024;
@@ -104,7 +112,8 @@ export async function pullAppImage({ ctx, app, buildId, tag, log, signal }: Pull
     await driver.tagImage(image.id, tagRepo, tagName);
     tagged = true;
   } finally {
-    for (const name of inFlight.end()) await driver.untagImage(name).catch(() => false);
+    const kept = platformImageNames(config);
+    for (const name of inFlight.end()) if (!kept.has(name)) await driver.untagImage(name).catch(() => false);
     if (!tagged) await driver.untagImage(tag).catch(() => false);
     // The tag stays listed until the build ends: the builder records it as the build's image only then.
     ctx.db.update(builds).set({ pendingImageNames: tagged ? JSON.stringify([tag]) : null }).where(eq(builds.id, buildId)).run();
@@ -192,11 +201,12 @@ function pullFailure(error: Error, reference: string, { auth, registry }: PullOp
 }
 
 /** The names an image build's pull left when the platform stopped during it (the build row lists them): taken off, never forced. */
-export async function removePendingImageNames(ctx: Pick<AppsContext, "db" | "machines">, app: AppRow, buildId: string): Promise<void> {
+export async function removePendingImageNames(ctx: Pick<AppsContext, "db" | "machines" | "config">, app: AppRow, buildId: string): Promise<void> {
   const pending = ctx.db.select({ names: builds.pendingImageNames }).from(builds).where(eq(builds.id, buildId)).get()?.names;
   if (!pending) return;
   const driver = ctx.machines.get(app.machineId);
-  for (const name of JSON.parse(pending) as string[]) await driver.untagImage(name).catch(() => false);
+  const kept = platformImageNames(ctx.config);
+  for (const name of JSON.parse(pending) as string[]) if (!kept.has(name)) await driver.untagImage(name).catch(() => false);
   ctx.db.update(builds).set({ pendingImageNames: null }).where(eq(builds.id, buildId)).run();
 }
 

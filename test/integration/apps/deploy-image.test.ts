@@ -192,6 +192,25 @@ describe("deploy from an open registry", () => {
     await waitUntilServes(one.app.subdomain, "version one");
   }, 180_000);
 
+  test("an image the platform itself is set to use (PLATFORM_IMAGE_*) keeps its name after an app's pull of it", async () => {
+    const platformImage = `${open.host}/web/platformed:1`;
+    await open.pushWebImage("web/platformed", "1", { text: "platform's own" });
+    expect((await Bun.spawn(["docker", "pull", "-q", platformImage], { stdout: "ignore", stderr: "ignore" }).exited)).toBe(0);
+    const configured = await TestServer.start({ PLATFORM_BUILD_REGISTRIES: open.host, PLATFORM_IMAGE_REDIS: platformImage });
+    const configuredKey = (await configured.createKey("images platformed")).key;
+    try {
+      const response = await configured.request("POST", "/api/apps/deploy-image", { key: configuredKey, body: { name: "img-platformed", image: platformImage, memoryMB: 64, exposePort: 8080 } });
+      expect(response.status).toBe(202);
+      const app = await waitForStatus(configured, configuredKey, response.body.app.id, ["running", "failed"]);
+      expect(app.status).toBe("running");
+      expect(await imageNamed(platformImage)).toBe(true);
+    } finally {
+      await deleteAllApps(configured, configuredKey, 60_000);
+      await configured.stop();
+      removeImagesFrom(open.host);
+    }
+  }, 120_000);
+
   test("a rollback past PLATFORM_APP_IMAGES_KEPT pulls the earlier digest again", async () => {
     const keepingOne = await TestServer.start({ PLATFORM_BUILD_REGISTRIES: open.host, PLATFORM_APP_IMAGES_KEPT: "1" });
     try {
