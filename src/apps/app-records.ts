@@ -158,6 +158,11 @@ export class AppRecords {
   }
 
   /** A queued build entry, its log followable at once (not only once it runs). */
+  /** An image app deployed without `exposePort`: its first pull chooses it from the image. */
+  clearExposePort(appId: string) {
+    this.ctx.db.update(apps).set({ exposePort: null }).where(eq(apps.id, appId)).run();
+  }
+
   newBuild(appId: string, trigger: string, extra: Partial<typeof builds.$inferInsert> = {}): string {
     const id = newId("bld");
     this.ctx.db.insert(builds).values({ id, appId, status: "queued", trigger, startedAt: Date.now(), ...extra }).run();

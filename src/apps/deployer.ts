@@ -242,7 +242,7 @@ export class Deployer {
         const { subdomain } = this.app(appId) ?? app;
         const route = subdomain ? this.ctx.proxyRoutes.get(subdomain) : undefined;
         if (subdomain) this.ctx.proxyRoutes.delete(subdomain);
-        if (route) await this.drainRetired(route, log);
+        if (route) await this.drainRetired(route, log, signal);
         // Recorded first: a platform killed before the switch starts it again at start (./recovery.ts).
         this.ctx.db.update(apps).set({ stoppedFirstContainerId: stoppedFirst }).where(eq(apps.id, appId)).run();
         await driver.stopContainer(stoppedFirst, 10);
@@ -270,7 +270,7 @@ export class Deployer {
       await pauseForTest("release.switched");
       if (previous.containerId && previous.containerId !== containerId) {
         const old = previous.containerId;
-        if (retiredUpstream) await this.drainRetired(retiredUpstream, log);
+        if (retiredUpstream) await this.drainRetired(retiredUpstream, log, signal);
         await driver.stopContainer(old, 10).catch(() => {});
         await driver.removeContainer(old, APP_CONTAINER_REMOVAL).catch(() => {});
       }
@@ -303,14 +303,16 @@ export class Deployer {
     }
   }
 
-  /** Waits (PLATFORM_RELEASE_DRAIN_SECONDS at most) until the proxy has no request in flight to the retired container. */
-  private async drainRetired(upstream: { host: string; port: number }, log: (line: string) => void) {
+  /** Waits (PLATFORM_RELEASE_DRAIN_SECONDS at most, and no longer than a preempting stop or delete) until the proxy has no request in flight to the retired container. */
+  private async drainRetired(upstream: { host: string; port: number }, log: (line: string) => void, signal?: AbortSignal) {
     const limitSeconds = this.ctx.config.health.releaseDrainSeconds;
     const inFlight = this.inFlight(upstream.host, upstream.port);
     if (inFlight === 0) return;
     log(`==> Waiting for ${inFlight} request(s) in flight to the previous container (at most ${limitSeconds} s)`);
-    const left = await drain(this.inFlight, upstream, limitSeconds * 1000);
-    if (left > 0) log(`==> ${left} request(s) still in flight after ${limitSeconds} s: stopping the previous container anyway`);
+    const left = await drain(this.inFlight, upstream, limitSeconds * 1000, signal);
+    if (left === 0) return;
+    if (signal?.aborted) log(`==> Not waiting for ${left} request(s) in flight any more: ${preemptedReason(signal)}`);
+    else log(`==> ${left} request(s) still in flight after ${limitSeconds} s: stopping the previous container anyway`);
   }
 
   private setFailedUnlessDeleting(appId: string, reason: string) {

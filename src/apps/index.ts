@@ -335,7 +335,7 @@ export function appsRoutes(ctx: ServerContext) {
         summary: "Change settings",
         description:
           `A change of ${RESTARTING_FIELDS.map((field) => `\`${field}\``).join(", ")} restarts a running ` +
-          "app with a new container (zero-downtime; `runtime`, `startupCommand` and `builder` also rebuild); `name`, `subdomain`, " +
+          "app with a new container (zero-downtime; `runtime`, `startupCommand` and `builder` also rebuild, except an image app's `startupCommand`, read when its container starts); `name`, `subdomain`, " +
           "`autoRestart` (applied to the running container in place), `autoDeploy` (repository apps: a push to the branch " +
           "deploys) and `rateLimits` do not restart it. A setting takes effect when the release " +
           "that applies it succeeds: until then, and for good when it fails, the old container serves as before (`servingPort` " +
@@ -348,6 +348,7 @@ export function appsRoutes(ctx: ServerContext) {
           "goes back to the defaults (a TCP check); read by the next release and the next probe, nothing restarts. `volumes`: the app's whole list (a volume " +
           "left out is detached, kept); `releaseStrategy`: `start-first` (the new container starts while the old serves) or " +
           "`stop-first` (the old stops first, and starts again if the new one fails; the default with volumes), null for the default. " +
+          "`user` (image apps only, 400 otherwise): the user the container runs as, \"\" or null for the image's own USER; a change restarts. " +
           "409 `SUBDOMAIN_TAKEN` / `NAME_TAKEN`; 409 `QUOTA_EXCEEDED` when more memory would pass PLATFORM_QUOTA_MEMORY_MB, or a volume is added while the disk quota is used up. Answers `app`, `restarted` and `buildId` (when a rebuild started).",
       },
     });

@@ -27,6 +27,7 @@ import { AppDomains } from "./domains/service";
 import { AppRecovery } from "./recovery";
 import { AppRollbacks } from "./rollback";
 import { removePulledImageNames } from "./images/pull";
+import { containerUserField } from "./images/container";
 import { appView, type PublicAddresses } from "./view";
 import { HealthHistory } from "./health/history";
 import { RestartBackoff } from "./health/backoff";
@@ -58,6 +59,8 @@ export interface SettingsInput {
   healthCheck?: unknown;
   volumes?: VolumeMount[];
   releaseStrategy?: ReleaseStrategy | null;
+  /** Image apps: the user the container runs as; "" or null: the image's own USER. */
+  user?: string | number | null;
 }
 
 export class AppsService {
@@ -116,11 +119,17 @@ export class AppsService {
       this.deployer.schedule(app.id, (signal) => this.deployer.buildAndRelease(app.id, buildId, source, signal));
     });
     this.restartBackoff = new RestartBackoff(ctx.config.health.restartBackoffMaxSeconds * 1000);
-    this.healthMonitor = new HealthMonitor(ctx, this.deployer, this.health, this.restartBackoff, (appId) => this.crashSupervisor.isDown(appId), (appId) =>
-      this.deployer.schedule(appId, (signal) => this.releaseCurrentBuild(appId, signal)),
+    this.healthMonitor = new HealthMonitor(
+      ctx,
+      this.deployer,
+      this.health,
+      this.restartBackoff,
+      (appId) => this.crashSupervisor.isDown(appId),
+      (appId, signal) => this.releaseCurrentBuild(appId, signal),
+      (appId) => this.recovery.restoreRoute(appId),
     );
     this.crashSupervisor = new CrashSupervisor(ctx, this.deployer, this.restartBackoff, (appId) => this.recovery.restoreRoute(appId), (appId, signal) =>
-      this.releaseCurrentBuild(appId, signal),
+      this.releaseCurrentBuild(appId, signal).then(() => {}),
     );
     this.proxyPort = ctx.config.proxyPort;
     this.domains = new AppDomains(ctx, (workspaceId, appId) => this.get(workspaceId, appId), this.addresses, ctx.dns);
@@ -268,6 +277,7 @@ export class AppsService {
     if (app.runtime === "image" && (input.runtime !== undefined || input.builder !== undefined)) {
       invalid(input.runtime !== undefined ? "runtime" : "builder", "an app deployed from an image is not built from source");
     }
+    if (input.user !== undefined && app.runtime !== "image") invalid("user", "only an app deployed from an image runs as a user of its own");
     if (input.name !== undefined && input.name !== app.name) this.records.assertNameFree(workspaceId, input.name);
     if (input.subdomain && this.records.subdomainTaken(input.subdomain, app.id)) {
       throw new ApiError("SUBDOMAIN_TAKEN", `Subdomain '${input.subdomain}' is taken`);
@@ -290,11 +300,14 @@ export class AppsService {
       // Read by the next release and the next probe: nothing restarts.
       healthCheck: input.healthCheck === undefined ? app.healthCheck : healthCheckAfter(healthCheckOf(app), input.healthCheck),
       releaseStrategy: input.releaseStrategy === undefined ? app.releaseStrategy : input.releaseStrategy,
+      containerUser: input.user === undefined ? app.containerUser : containerUserField(input.user),
     };
-    const rebuild = next.runtime !== app.runtime || next.startupCommand !== app.startupCommand || next.builder !== app.builder;
+    // An image app's command is read when its container starts: a rebuild would pull the tag again (and undo a rollback).
+    const commandChanged = next.startupCommand !== app.startupCommand;
+    const rebuild = next.runtime !== app.runtime || (commandChanged && app.runtime !== "image") || next.builder !== app.builder;
     assertWithinQuota("memoryMB", workspaceUsage(this.ctx.db, workspaceId).memoryMB, next.memoryMB - app.memoryMB, this.ctx.config.quotas.memoryMB);
     const mountsChanged = volumePlan ? volumePlan.apply(app.id) : false;
-    const restart = rebuild || next.memoryMB !== app.memoryMB || next.cpus !== app.cpus || next.exposePort !== app.exposePort || mountsChanged;
+    const restart = rebuild || commandChanged || next.containerUser !== app.containerUser || next.memoryMB !== app.memoryMB || next.cpus !== app.cpus || next.exposePort !== app.exposePort || mountsChanged;
     this.ctx.db.update(apps).set({ ...next, updatedAt: Date.now() }).where(eq(apps.id, app.id)).run();
     if (next.subdomain !== app.subdomain) this.moveRoute(app, next.subdomain);
     else if (next.subdomain && (!sameRateLimits(next, app) || next.httpsRedirect !== app.httpsRedirect || next.hsts !== app.hsts)) {
@@ -410,12 +423,17 @@ export class AppsService {
     this.crashSupervisor.forget(appId);
   }
 
-  private async releaseCurrentBuild(appId: string, signal: AbortSignal) {
+  /** Answers why it did not serve (null once it does). */
+  private async releaseCurrentBuild(appId: string, signal: AbortSignal): Promise<string | null> {
     const app = this.row(appId);
-    if (!app || app.status === "deleting") return;
+    if (!app || app.status === "deleting") return "the app was deleted";
     const image = app.currentBuildId ? this.ctx.db.select().from(builds).where(eq(builds.id, app.currentBuildId)).get()?.image : undefined;
-    if (!image) return this.deployer.afterFailure(appId, "The app has no successful build to start; deploy it first");
-    await this.deployer.release(appId, app.currentBuildId!, image, undefined, signal);
+    if (!image) {
+      const reason = "The app has no successful build to start; deploy it first";
+      await this.deployer.afterFailure(appId, reason);
+      return reason;
+    }
+    return this.deployer.release(appId, app.currentBuildId!, image, undefined, signal);
   }
 
   /**

@@ -23,9 +23,8 @@ import m0017 from "./migrations/0017_image_deploys.sql" with { type: "text" };
 import m0018 from "./migrations/0018_health.sql" with { type: "text" };
 import m0019 from "./migrations/0019_volume_backups.sql" with { type: "text" };
 import m0020 from "./migrations/0020_release_strategy.sql" with { type: "text" };
-import m0021 from "./migrations/0021_volume_made.sql" with { type: "text" };
-import m0022 from "./migrations/0022_stopped_first.sql" with { type: "text" };
-import m0023 from "./migrations/0023_delete_volumes.sql" with { type: "text" };
+import m0021 from "./migrations/0021_image-pull-names.sql" with { type: "text" };
+import m0022 from "./migrations/0022_volume-fixes.sql" with { type: "text" };
 
 export const EMBEDDED_MIGRATIONS: Record<string, string> = {
   "0000_init": m0000,
@@ -49,9 +48,8 @@ export const EMBEDDED_MIGRATIONS: Record<string, string> = {
   "0018_health": m0018,
   "0019_volume_backups": m0019,
   "0020_release_strategy": m0020,
-  "0021_volume_made": m0021,
-  "0022_stopped_first": m0022,
-  "0023_delete_volumes": m0023,
+  "0021_image-pull-names": m0021,
+  "0022_volume-fixes": m0022,
 };
 
 export interface MigrationMeta {

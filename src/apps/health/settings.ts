@@ -18,7 +18,7 @@ const PATH_RULE = "a path starting with `/`, at most 256 printable ASCII charact
 
 export const HEALTH_CHECK_FIELDS: Record<NumberField, { minimum: number; maximum: number; default: number; meaning: string }> = {
   intervalSeconds: { minimum: 1, maximum: 3600, default: 10, meaning: "Seconds between two probes of the running app" },
-  timeoutSeconds: { minimum: 1, maximum: 60, default: 5, meaning: "Seconds one probe may take (connect to the end of the status line)" },
+  timeoutSeconds: { minimum: 1, maximum: 60, default: 5, meaning: "Seconds one probe may take (connect to the end of the status line); a running app's probes take at most intervalSeconds" },
   healthyThreshold: { minimum: 1, maximum: 10, default: 1, meaning: "Passing probes in a row a release needs before the proxy switches to it, and an unhealthy app needs to be running again" },
   unhealthyThreshold: { minimum: 1, maximum: 20, default: 3, meaning: "Failing probes in a row that make a running app `unhealthy`" },
   startPeriodSeconds: { minimum: 0, maximum: 600, default: 60, meaning: "Seconds a new container is given to pass before a release gives up on it" },

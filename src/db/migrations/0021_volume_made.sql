@@ -1,1 +1,0 @@
-ALTER TABLE `volumes` ADD `engine_volume_made_at` integer;

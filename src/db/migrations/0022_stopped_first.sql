@@ -1,1 +1,0 @@
-ALTER TABLE `apps` ADD `stopped_first_container_id` text;

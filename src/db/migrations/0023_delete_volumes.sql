@@ -1,1 +1,0 @@
-ALTER TABLE `apps` ADD `delete_volumes` integer DEFAULT false NOT NULL;
