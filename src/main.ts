@@ -106,7 +106,7 @@ function serve() {
     })
     .catch((error) => console.error("[reconciler] cannot start:", error));
   const housekeeping = startHousekeeping(
-    { db, machines: ctx.machines, buildRetention: config.buildRetention, removeBuildLog: (appId, buildId) => ctx.apps.removeBuildLog(appId, buildId) },
+    { db, machines: ctx.machines, buildRetention: config.buildRetention, removeBuildLog: (appId, buildId) => ctx.apps.removeBuildLog(appId, buildId), refreshVolumeSizes: () => ctx.apps.volumes.sizes.refreshIfStale() },
     config.housekeepingSchedule,
   );
   console.log(`platform ${PLATFORM_VERSION} listening on http://${config.host}:${server.server?.port} (data in ${config.dataDir})`);

@@ -83,7 +83,7 @@ export class AppRecords {
     machineId: string,
     extra: Partial<AppRow>,
     moveRoute: (app: AppRow, subdomain: string) => void,
-  ): { appId: string; existing: AppRow | undefined } {
+  ): { appId: string; existing: AppRow | undefined; reattached: string[] } {
     const existing = this.findByName(workspaceId, input.name);
     if (!existing) this.assertNameFree(workspaceId, input.name);
     if (existing && (existing.runtime === "image") !== (input.runtime === "image")) {
@@ -148,7 +148,13 @@ export class AppRecords {
     }
     mergeEnvVars(this.ctx.db, this.ctx.secrets, appId, input.envVars);
     volumePlan?.apply(appId);
-    return { appId, existing };
+    return { appId, existing, reattached: volumePlan?.reattaches ?? [] };
+  }
+
+  /** A deploy's build log says which detached volumes it attached again: their old data is what the app finds. */
+  logReattached(appId: string, buildId: string, reattached: string[]) {
+    if (reattached.length === 0) return;
+    this.ctx.buildLogs.append(appId, buildId, `==> Detached volume(s) attached again with the data they kept: ${reattached.join(", ")}`);
   }
 
   /** A queued build entry, its log followable at once (not only once it runs). */

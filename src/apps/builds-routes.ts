@@ -113,7 +113,7 @@ export function buildsRoutes(ctx: ServerContext) {
           operationId: "rollbackToBuild",
           responses: responses(
             { 202: json("Accepted: a new build entry releases the earlier build again", { app: ref(AppSchema), build: ref(BuildSchema) }) },
-            "NOT_FOUND", "BUILD_NOT_RELEASABLE", "ROLLBACK_UNAVAILABLE", "DOCKER_UNAVAILABLE", "DOCKER_TIMEOUT",
+            "NOT_FOUND", "BUSY", "BUILD_NOT_RELEASABLE", "ROLLBACK_UNAVAILABLE", "DOCKER_UNAVAILABLE", "DOCKER_TIMEOUT",
           ),
           summary: "Roll back to an earlier build",
           description:

@@ -13,7 +13,7 @@ import type { ProxyRoutes } from "../proxy/routes";
 import type { Certificates } from "../certificates/service";
 import type { DnsChecker } from "../certificates/dns-check";
 import type { PlatformEvents } from "../platform/events";
-import type { DockerDriver } from "../docker/driver";
+import { DockerNotFound, type DockerDriver } from "../docker/driver";
 import { LABEL_APP, LABEL_BUILD, LABEL_MANAGED, LABEL_SETTINGS, LABEL_WORKSPACE } from "../docker/container-spec";
 import { ensureWorkspaceNetwork, workspaceNetworkName } from "../docker/workspace-network";
 import { ApiError } from "../http/errors";
@@ -30,7 +30,7 @@ import { routePolicyOf } from "./rate-limits";
 import { removeImagesBeyondRetention } from "./image-retention";
 import { containerUserOf, imageAppSpec } from "./images/container";
 import { appVolumeMounts, mountsDigested } from "../volumes/mounts";
-import { releaseStrategyOf } from "../volumes/service";
+import { releaseStrategyOf, volumesLeaving } from "../volumes/service";
 
 export type AppRow = typeof apps.$inferSelect;
 
@@ -53,6 +53,19 @@ export interface AppsContext {
 export const APP_CONTAINER_REMOVAL = { withAnonymousVolumes: true };
 
 class ReleaseFailed extends Error {}
+
+/**
+ * The previous container's state (null when the engine no longer has it). Any other failure fails
+ * the release: taken for "not running", a second container would start beside one that writes the same volume.
+ */
+async function previousContainerState(driver: DockerDriver, containerId: string) {
+  try {
+    return await driver.inspectContainer(containerId);
+  } catch (error) {
+    if (error instanceof DockerNotFound) return null;
+    throw new ReleaseFailed(`could not tell whether the previous container ${containerId.slice(0, 12)} runs (${(error as Error).message}); no second one is started beside it`);
+  }
+}
 
 /**
  * What an app container is made from besides its image: its env and limits, and a digest of them
@@ -215,9 +228,14 @@ export class Deployer {
     this.containersInHand.set(appId, held);
     let containerId: string | null = null;
     // stop-first (apps with volumes, by default): the old container stops before the new one starts, and starts again if the new one fails.
-    const stopFirst = app.containerId !== null && releaseStrategyOf(this.ctx.db, app) === "stop-first";
-    const stoppedFirst = stopFirst && (await driver.inspectContainer(app.containerId!).then((state) => state.running, () => false)) ? app.containerId : null;
+    // A volume the app no longer lists leaves with the old container, whatever the strategy: another app may mount it next.
+    let leaving: string[] = [];
+    let stoppedFirst: string | null = null;
     try {
+      const previousState = app.containerId ? await previousContainerState(driver, app.containerId) : null;
+      leaving = previousState ? volumesLeaving(this.ctx.db, app.id, previousState.volumeNames) : [];
+      const stopFirst = leaving.length > 0 || releaseStrategyOf(this.ctx.db, app) === "stop-first";
+      stoppedFirst = stopFirst && previousState?.running ? app.containerId : null;
       if (stoppedFirst) {
         log(`==> Stopping container ${stoppedFirst.slice(0, 12)} first (releaseStrategy stop-first)`);
         // Until the switch the proxy answers 503 with Retry-After, as for a stopped app, rather than 502.
@@ -225,6 +243,8 @@ export class Deployer {
         const route = subdomain ? this.ctx.proxyRoutes.get(subdomain) : undefined;
         if (subdomain) this.ctx.proxyRoutes.delete(subdomain);
         if (route) await this.drainRetired(route, log, signal);
+        // Recorded first: a platform killed before the switch starts it again at start (./recovery.ts).
+        this.ctx.db.update(apps).set({ stoppedFirstContainerId: stoppedFirst }).where(eq(apps.id, appId)).run();
         await driver.stopContainer(stoppedFirst, 10);
       }
       containerId = await this.startContainer(driver, app, buildId, image, log, held);
@@ -266,12 +286,20 @@ export class Deployer {
       if (reason === "internal error") console.error(`[apps] release of ${appId}:`, error);
       log(`==> Release failed: ${reason}`);
       if (containerId) await driver.removeContainer(containerId, APP_CONTAINER_REMOVAL).catch(() => {});
-      if (stoppedFirst) await this.restartStoppedFirst(driver, app, stoppedFirst, log);
-      await this.afterFailure(appId, `Deploy of build ${buildId} failed: ${reason}`);
+      const failure = `Deploy of build ${buildId} failed: ${reason}`;
+      if (stoppedFirst && leaving.length) {
+        log(`==> The previous container stays stopped: it mounts volume(s) the app no longer has (${leaving.join(", ")})`);
+        this.setFailedUnlessDeleting(appId, `${failure}; the previous container stays stopped (it mounts volumes the app no longer has)`);
+      } else if (stoppedFirst && !(await this.restartStoppedFirst(driver, app, stoppedFirst, log))) {
+        // Nothing serves and no route exists: never `running`.
+        this.setFailedUnlessDeleting(appId, `${failure}; the previous container did not serve again`);
+      } else {
+        await this.afterFailure(appId, failure);
+      }
       return reason;
     } finally {
       this.containersInHand.delete(appId);
-      this.ctx.db.update(apps).set({ releasingBuildId: null }).where(eq(apps.id, appId)).run();
+      this.ctx.db.update(apps).set({ releasingBuildId: null, stoppedFirstContainerId: null }).where(eq(apps.id, appId)).run();
     }
   }
 
@@ -287,8 +315,15 @@ export class Deployer {
     else log(`==> ${left} request(s) still in flight after ${limitSeconds} s: stopping the previous container anyway`);
   }
 
-  /** stop-first: the previous container, stopped for a release that failed, serves again (at the address it has now). */
-  private async restartStoppedFirst(driver: DockerDriver, app: AppRow, containerId: string, log: (line: string) => void) {
+  private setFailedUnlessDeleting(appId: string, reason: string) {
+    if (this.app(appId)?.status !== "deleting") this.setStatus(appId, "failed", reason);
+  }
+
+  /**
+   * stop-first: the previous container, stopped for a release that failed, serves again (at the
+   * address it has now). Answers whether it does; one that fails its check is stopped again.
+   */
+  private async restartStoppedFirst(driver: DockerDriver, app: AppRow, containerId: string, log: (line: string) => void): Promise<boolean> {
     log(`==> Starting the previous container ${containerId.slice(0, 12)} again`);
     try {
       await driver.startContainer(containerId);
@@ -299,8 +334,11 @@ export class Deployer {
       if (current?.subdomain && current.containerId === containerId) {
         this.ctx.proxyRoutes.set(current.subdomain, { host, port, ...routePolicyOf(current, this.ctx.config.proxyRateLimits) });
       }
+      return true;
     } catch (error) {
       log(`==> The previous container did not serve again: ${(error as Error).message}`);
+      await driver.stopContainer(containerId, 10).catch(() => {});
+      return false;
     }
   }
 
@@ -325,7 +363,7 @@ export class Deployer {
       sysctls: port < 1024 && user ? { "net.ipv4.ip_unprivileged_port_start": "0" } : undefined,
       network: { name: network, aliases: [app.name] },
       publish: { containerPort: port, hostIp: "127.0.0.1" },
-      volumes: await appVolumeMounts(this.ctx.db, driver, app, image, user),
+      volumes: await appVolumeMounts(this.ctx.db, driver, app, image, user, { helperImages: Object.values(this.ctx.config.images) }),
       // Never the engine's: the platform restarts app containers itself (./health/supervisor.ts).
       restartPolicy: "no",
       init: true,

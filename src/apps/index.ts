@@ -1,14 +1,18 @@
 // Routes of /api/apps: thin wrappers over ./service. Build routes are in ./builds-routes.ts.
 import { Elysia, t } from "elysia";
 import type { ServerContext } from "../http/context";
-import { authPlugin } from "../http/auth";
-import { mayReadSecrets } from "../http/permissions";
+import { auditActor, authPlugin } from "../http/auth";
+import { assertPermitted, mayReadSecrets } from "../http/permissions";
+import { recordAuditEvent } from "../audit/service";
 import { ok } from "../http/envelope";
 import { withHeartbeat } from "../http/streams";
 import { alsoAs, json, multipartBody, ref, responses, LIST_META } from "../http/responses";
 import { AppSchema, AppTrafficSchema, EnvVariableSchema, APP_STATUSES, PROXY_RATE_LIMIT, RESTARTING_FIELDS, appIdParams, deleteAppQuery, deployForm, inspectForm, envBody, logsQuery, redeployQuery, settingsBody } from "./model";
 import { appLogs, followAppLogs } from "./logs";
-import { VOLUME_ERRORS } from "../volumes/model";
+import { reattachedField, VOLUME_ERRORS } from "../volumes/model";
+
+/** The route whose roles an app delete with deleteVolumes=true needs. */
+const VOLUME_DELETE_ROUTE = "DELETE /api/volumes/:volumeId";
 
 const STATUS_TEXT = Object.entries(APP_STATUSES)
   .map(([status, meaning]) => `\`${status}\`: ${meaning}`)
@@ -57,9 +61,9 @@ export function appsRoutes(ctx: ServerContext) {
     .post(
       "/deploy",
       async ({ principal, request, set }) => {
-        const { app, buildId, created } = await service.deploy(principal, request);
+        const { app, buildId, created, reattached } = await service.deploy(principal, request);
         set.status = 202;
-        return ok({ app, buildId, created });
+        return ok({ app, buildId, created, reattached });
       },
       {
         auth: true,
@@ -67,7 +71,7 @@ export function appsRoutes(ctx: ServerContext) {
         detail: {
           operationId: "deployApp",
           requestBody: multipartBody(deployForm),
-          responses: responses({ 202: json("Accepted: the build runs in the background", { app: ref(AppSchema), buildId: t.String(), created: t.Boolean({ description: "A new app (false: a new release of an existing one)" }) }) }, "NOT_FOUND", "UNKNOWN_MACHINE", "NAME_TAKEN", "SUBDOMAIN_TAKEN", "QUOTA_EXCEEDED", "PAYLOAD_TOO_LARGE", "UNSUPPORTED_MEDIA_TYPE", "RATE_LIMITED", ...ARCHIVE_ERRORS, ...VOLUME_ERRORS, "DOCKER_UNAVAILABLE"),
+          responses: responses({ 202: json("Accepted: the build runs in the background", { app: ref(AppSchema), buildId: t.String(), created: t.Boolean({ description: "A new app (false: a new release of an existing one)" }), reattached: reattachedField }) }, "NOT_FOUND", "UNKNOWN_MACHINE", "NAME_TAKEN", "SUBDOMAIN_TAKEN", "QUOTA_EXCEEDED", "PAYLOAD_TOO_LARGE", "UNSUPPORTED_MEDIA_TYPE", "RATE_LIMITED", ...ARCHIVE_ERRORS, ...VOLUME_ERRORS, "DOCKER_UNAVAILABLE"),
           summary: "Deploy an app from a ZIP",
           description:
             "multipart/form-data: `file` (ZIP, required), `name` (required; lowercase letters, digits, dashes), `runtime` " +
@@ -129,7 +133,7 @@ export function appsRoutes(ctx: ServerContext) {
         params: appIdParams,
         detail: {
           operationId: "startApp",
-          responses: responses({ 202: json("Accepted", { app: ref(AppSchema), queued: t.Boolean() }) }, "NOT_FOUND", "NOT_DEPLOYED"),
+          responses: responses({ 202: json("Accepted", { app: ref(AppSchema), queued: t.Boolean() }) }, "NOT_FOUND", "BUSY", "NOT_DEPLOYED"),
           summary: "Start an app",
           description:
             `Answers 202 at once with \`app\` and \`queued\`. ${LIFECYCLE_QUEUE} An idle app goes \`starting\` and a container of ` +
@@ -169,7 +173,7 @@ export function appsRoutes(ctx: ServerContext) {
         params: appIdParams,
         detail: {
           operationId: "restartApp",
-          responses: responses({ 202: json("Accepted", { app: ref(AppSchema), queued: t.Boolean() }) }, "NOT_FOUND", "NOT_DEPLOYED"),
+          responses: responses({ 202: json("Accepted", { app: ref(AppSchema), queued: t.Boolean() }) }, "NOT_FOUND", "BUSY", "NOT_DEPLOYED"),
           summary: "Restart an app",
           description:
             `Answers 202 at once with \`app\` and \`queued\`. ${LIFECYCLE_QUEUE} A fresh container of the current build starts ` +
@@ -190,7 +194,7 @@ export function appsRoutes(ctx: ServerContext) {
         query: redeployQuery,
         detail: {
           operationId: "redeployApp",
-          responses: responses({ 202: json("Accepted: the build runs in the background", { app: ref(AppSchema), buildId: t.String() }) }, "NOT_FOUND", "VALIDATION_FAILED"),
+          responses: responses({ 202: json("Accepted: the build runs in the background", { app: ref(AppSchema), buildId: t.String() }) }, "NOT_FOUND", "BUSY", "VALIDATION_FAILED"),
           summary: "Redeploy from the current files, or the branch head",
           description:
             "Builds the app's kept source tree as it is now (with the edits made through /fs) — for an app deployed from a " +
@@ -205,8 +209,16 @@ export function appsRoutes(ctx: ServerContext) {
     .delete(
       "/:appId",
       ({ principal, params, query, set }) => {
+        const deleteVolumes = query.deleteVolumes === true;
+        // Deleting volumes through their app needs the roles DELETE /api/volumes/{id} needs, and is audited as that is.
+        if (deleteVolumes) assertPermitted(principal.role, VOLUME_DELETE_ROUTE);
+        const deletedVolumes = deleteVolumes ? service.volumes.ofApp(service.get(principal.workspaceId, params.appId).id) : [];
+        const deleting = service.delete(principal.workspaceId, params.appId, { deleteVolumes });
+        for (const volume of deletedVolumes) {
+          recordAuditEvent(ctx.db, { workspaceId: principal.workspaceId, action: "volume.deleted", actor: auditActor(principal), target: `${volume.name} (${volume.id})` });
+        }
         set.status = 202;
-        return ok(service.delete(principal.workspaceId, params.appId, { deleteVolumes: query.deleteVolumes === true }));
+        return ok(deleting);
       },
       {
         auth: true,
@@ -214,7 +226,7 @@ export function appsRoutes(ctx: ServerContext) {
         query: deleteAppQuery,
         detail: {
           operationId: "deleteApp",
-          responses: responses({ 202: json("Accepted: the app is `deleting`", { app: ref(AppSchema) }) }, "NOT_FOUND", "BACKUP_IN_PROGRESS", "RESTORE_IN_PROGRESS", "VERIFY_IN_PROGRESS", "BUSY"),
+          responses: responses({ 202: json("Accepted: the app is `deleting`", { app: ref(AppSchema) }) }, "NOT_FOUND", "FORBIDDEN", "BACKUP_IN_PROGRESS", "RESTORE_IN_PROGRESS", "VERIFY_IN_PROGRESS", "BUSY"),
           summary: "Delete an app",
           description:
             "Answers 202 at once with `app` in status `deleting`; from then on the app is 404. A delete preempts a build or " +
@@ -222,7 +234,8 @@ export function appsRoutes(ctx: ServerContext) {
             "and builds in the background. Its volumes are kept, detached (listed in /api/volumes, to attach to another app " +
             "or delete), unless `deleteVolumes=true`: then they go with their backups (409 `BACKUP_IN_PROGRESS`, " +
             "`RESTORE_IN_PROGRESS` or `VERIFY_IN_PROGRESS`, and nothing deleted, while a backup of one is made, restored or " +
-            "verified); a delete resumed after a platform restart keeps them. When the engine cannot be reached the app comes back with statusReason " +
+            "verified). `deleteVolumes=true` needs the owner or admin role, as DELETE /api/volumes/{volumeId} does (403 `FORBIDDEN` " +
+            "for a member), and records `volume.deleted` per volume in the audit log; a delete resumed after a platform restart does as it was asked. When the engine cannot be reached the app comes back with statusReason " +
             "`Delete failed: ...` and DELETE can be sent again; a delete cut short by a platform restart is finished at start.",
         },
       },
@@ -300,14 +313,14 @@ export function appsRoutes(ctx: ServerContext) {
       params: appIdParams,
       body: envBody,
       detail: { operationId: "updateAppEnv",
-          responses: responses({ 200: json("All variables after the change", { envVars: ENV_VARS, restarted: t.Boolean() }) }, "NOT_FOUND"), summary: "Merge env vars", description: "Adds or replaces the given variables and keeps the others. A change restarts a running app (zero-downtime; queued behind a build or release in progress, and a stop, restart or delete sent meanwhile is accepted at once). Answers `envVars` (all, decrypted) and `restarted`." },
+          responses: responses({ 200: json("All variables after the change", { envVars: ENV_VARS, restarted: t.Boolean() }) }, "NOT_FOUND", "BUSY"), summary: "Merge env vars", description: "Adds or replaces the given variables and keeps the others. A change restarts a running app (zero-downtime; queued behind a build or release in progress, and a stop, restart or delete sent meanwhile is accepted at once). Answers `envVars` (all, decrypted) and `restarted`." },
     })
     .delete("/:appId/env/:name", ({ principal, params }) => ok(service.deleteEnv(principal.workspaceId, params.appId, params.name)), {
       auth: true,
       params: t.Object({ appId: t.String({ minLength: 1, maxLength: 64 }), name: t.String({ minLength: 1, maxLength: 256 }) }),
       detail: {
         operationId: "deleteAppEnvVar",
-        responses: responses({ 200: json("All variables after the change", { envVars: ENV_VARS, restarted: t.Boolean() }) }, "NOT_FOUND"),
+        responses: responses({ 200: json("All variables after the change", { envVars: ENV_VARS, restarted: t.Boolean() }) }, "NOT_FOUND", "BUSY"),
         summary: "Unset an env var",
         description: "Removes the variable `name` (404 when the app has none of that name). A running app restarts without it, as after PUT. Answers `envVars` (all, decrypted) and `restarted`.",
       },

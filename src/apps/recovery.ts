@@ -13,6 +13,7 @@ import { AppTree } from "./files/tree";
 import { SUPERVISED_STATUSES } from "./health/supervisor";
 import { DEFAULT_EXPOSE_PORT, SERVING_STATUSES, UNFINISHED_BUILD_STATUSES, type BuildStatus } from "./model";
 import { routePolicyOf } from "./rate-limits";
+import { volumesLeaving } from "../volumes/service";
 
 export class AppRecovery implements ContainerOwner {
   readonly label = LABEL_APP;
@@ -160,6 +161,7 @@ export class AppRecovery implements ContainerOwner {
           this.ctx.db.update(apps).set({ status: "stopped", statusReason: null, updatedAt: now }).where(eq(apps.id, app.id)).run();
           continue;
         }
+        if (app.stoppedFirstContainerId && app.stoppedFirstContainerId === app.containerId) await this.startStoppedFirst(app, app.containerId);
         const serving = app.containerId
           ? await this.ctx.machines.get(app.machineId).inspectContainer(app.containerId).then((state) => state.running, () => false)
           : false;
@@ -179,6 +181,19 @@ export class AppRecovery implements ContainerOwner {
       await this.restoreRoute(app.id);
       await this.restartIfSettingsChanged(app);
     }
+  }
+
+  /**
+   * A stop-first release stopped the serving container and was killed before its switch: that
+   * container serves again, unless it mounts a volume the app no longer has (another app may have it now).
+   */
+  private async startStoppedFirst(app: AppRow, containerId: string) {
+    const driver = this.ctx.machines.get(app.machineId);
+    const state = await driver.inspectContainer(containerId).catch(() => null);
+    this.ctx.db.update(apps).set({ stoppedFirstContainerId: null }).where(eq(apps.id, app.id)).run();
+    if (!state || state.running || volumesLeaving(this.ctx.db, app.id, state.volumeNames).length) return;
+    console.log(`[apps] ${app.id}: starting again the container a stop-first release stopped before the platform stopped`);
+    await driver.startContainer(containerId).catch((error) => console.warn(`[apps] could not start ${containerId} of ${app.id} again: ${(error as Error).message}`));
   }
 
   /**

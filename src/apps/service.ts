@@ -114,7 +114,7 @@ export class AppsService {
     this.repository = new RepositoryDeploys(ctx, this);
     this.builds = new AppBuilds(ctx, this.deployer, (workspaceId, appId) => this.get(workspaceId, appId));
     this.recovery = new AppRecovery(ctx, this.deployer, (app) => this.removeEverything(app));
-    this.rollbacks = new AppRollbacks(ctx, this.deployer, this.records, (workspaceId, appId) => this.get(workspaceId, appId), (app, from, buildId) => {
+    this.rollbacks = new AppRollbacks(ctx, this.deployer, this.records, (workspaceId, appId) => this.changeable(workspaceId, appId), (app, from, buildId) => {
       const source = from.commitSha ? this.repository.sourceFetch(app.id, buildId, { commit: from.commitSha }) : undefined;
       this.deployer.schedule(app.id, (signal) => this.deployer.buildAndRelease(app.id, buildId, source, signal));
     });
@@ -172,6 +172,13 @@ export class AppsService {
     return app;
   }
 
+  /** An app about to get a new container: 409 BUSY while one of its volumes is being restored. */
+  private changeable(workspaceId: string, appId: string): AppRow {
+    const app = this.get(workspaceId, appId);
+    this.volumes.assertNoRestoreRunning(workspaceId, app.id);
+    return app;
+  }
+
   /** The app, or null when the workspace has no such app (or it is being deleted). */
   find(workspaceId: string, appId: string): AppRow | null {
     const app = this.ctx.db.select().from(apps).where(and(eq(apps.id, appId), eq(apps.workspaceId, workspaceId))).get();
@@ -199,15 +206,16 @@ export class AppsService {
       const { chargedBytes } = await extractZip(upload, staging, this.ctx.config.uploads).catch(rethrowDiskFull("the archive's files"));
       releaseDisk = await this.reserveDiskRoom(workspaceId, this.records.findByName(workspaceId, input.name)?.id, chargedBytes);
       // From here to the end nothing awaits: no other request can slip in between checks and writes.
-      const { appId, existing } = this.records.accept(workspaceId, input, machineId, {}, (app, subdomain) => this.moveRoute(app, subdomain));
+      const { appId, existing, reattached } = this.records.accept(workspaceId, input, machineId, {}, (app, subdomain) => this.moveRoute(app, subdomain));
       const buildId = this.records.newBuild(appId, existing ? "redeploy" : "upload");
+      this.records.logReattached(appId, buildId, reattached);
       this.endRestartRun(appId);
       // The tree becomes the app's source when its build starts, never under a build still reading the old one.
       const newSource = this.ctx.storage.keepForBuild(appId, buildId, staging);
       this.sourceBytes.set(appId, Promise.resolve(chargedBytes));
       this.ctx.buildLogs.append(appId, buildId, `==> Upload of ${file.size} bytes accepted (${file.filename || "archive"})`);
       this.deployer.schedule(appId, (signal) => this.deployer.buildAndRelease(appId, buildId, newSource, signal));
-      return { app: this.publicApp(this.get(workspaceId, appId)), buildId, created: !existing };
+      return { app: this.publicApp(this.get(workspaceId, appId)), buildId, created: !existing, reattached };
     } finally {
       // Accepted: the app's recorded source size counts it now. Refused: it never counted.
       releaseDisk();
@@ -264,7 +272,7 @@ export class AppsService {
   async updateSettings(workspaceId: string, appId: string, input: SettingsInput) {
     // The only await before the writes: the app is read (and its list checked again) after it.
     if (input.volumes) await this.volumes.assertRoom(workspaceId, this.planAppVolumes(this.get(workspaceId, appId), input.volumes));
-    const app = this.get(workspaceId, appId);
+    const app = this.changeable(workspaceId, appId);
     if (input.startupCommand !== undefined) checkStartupCommand(input.startupCommand);
     if (app.runtime === "image" && (input.runtime !== undefined || input.builder !== undefined)) {
       invalid(input.runtime !== undefined ? "runtime" : "builder", "an app deployed from an image is not built from source");
@@ -353,7 +361,7 @@ export class AppsService {
   }
 
   putEnv(workspaceId: string, appId: string, envVars: Record<string, string>) {
-    const app = this.get(workspaceId, appId);
+    const app = this.changeable(workspaceId, appId);
     const changed = mergeEnvVars(this.ctx.db, this.ctx.secrets, app.id, validateEnvVars(envVars));
     const { restarted } = this.restartForChange(app, null, changed);
     return { envVars: readEnvVars(this.ctx.db, this.ctx.secrets, app.id), restarted };
@@ -361,7 +369,7 @@ export class AppsService {
 
   /** Unsets one variable (404 when the app has none of that name); a running app restarts without it. */
   deleteEnv(workspaceId: string, appId: string, name: string) {
-    const app = this.get(workspaceId, appId);
+    const app = this.changeable(workspaceId, appId);
     if (!deleteEnvVar(this.ctx.db, app.id, name)) throw new ApiError("NOT_FOUND", `The app has no variable ${name}`);
     const { restarted } = this.restartForChange(app, null, true);
     return { envVars: readEnvVars(this.ctx.db, this.ctx.secrets, app.id), restarted };
@@ -383,7 +391,7 @@ export class AppsService {
    * starts in the background; a running app is left as it is. Behind work in progress it is queued.
    */
   start(workspaceId: string, appId: string) {
-    const app = this.get(workspaceId, appId);
+    const app = this.changeable(workspaceId, appId);
     this.assertStartable(app);
     this.endRestartRun(app.id);
     const queued = this.deployer.busy(app.id);
@@ -395,9 +403,12 @@ export class AppsService {
     return { app: this.publicApp(this.get(workspaceId, appId)), queued };
   }
 
-  /** POST restart: like start, but always a fresh container; the old one serves until the new one listens. */
-  restart(workspaceId: string, appId: string) {
-    const app = this.get(workspaceId, appId);
+  /**
+   * POST restart: like start, but always a fresh container; the old one serves until the new one
+   * listens. A volume restore restarts the app it stopped `byRestore`, while it still counts as running.
+   */
+  restart(workspaceId: string, appId: string, { byRestore = false } = {}) {
+    const app = byRestore ? this.get(workspaceId, appId) : this.changeable(workspaceId, appId);
     this.assertStartable(app);
     this.endRestartRun(app.id);
     const queued = this.deployer.busy(app.id);
@@ -459,6 +470,7 @@ export class AppsService {
     if (deleteVolumes) for (const volume of this.volumes.ofApp(app.id)) this.volumes.assertDeletable(volume);
     this.deployer.preempt(app.id, "the app was deleted");
     this.setStatus(app.id, "deleting");
+    this.ctx.db.update(apps).set({ deleteVolumes }).where(eq(apps.id, app.id)).run();
     if (app.subdomain) this.ctx.proxyRoutes.vacate(app.subdomain);
     const deletion = this.deployer.enqueue(app.id, async () => {
       try {
@@ -487,9 +499,11 @@ export class AppsService {
     return this.ctx.db.select().from(apps).where(eq(apps.id, appId)).get();
   }
 
-  /** Containers, images (the build stages too: they carry the labels), network if last, files, rows. */
-  /** Volumes stay (detached) unless `deleteVolumes`: a delete resumed after a restart keeps them. */
-  private async removeEverything(app: AppRow, { deleteVolumes = false } = {}) {
+  /**
+   * Containers, images (the build stages too: they carry the labels), network if last, files, rows.
+   * Volumes stay (detached) unless `deleteVolumes`, recorded on the app when its delete began (so a resumed delete does as asked).
+   */
+  private async removeEverything(app: AppRow, { deleteVolumes = app.deleteVolumes } = {}) {
     const driver = this.ctx.machines.get(app.machineId);
     for (const container of await driver.listContainers({ [LABEL_APP]: app.id })) await driver.removeContainer(container.id, APP_CONTAINER_REMOVAL);
     if (deleteVolumes) await this.volumes.deleteOfApp(app.id);
@@ -513,7 +527,7 @@ export class AppsService {
    * same zero-downtime rules as a deploy.
    */
   redeploy(workspaceId: string, appId: string, source?: "repository" | "files") {
-    const app = this.get(workspaceId, appId);
+    const app = this.changeable(workspaceId, appId);
     if (source === "repository" && !app.repoOwner) throw new ApiError("VALIDATION_FAILED", "source=repository: the app was not deployed from a repository");
     if (app.repoOwner && source !== "files") {
       const { buildId } = this.repository.deployHead(app, "redeploy", `Redeploy of ${app.repoOwner}/${app.repoName} branch ${app.repoBranch}`);

@@ -24,6 +24,7 @@ import m0018 from "./migrations/0018_health.sql" with { type: "text" };
 import m0019 from "./migrations/0019_volume_backups.sql" with { type: "text" };
 import m0020 from "./migrations/0020_release_strategy.sql" with { type: "text" };
 import m0021 from "./migrations/0021_image-pull-names.sql" with { type: "text" };
+import m0022 from "./migrations/0022_volume-fixes.sql" with { type: "text" };
 
 export const EMBEDDED_MIGRATIONS: Record<string, string> = {
   "0000_init": m0000,
@@ -48,6 +49,7 @@ export const EMBEDDED_MIGRATIONS: Record<string, string> = {
   "0019_volume_backups": m0019,
   "0020_release_strategy": m0020,
   "0021_image-pull-names": m0021,
+  "0022_volume-fixes": m0022,
 };
 
 export interface MigrationMeta {

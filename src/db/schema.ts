@@ -156,6 +156,10 @@ export const apps = sqliteTable(
      * set at start, it names a release a platform restart interrupted (src/apps/recovery.ts).
      */
     releasingBuildId: text("releasing_build_id"),
+    /** The serving container a stop-first release stopped and has not replaced yet: started again at start if the platform was killed meanwhile. */
+    stoppedFirstContainerId: text("stopped_first_container_id"),
+    /** A delete in progress was asked to delete the app's volumes too: a delete resumed after a restart does as asked. */
+    deleteVolumes: integer("delete_volumes", { mode: "boolean" }).notNull().default(false),
     containerId: text("container_id"),
     /** Host port on 127.0.0.1 the serving container's exposed port is published on. */
     hostPort: integer("host_port"),
@@ -413,6 +417,8 @@ export const volumes = sqliteTable(
     machineId: text("machine_id").notNull(),
     /** The engine's name of the volume holding the content now (a restore swaps in a new one). */
     engineVolumeName: text("engine_volume_name").notNull(),
+    /** When the engine volume was first made (or first seen): once set, a volume gone from the engine is missing, never made again empty. */
+    engineVolumeMadeAt: integer("engine_volume_made_at"),
     /** Bytes used, as last measured (null before the first measure), and when. */
     sizeBytes: integer("size_bytes"),
     sizeMeasuredAt: integer("size_measured_at"),

@@ -38,6 +38,8 @@ export interface ContainerSummary {
   networks: Record<string, string>;
   memoryLimitBytes: number;
   restartPolicy: string;
+  /** Names of the named volumes it mounts. */
+  volumeNames: string[];
 }
 
 /**
@@ -266,6 +268,7 @@ export class DockerDriver {
       networks,
       memoryLimitBytes: info.HostConfig.Memory ?? 0,
       restartPolicy: info.HostConfig.RestartPolicy?.Name ?? "no",
+      volumeNames: (info.Mounts ?? []).flatMap((mount) => (mount.Type === "volume" && mount.Name ? [mount.Name] : [])),
     };
   }
 

@@ -1,7 +1,7 @@
 // Housekeeping on a croner schedule (PLATFORM_HOUSEKEEPING_SCHEDULE): prunes expired sessions
 // and the builds past PLATFORM_BUILD_RETENTION per app, with their log files and images (unless a
 // remaining build, such as a rollback entry, still has the image), so the database, the data dir
-// and the engine's disk do not grow with every deploy and login.
+// and the engine's disk do not grow with every deploy and login; and measures volume sizes again.
 import { Cron } from "croner";
 import type { PlatformDb } from "../db";
 import type { Machines } from "../machines/service";
@@ -13,6 +13,8 @@ export interface HousekeepingContext {
   buildRetention: number;
   /** Deletes a pruned build's log file. */
   removeBuildLog: (appId: string, buildId: string) => void;
+  /** Measures the volumes again once their last measure is stale (src/volumes/sizes.ts). */
+  refreshVolumeSizes?: () => Promise<void>;
   now?: () => number;
 }
 
@@ -32,6 +34,8 @@ export async function runHousekeeping(ctx: HousekeepingContext): Promise<Houseke
     const removed = await ctx.machines.get(machineId).removeImage(build.image).catch(() => false);
     if (removed) images++;
   }
+  // Sizes are read from their records by the usage route, uploads and backups: kept fresh even when no one lists volumes.
+  await ctx.refreshVolumeSizes?.();
   return { sessions, builds: pruned.length, images };
 }
 

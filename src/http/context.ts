@@ -100,7 +100,8 @@ export function createServerContext(config: Config, db: PlatformDb): ServerConte
     apps: {
       statusOf: (appId) => db.select({ status: appRows.status }).from(appRows).where(eq(appRows.id, appId)).get()?.status ?? null,
       stop: (workspaceId, appId) => apps.stop(workspaceId, appId),
-      start: (workspaceId, appId) => apps.start(workspaceId, appId),
+      // A fresh container: one on the old engine volume must not go on serving after the swap.
+      start: (workspaceId, appId) => apps.restart(workspaceId, appId, { byRestore: true }),
     },
   });
   return {

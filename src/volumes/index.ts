@@ -66,6 +66,7 @@ export function volumesRoutes(ctx: ServerContext) {
           responses: responses(
             { 200: json("Attached", { volume: ref(VolumeSchema), app: ref(AppSchema), restarted: t.Boolean({ description: "The app restarts with the volume mounted" }) }) },
             "NOT_FOUND",
+            "BUSY",
             "VOLUME_ATTACHED",
             "VOLUME_ON_OTHER_MACHINE",
             "INVALID_MOUNT_PATH",

@@ -61,7 +61,13 @@ export const VolumeSchema = resource(
 );
 
 /** Refusals of an app's volume list, at deploy and in settings. */
-export const VOLUME_ERRORS = ["INVALID_VOLUME_NAME", "INVALID_MOUNT_PATH", "MOUNT_PATHS_OVERLAP", "TOO_MANY_VOLUMES", "VOLUME_ATTACHED", "VOLUME_ON_OTHER_MACHINE"] as const;
+/** A deploy's answer: the detached volumes its list attached again. */
+export const reattachedField = t.Array(t.String(), {
+  description: "Names of detached volumes (kept from a deleted or detached app) the deploy's `volumes` attached again, with the data they hold; empty when none",
+});
+
+/** BUSY: a restore of one of the volumes runs. */
+export const VOLUME_ERRORS = ["INVALID_VOLUME_NAME", "INVALID_MOUNT_PATH", "MOUNT_PATHS_OVERLAP", "TOO_MANY_VOLUMES", "VOLUME_ATTACHED", "VOLUME_ON_OTHER_MACHINE", "BUSY"] as const;
 
 export const volumeIdParams = t.Object({ volumeId: t.String({ minLength: 1, maxLength: 64 }) });
 export const attachBody = t.Object({

@@ -3,10 +3,10 @@
 // check-then-write step stays free of awaits) and applied once the app's row is written. Nothing
 // here deletes a volume but an explicit delete (DELETE /api/volumes/{id}, or an app deleted with
 // deleteVolumes=true); the engine volume itself is made on first use (./mounts.ts).
-import { and, eq, inArray, sql } from "drizzle-orm";
+import { and, eq, inArray, isNull, or, sql } from "drizzle-orm";
 import type { Static } from "@sinclair/typebox";
 import type { PlatformDb } from "../db";
-import { apps, volumes } from "../db/schema";
+import { apps, volumeRestores, volumes } from "../db/schema";
 import type { Machines } from "../machines/service";
 import { DockerConflict } from "../docker/driver";
 import { newId } from "../crypto/tokens";
@@ -31,6 +31,8 @@ export interface VolumeOwner {
 /** A checked volume list: `addsVolume` when it makes or attaches one; `apply` writes it for the app. */
 export interface VolumePlan {
   addsVolume: boolean;
+  /** Names of detached volumes the list attaches again, with the data they kept. */
+  reattaches: string[];
   /** Writes the list for `appId`; answers whether the app's mounts changed (it must restart). */
   apply(appId: string): boolean;
 }
@@ -56,6 +58,18 @@ export function releaseStrategyOf(db: PlatformDb, app: { id: string; releaseStra
   return (mounted?.count ?? 0) > 0 ? "stop-first" : "start-first";
 }
 
+/** Names of the volumes among a container's engine volumes that the app no longer has (detached, or another app's now). */
+export function volumesLeaving(db: PlatformDb, appId: string, engineVolumeNames: string[]): string[] {
+  if (engineVolumeNames.length === 0) return [];
+  return db
+    .select({ name: volumes.name, appId: volumes.appId })
+    .from(volumes)
+    .where(inArray(volumes.engineVolumeName, engineVolumeNames))
+    .all()
+    .filter((row) => row.appId !== appId)
+    .map((row) => row.name);
+}
+
 export class Volumes {
   /** Sizes as the engine measures them, refreshed in the background (./sizes.ts). */
   readonly sizes: VolumeSizes;
@@ -72,8 +86,10 @@ export class Volumes {
     private readonly now: () => number = Date.now,
   ) {
     this.sizes = new VolumeSizes(db, machines, sizeRefreshSeconds * 1000, now);
-    // Volumes count against the disk quota at their last measured size.
+    // Volumes count against the disk quota at their last measured size, measured again first once
+    // stale (a wait of at most a few seconds: uploads and backups check the quota with it).
     disk.register("volumes", async (workspaceId) => {
+      await this.sizes.refreshIfStale();
       const total = db.select({ bytes: sql<number>`coalesce(sum(${volumes.sizeBytes}), 0)` }).from(volumes).where(eq(volumes.workspaceId, workspaceId)).get();
       return total?.bytes ?? 0;
     });
@@ -150,20 +166,26 @@ export class Volumes {
    */
   plan(owner: VolumeOwner, mounts: VolumeMount[]): VolumePlan {
     const wanted = checkVolumeMounts(mounts, { codeAtApp: owner.runtime !== "image" });
+    this.assertNoRestoreRunning(owner.workspaceId, owner.appId, wanted.map((mount) => mount.name));
     const byName = new Map(this.list(owner.workspaceId).map((row) => [row.name, row]));
     let addsVolume = false;
+    const reattaches: string[] = [];
     for (const mount of wanted) {
       const row = byName.get(mount.name);
       if (row && row.appId !== null && row.appId !== owner.appId) {
         throw new ApiError("VOLUME_ATTACHED", `Volume '${mount.name}' is mounted in another app; detach it there first`);
       }
+      // Marked before its delete awaits the engine: attached meanwhile, the app would lose it at the row's delete.
+      if (row && this.deleting.has(row.id)) throw new ApiError("BUSY", `Volume '${mount.name}' is being deleted`);
       if (row && row.machineId !== owner.machineId) {
         throw new ApiError("VOLUME_ON_OTHER_MACHINE", `Volume '${mount.name}' is on machine '${row.machineId}', the app on '${owner.machineId}': an app runs where its volumes are`);
       }
       if (!row || row.appId === null) addsVolume = true;
+      if (row && row.appId === null) reattaches.push(row.name);
     }
     return {
       addsVolume,
+      reattaches,
       apply: (appId) => {
         const now = this.now();
         const before = this.ofApp(appId);
@@ -190,6 +212,22 @@ export class Volumes {
         return changed;
       },
     };
+  }
+
+  /**
+   * 409 BUSY while a restore of one of the app's volumes (or of a volume named in `names`) runs: a
+   * container made meanwhile would mount the old content, and what it writes would be lost at the swap.
+   */
+  assertNoRestoreRunning(workspaceId: string, appId: string | undefined, names: string[] = []): void {
+    const concerned = [...(appId ? [eq(volumes.appId, appId)] : []), ...(names.length ? [inArray(volumes.name, names)] : [])];
+    if (concerned.length === 0) return;
+    const restoring = this.db
+      .select({ name: volumes.name })
+      .from(volumeRestores)
+      .innerJoin(volumes, eq(volumes.id, volumeRestores.volumeId))
+      .where(and(eq(volumes.workspaceId, workspaceId), inArray(volumeRestores.status, ["pending", "running"]), or(...concerned)))
+      .get();
+    if (restoring) throw new ApiError("BUSY", `A restore of volume '${restoring.name}' is running; try again once it has finished`);
   }
 
   /** The list the app has, with `volume` added at `mountPath` (its kept one when omitted): an attach. */
@@ -230,7 +268,8 @@ export class Volumes {
     try {
       await this.removeEngineVolume(row);
       for (const dependent of this.dependents) await dependent.forget(row.id);
-      this.db.delete(volumes).where(eq(volumes.id, row.id)).run();
+      // Only while it is still where the delete found it (detached, or its deleted app's).
+      this.db.delete(volumes).where(and(eq(volumes.id, row.id), row.appId === null ? isNull(volumes.appId) : eq(volumes.appId, row.appId))).run();
     } finally {
       this.deleting.delete(row.id);
     }

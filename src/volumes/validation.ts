@@ -11,6 +11,8 @@ export const MAX_VOLUMES_PER_APP = 10;
 export const APP_CODE_PATH = "/app";
 /** The kernel's and the engine's own file systems: a volume over them breaks the container. */
 const RESERVED_PATHS = ["/proc", "/sys", "/dev"];
+/** Files the engine writes into every container: a volume over one fails the container's start. */
+const ENGINE_FILES = ["/etc/hosts", "/etc/resolv.conf", "/etc/hostname"];
 /** One path segment: no shell or mount syntax, no `.` or `..` (checked apart). */
 const SEGMENT = /^[A-Za-z0-9._@+-]{1,128}$/;
 
@@ -47,6 +49,8 @@ export function normalizeMountPath(path: string, { codeAtApp }: { codeAtApp: boo
   if (normalized === "/") refuse("the root of the file system cannot be a volume");
   const reserved = RESERVED_PATHS.find((parent) => within(normalized, parent));
   if (reserved) refuse(`${reserved} and what is under it belong to the kernel`);
+  const engineFile = ENGINE_FILES.find((file) => within(normalized, file));
+  if (engineFile) refuse(`${engineFile} is written by the engine into every container`);
   if (codeAtApp && within(APP_CODE_PATH, normalized)) refuse(`it would hide the app's code in ${APP_CODE_PATH} (mount under it instead, e.g. ${APP_CODE_PATH}/data)`);
   return normalized;
 }

@@ -6,7 +6,7 @@
 // in the audit log with their actor.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { TestServer } from "../helpers/server";
-import { deleteAllApps } from "../helpers/apps";
+import { appZip, deleteAllApps, deployZip } from "../helpers/apps";
 import { startServerWithDns } from "../helpers/domains";
 import {
   bodyOf,
@@ -270,6 +270,23 @@ for (const route of ordered) {
     }
   });
 }
+
+describe("DELETE /api/apps/:appId?deleteVolumes=true", () => {
+  test("needs the roles that delete a volume (a member is refused), and records volume.deleted per volume", async () => {
+    const volumes = JSON.stringify([{ name: "matrix-app-data", mountPath: "/data" }]);
+    // Nothing in the ZIP is detected: its build fails at once and no container mounts the volume.
+    const deployed = await deployZip(server, tenants.owner.key, { name: "matrix-with-volume", runtime: "node", memoryMB: "64", volumes }, appZip({ "README.txt": "nothing to run" }));
+    expect(deployed.status).toBe(202);
+    const { id: appId, volumes: [volume] } = deployed.body.app;
+    const byMember = await server.request("DELETE", `/api/apps/${appId}?deleteVolumes=true`, { key: tenants.member.key });
+    expectErrorEnvelope(byMember, 403, "FORBIDDEN");
+    expect((await server.request("GET", `/api/apps/${appId}`, { key: tenants.owner.key })).status).toBe(200);
+
+    expect((await server.request("DELETE", `/api/apps/${appId}?deleteVolumes=true`, { key: tenants.admin.key })).status).toBe(202);
+    const { body } = await server.request("GET", "/api/organization/audit-log?limit=500", { key: tenants.owner.key });
+    expect(body.events.some((event: any) => event.action === "volume.deleted" && event.target === `matrix-app-data (${volume.id})`)).toBe(true);
+  }, 120_000);
+});
 
 describe("audit of app and database actions", () => {
   test("deploys, deletions, env changes and rotations are recorded with their actor and target", async () => {

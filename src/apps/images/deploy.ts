@@ -44,7 +44,7 @@ export async function deployImage(apps: AppsService, principal: Principal, reque
   const input = imageDeployInput(await readFields(request), ctx.config.buildRegistries);
   const machineId = apps.placeWithVolumes(principal.workspaceId, input);
   await apps.volumes.assertRoom(principal.workspaceId, apps.records.planVolumes(principal.workspaceId, { ...input, runtime: "image" }, machineId));
-  const { appId, existing } = apps.records.accept(
+  const { appId, existing, reattached } = apps.records.accept(
     principal.workspaceId,
     { ...input, runtime: "image" },
     machineId,
@@ -55,6 +55,7 @@ export async function deployImage(apps: AppsService, principal: Principal, reque
   if (!existing && input.exposePort === undefined) apps.records.clearExposePort(appId);
   const buildId = apps.records.newBuild(appId, existing ? "redeploy" : "image");
   ctx.buildLogs.append(appId, buildId, `==> Deploy of the image ${input.image} accepted`);
+  apps.records.logReattached(appId, buildId, reattached);
   apps.deployer.schedule(appId, (signal) => apps.deployer.buildAndRelease(appId, buildId, undefined, signal));
-  return { app: apps.publicApp(apps.get(principal.workspaceId, appId)), buildId, created: !existing };
+  return { app: apps.publicApp(apps.get(principal.workspaceId, appId)), buildId, created: !existing, reattached };
 }

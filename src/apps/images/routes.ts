@@ -5,7 +5,7 @@ import { authPlugin } from "../../http/auth";
 import { ok } from "../../http/envelope";
 import { formsBody, json, ref, responses } from "../../http/responses";
 import { AppSchema, containerUserInput, deployForm } from "../model";
-import { VOLUME_ERRORS } from "../../volumes/model";
+import { reattachedField, VOLUME_ERRORS } from "../../volumes/model";
 import { deployImage } from "./deploy";
 
 const { file: _zip, runtime: _runtime, builder: _builder, ...appFields } = deployForm.properties;
@@ -23,9 +23,9 @@ export function imageDeployRoutes(ctx: ServerContext) {
     .post(
       "/deploy-image",
       async ({ principal, request, set }) => {
-        const { app, buildId, created } = await deployImage(ctx.apps, principal, request);
+        const { app, buildId, created, reattached } = await deployImage(ctx.apps, principal, request);
         set.status = 202;
-        return ok({ app, buildId, created });
+        return ok({ app, buildId, created, reattached });
       },
       {
         auth: true,
@@ -34,7 +34,7 @@ export function imageDeployRoutes(ctx: ServerContext) {
           operationId: "deployAppFromImage",
           requestBody: formsBody(deployImageBody, "JSON, or a URL-encoded or multipart form (envVars as JSON text)"),
           responses: responses(
-            { 202: json("Accepted: the pull runs in the background", { app: ref(AppSchema), buildId: t.String(), created: t.Boolean({ description: "A new app (false: a new release of an existing one)" }) }) },
+            { 202: json("Accepted: the pull runs in the background", { app: ref(AppSchema), buildId: t.String(), created: t.Boolean({ description: "A new app (false: a new release of an existing one)" }), reattached: reattachedField }) },
             "VALIDATION_FAILED", "INVALID_JSON", "UNSUPPORTED_MEDIA_TYPE", "IMAGE_NOT_ALLOWED", "UNKNOWN_MACHINE", "NAME_TAKEN", "SUBDOMAIN_TAKEN", "QUOTA_EXCEEDED", ...VOLUME_ERRORS,
           ),
           summary: "Deploy an app from a prebuilt image",

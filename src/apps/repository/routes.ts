@@ -6,7 +6,7 @@ import { authPlugin } from "../../http/auth";
 import { ok } from "../../http/envelope";
 import { apiPublicOrigin } from "../../http/public-origin";
 import { formsBody, json, ref, responses } from "../../http/responses";
-import { VOLUME_ERRORS } from "../../volumes/model";
+import { reattachedField, VOLUME_ERRORS } from "../../volumes/model";
 import { AppSchema, appIdParams } from "../model";
 import { DeployHookSchema, deployFromRepoBody } from "./model";
 
@@ -19,9 +19,9 @@ export function repositoryRoutes(ctx: ServerContext) {
     .post(
       "/deploy-from-repo",
       async ({ principal, request, set }) => {
-        const { app, buildId, created, accessTokenDropped } = await deploys.deploy(principal, request);
+        const { app, buildId, created, reattached, accessTokenDropped } = await deploys.deploy(principal, request);
         set.status = 202;
-        return ok({ app, buildId, created, accessTokenDropped });
+        return ok({ app, buildId, created, reattached, accessTokenDropped });
       },
       {
         auth: true,
@@ -35,6 +35,7 @@ export function repositoryRoutes(ctx: ServerContext) {
                 app: ref(AppSchema),
                 buildId: t.String(),
                 created: t.Boolean({ description: "A new app (false: a new release of an existing one)" }),
+                reattached: reattachedField,
                 accessTokenDropped: t.Boolean({
                   description: "The app's stored access token was removed: the request points the app at another repository (owner, name, or `id` where the app has one recorded) and gives no `accessToken`",
                 }),

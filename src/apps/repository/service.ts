@@ -65,7 +65,7 @@ export class RepositoryDeploys {
     const renamed = before?.repoOwner !== repository.owner || before?.repoName !== repository.name;
     const remade = Boolean(before?.repoId) && before?.repoId !== repository.id;
     const accessTokenDropped = input.accessToken === undefined && before?.repoTokenEncrypted != null && (renamed || remade);
-    const { appId, existing } = this.apps.records.accept(
+    const { appId, existing, reattached } = this.apps.records.accept(
       principal.workspaceId,
       input,
       machineId,
@@ -87,13 +87,14 @@ export class RepositoryDeploys {
     }
     const buildId = this.apps.records.newBuild(appId, "repository");
     this.ctx.buildLogs.append(appId, buildId, `==> Deploy of ${repository.owner}/${repository.name} branch ${repository.branch}${repository.path ? `, folder ${repository.path}` : ""} accepted`);
+    this.apps.records.logReattached(appId, buildId, reattached);
     if (accessTokenDropped) {
       const given = renamed ? `${before!.repoOwner}/${before!.repoName}` : `${before!.repoOwner}/${before!.repoName} with repository id ${before!.repoId}`;
       const asked = renamed ? `${repository.owner}/${repository.name}` : `repository id ${repository.id}`;
       this.ctx.buildLogs.append(appId, buildId, `==> The stored access token was dropped: it was given for ${given}, not ${asked}`);
     }
     this.scheduleHead(this.row(appId)!, buildId);
-    return { app: this.apps.publicApp(this.apps.get(principal.workspaceId, appId)), buildId, created: !existing, accessTokenDropped };
+    return { app: this.apps.publicApp(this.apps.get(principal.workspaceId, appId)), buildId, created: !existing, reattached, accessTokenDropped };
   }
 
   /** The branch head's build, coalescing into it until it starts. */

@@ -108,3 +108,31 @@ test("a workspace keeping a detached volume is not deleted: its data would lose 
   expect(volumes.list("ws_1")).toMatchObject([{ name: "data", appId: null }]);
   expect(errorCodeOf(() => deleteWorkspace(db, "ws_1"))).toBe("WORKSPACE_NOT_EMPTY");
 });
+
+test("the disk quota's count measures stale sizes first: a volume grown since the last list counts at its new size", async () => {
+  let measuredBytes = 1024;
+  const engine = { machineId: "local", volumeUsage: async () => Object.fromEntries(volumes.list("ws_1").map((row) => [row.engineVolumeName, measuredBytes])) } as unknown as DockerDriver;
+  const disk = new WorkspaceDisk();
+  const measured = new Volumes(db, new Machines(new Map([["local", engine]])), disk, 0, () => 10_240);
+  measured.plan(owner("app_1"), [{ name: "data", mountPath: "/app/data" }]).apply("app_1");
+  expect(await disk.bytesUsed("ws_1")).toBe(1024);
+  measuredBytes = 5 * 1024 * 1024;
+  expect((await disk.bytesByKind("ws_1")).volumes).toBe(5 * 1024 * 1024);
+});
+
+test("a volume being deleted cannot be attached meanwhile, and the delete never takes a volume attached since", async () => {
+  let engineRemoved = () => {};
+  const removing = new Promise<void>((resolve) => (engineRemoved = resolve));
+  const engine = { machineId: "local", removeVolume: async () => (await removing, true) } as unknown as DockerDriver;
+  const slow = new Volumes(db, new Machines(new Map([["local", engine]])), new WorkspaceDisk(), 60, () => 10_240);
+  slow.plan(owner("app_1"), [{ name: "data", mountPath: "/app/data" }]).apply("app_1");
+  slow.plan(owner("app_1"), []).apply("app_1");
+  const [row] = slow.list("ws_1");
+  const deletion = slow.delete("ws_1", row!.id);
+  expect(errorCodeOf(() => slow.plan(owner("app_2"), [{ name: "data", mountPath: "/srv" }]))).toBe("BUSY");
+  // Attached behind the check's back (another process, an older plan): the row stays.
+  db.update(volumeRows).set({ appId: "app_2" }).run();
+  engineRemoved();
+  await deletion;
+  expect(slow.ofApp("app_2").map((volume) => volume.id)).toEqual([row!.id]);
+});

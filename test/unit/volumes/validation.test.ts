@@ -26,11 +26,18 @@ describe("mount paths", () => {
     }
   });
 
+  test("never a file the engine writes into every container", () => {
+    for (const path of ["/etc/hosts", "//etc/resolv.conf/", "/etc/hostname"]) {
+      expect([path, errorCodeOf(() => normalizeMountPath(path, image))]).toEqual([path, "INVALID_MOUNT_PATH"]);
+    }
+  });
+
   test("never the root, the kernel's folders or under them", () => {
     for (const path of ["/", "///", "/proc", "/proc/self", "/sys", "/sys/fs/cgroup", "/dev", "/dev/shm"]) {
       expect([path, errorCodeOf(() => normalizeMountPath(path, image))]).toEqual([path, "INVALID_MOUNT_PATH"]);
     }
     expect(normalizeMountPath("/devices", image)).toBe("/devices");
+    expect(normalizeMountPath("/etc/app", image)).toBe("/etc/app");
     expect(normalizeMountPath("/process", image)).toBe("/process");
   });
 
