@@ -24,7 +24,6 @@ export function VolumeBackups({ volume, appName }: { volume: { id: string; name:
   useEffect(() => everyFewSeconds(() => void restores.reload(), 3000), [restores.reload]);
   return (
     <>
-      <h3>Backups</h3>
       <p class="muted">An archive of the volume's files, made while the app keeps running: stop it first for a consistent copy of a database file.</p>
       <BackupList<VolumeBackup>
         owner={owner}

@@ -56,6 +56,7 @@ function VolumePage({ volumeId }: { volumeId: string }) {
   const { session } = useSession();
   const loaded = useLoad(() => api<{ volume: Volume }>("GET", volumePath(volumeId)).then(({ volume }) => volume), [volumeId]);
   const volume = loaded.data;
+  const [notice, setNotice] = useState("");
   const back = (
     <p>
       <a href={href("volumes")}>← Volumes</a>
@@ -78,7 +79,18 @@ function VolumePage({ volumeId }: { volumeId: string }) {
       {back}
       <h1>{volume.name}</h1>
       <Facts facts={facts} />
-      {volume.detached && may(session, "POST /api/volumes/{volumeId}/attach") && <AttachForm volume={volume} onAttached={loaded.reload} />}
+      {volume.detached && may(session, "POST /api/volumes/{volumeId}/attach") && (
+        <AttachForm
+          volume={volume}
+          onAttached={async (appName) => {
+            setNotice(`Attached to ${appName}, which restarts with it.`);
+            await loaded.reload();
+          }}
+        />
+      )}
+      <p role="status" class="notice">
+        {notice}
+      </p>
       {volume.detached && may(session, "DELETE /api/volumes/{volumeId}") && (
         <>
           <h2>Delete</h2>
@@ -98,13 +110,11 @@ interface AppChoice {
   name: string;
 }
 
-function AttachForm({ volume, onAttached }: { volume: Volume; onAttached: () => Promise<void> }) {
+function AttachForm({ volume, onAttached }: { volume: Volume; onAttached: (appName: string) => Promise<void> }) {
   const apps = useLoad(() => api<{ apps: AppChoice[] }>("GET", "/api/apps/").then((answer) => answer.apps));
-  const [notice, setNotice] = useState("");
   const attach = async (values: Record<string, string>) => {
     const { app } = await api<{ app: AppChoice }>("POST", volumePath(volume.id, "/attach"), { appId: values.appId, mountPath: values.mountPath!.trim() || undefined });
-    setNotice(`Attached to ${app.name}, which restarts with it.`);
-    await onAttached();
+    await onAttached(app.name);
   };
   return (
     <>
@@ -117,9 +127,6 @@ function AttachForm({ volume, onAttached }: { volume: Volume; onAttached: () => 
           <Field label="Mount path" name="mountPath" defaultValue={volume.mountPath} autocomplete="off" spellcheck={false} hint="The app restarts with the volume there." />
         </Form>
       )}
-      <p role="status" class="notice">
-        {notice}
-      </p>
     </>
   );
 }

@@ -9,8 +9,11 @@ export interface VolumeMount {
   mountPath: string;
 }
 
-/** `kept`: the app's volumes, whose name stays; removing one of them detaches it (`removeText`). */
-export function VolumeRows({ kept = [], removeText }: { kept?: VolumeMount[]; removeText: string }) {
+/**
+ * `kept`: the app's volumes, whose name stays; removing one of them detaches it (`removeText`).
+ * `readOnly`: for a role that may not change them, the rows without their buttons.
+ */
+export function VolumeRows({ kept = [], removeText, readOnly = false }: { kept?: VolumeMount[]; removeText: string; readOnly?: boolean }) {
   const [rows, setRows] = useState(() => kept.map((volume, index) => ({ key: index, kept: true, ...volume })));
   const [added, setAdded] = useState(0);
   const add = () => {
@@ -29,14 +32,18 @@ export function VolumeRows({ kept = [], removeText }: { kept?: VolumeMount[]; re
             <span class="field-label">Volume {index + 1} mount path</span>
             <input name={`volumes.${index}.mountPath`} defaultValue={row.mountPath} autocomplete="off" spellcheck={false} placeholder="/app/data" />
           </label>
-          <button type="button" class="quiet" aria-label={`${removeText} volume ${index + 1}`} onClick={() => setRows(rows.filter((other) => other !== row))}>
-            {removeText}
-          </button>
+          {!readOnly && (
+            <button type="button" class="quiet" aria-label={`${removeText} ${row.kept ? row.name : `volume ${index + 1}`}`} onClick={() => setRows(rows.filter((other) => other !== row))}>
+              {removeText}
+            </button>
+          )}
         </div>
       ))}
-      <button type="button" onClick={add}>
-        Add a volume
-      </button>
+      {!readOnly && (
+        <button type="button" onClick={add}>
+          Add a volume
+        </button>
+      )}
     </div>
   );
 }

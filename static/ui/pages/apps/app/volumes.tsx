@@ -3,18 +3,22 @@
 // removed is detached, kept, listed on the Volumes page). `#/apps/<id>/volumes/<volumeId>` is one
 // volume's backups, restores and schedule (../../volumes/backups.tsx). Also the choice, in the
 // delete dialog, to delete the app's volumes with it.
-import { formatBytes } from "../../../components/backups";
+import { useEffect } from "preact/hooks";
+import { api } from "../../../api";
+import { everyFewSeconds, formatBytes } from "../../../components/backups";
 import { Table } from "../../../components/table";
 import { ReadOnlyNote } from "../../../components/text";
 import { href } from "../../../router";
+import { useLoad } from "../../../session";
 import { VolumeBackups } from "../../volumes/backups";
+import type { Volume } from "../../volumes/types";
 import { VolumeRows, volumeListOf } from "../../volumes/mount-rows";
 import { SaveActions, SettingField, useSettingsSave } from "./settings";
 import type { App, TabProps } from "./types";
 
 const STRATEGIES: [value: App["releaseStrategy"], text: string][] = [
-  ["stop-first", "Stop first: the old container stops, then the new one starts"],
-  ["start-first", "Start first: the new container starts while the old one serves"],
+  ["stop-first", "Stop first"],
+  ["start-first", "Start first"],
 ];
 
 /** The body of the PUT: the list when it differs from the app's, the strategy when it changed. */
@@ -41,13 +45,13 @@ function VolumesForm({ app, reloadApp }: TabProps) {
     <form class="settings-form" aria-label="Volumes and release" key={revision} onSubmit={submit} noValidate>
       {!canChange && <ReadOnlyNote role={session.role}>can read the volumes, not change them.</ReadOnlyNote>}
       <fieldset disabled={!canChange}>
-        <legend>Volumes</legend>
+        <legend>Mounted volumes</legend>
         <p class="muted">A change restarts the app. A volume removed here is detached, not deleted: its data waits on the Volumes page, to attach again or delete.</p>
-        <VolumeRows kept={formApp.volumes} removeText="Detach" />
+        <VolumeRows kept={formApp.volumes} removeText="Detach" readOnly={!canChange} />
       </fieldset>
       <fieldset disabled={!canChange}>
         <legend>Release</legend>
-        <SettingField name="releaseStrategy" label="Release strategy" error={error("releaseStrategy")} hint="Default: stop first with volumes (two processes writing one SQLite file corrupt it), else start first">
+        <SettingField name="releaseStrategy" label="Release strategy" error={error("releaseStrategy")} hint="Stop first: the old container stops, then the new one starts (a short 503). Start first: the new one starts while the old one serves. Default: stop first with volumes, since two processes writing one SQLite file corrupt it">
           {(ids) => (
             <select id={ids.id} name="releaseStrategy" aria-describedby={ids.describedBy}>
               {STRATEGIES.map(([value, text]) => (
@@ -68,8 +72,19 @@ function VolumesForm({ app, reloadApp }: TabProps) {
   );
 }
 
+/**
+ * The app's volumes' sizes as the engine measures them: reading /api/volumes starts a measure when
+ * the last one is stale (the app's own view has the sizes as last recorded).
+ */
+function useMeasuredSizes(app: App) {
+  const measured = useLoad(() => api<{ volumes: Volume[] }>("GET", "/api/volumes/").then(({ volumes }) => volumes), [app.id]);
+  useEffect(() => everyFewSeconds(() => void measured.reload(), 5000), [measured.reload]);
+  return (volume: App["volumes"][number]) => formatBytes(measured.data?.find((candidate) => candidate.id === volume.id)?.sizeBytes ?? volume.sizeBytes);
+}
+
 export function VolumesTab({ app, reloadApp, rest }: TabProps) {
   const [volumeId] = rest;
+  const sizeOf = useMeasuredSizes(app);
   if (volumeId) {
     const volume = app.volumes.find((candidate) => candidate.id === volumeId);
     return (
@@ -82,7 +97,8 @@ export function VolumesTab({ app, reloadApp, rest }: TabProps) {
             <h2>
               Volume {volume.name} <span class="muted">at {volume.mountPath}</span>
             </h2>
-            <p class="muted">{formatBytes(volume.sizeBytes)} used.</p>
+            <p class="muted">{sizeOf(volume)} used.</p>
+            <h3>Backups</h3>
             <VolumeBackups volume={volume} appName={app.name} />
           </>
         ) : (
@@ -102,7 +118,7 @@ export function VolumesTab({ app, reloadApp, rest }: TabProps) {
         rows={app.volumes.map((volume) => [
           volume.name,
           <code>{volume.mountPath}</code>,
-          formatBytes(volume.sizeBytes),
+          sizeOf(volume),
           <a href={href("apps", app.id, "volumes", volume.id)} aria-label={`Backups of ${volume.name}`}>
             Backups
           </a>,
