@@ -102,10 +102,12 @@ describe("volumes in the dashboard", () => {
     await volumes.getByLabel("Volume 1 mount path").fill("/app/data");
     await shoot(page, "deploy-form");
     await form.getByRole("button", { name: "Deploy" }).click();
-    await page.getByRole("status").getByText("notes is running").waitFor({ timeout: 120_000 });
-
-    const app = (await api("GET", "/api/apps/")).body.apps.find((candidate: any) => candidate.name === "notes");
-    notesId = app.id;
+    await page.getByRole("heading", { name: "Build log" }).waitFor();
+    notesId = (await api("GET", "/api/apps/")).body.apps.find((candidate: any) => candidate.name === "notes").id;
+    // Through the API, so that a failed build says why (the machine may be slow: npm runs in the build).
+    const app = await waitForStatus(server, key.key, notesId, ["running", "failed"], 170_000);
+    expect({ status: app.status, statusReason: app.statusReason }).toMatchObject({ status: "running" });
+    await page.getByRole("status").getByText("notes is running").waitFor();
     volumeId = app.volumes[0].id;
     expect(app.volumes).toMatchObject([{ id: expect.stringMatching(/^vol_/), name: "notes", mountPath: "/app/data" }]);
     expect(app.releaseStrategy).toBe("stop-first");
