@@ -17,10 +17,20 @@ import { ConfirmByName, Spinner, StatusBadge } from "./widgets";
 export interface BackupOwner {
   /** Its API path, as `/api/volumes/vol_1`: the backups are under `${path}/backups`. */
   path: string;
-  /** The same path as the session's permissions write it, as `/api/volumes/{volumeId}`. */
-  route: string;
+  /** Its backup routes as the session's permissions write them (written out, so that a test checks each is a route). */
+  routes: BackupRoutes;
   /** Typed to confirm a restore. */
   name: string;
+}
+
+export interface BackupRoutes {
+  backUp: string;
+  download: string;
+  verify: string;
+  restore: string;
+  delete: string;
+  setSchedule: string;
+  clearSchedule: string;
 }
 
 export interface BackupRow {
@@ -81,10 +91,10 @@ export function BackupList<Backup extends BackupRow>(props: {
 }) {
   const { owner, columns = [] } = props;
   const { session } = useSession();
-  const canDownload = may(session, `GET ${owner.route}/backups/{backupId}/download`);
-  const canVerify = may(session, `POST ${owner.route}/backups/{backupId}/verify`);
-  const canRestore = may(session, `POST ${owner.route}/restore`);
-  const canDelete = may(session, `DELETE ${owner.route}/backups/{backupId}`);
+  const canDownload = may(session, owner.routes.download);
+  const canVerify = may(session, owner.routes.verify);
+  const canRestore = may(session, owner.routes.restore);
+  const canDelete = may(session, owner.routes.delete);
   const hasActions = canDownload || canVerify || canRestore || canDelete;
   const [backups, setBackups] = useState<Backup[] | null>(null);
   const [listError, setListError] = useState("");
@@ -128,7 +138,7 @@ export function BackupList<Backup extends BackupRow>(props: {
 
   return (
     <>
-      {may(session, `POST ${owner.route}/backups`) && (
+      {may(session, owner.routes.backUp) && (
         <ActionButton class="primary" run={backUp} onError={setActionError}>
           Back up now
         </ActionButton>
@@ -219,8 +229,8 @@ function Verification<Backup extends BackupRow>({ backup, verified }: { backup: 
 /** The schedule: its form for a role that may set it, else what it is, in words. */
 export function ScheduleForm({ owner, schedule, onChanged }: { owner: BackupOwner; schedule: BackupSchedule | null; onChanged: () => Promise<void> }) {
   const { session } = useSession();
-  const canSet = may(session, `PUT ${owner.route}/backup-schedule`);
-  const canClear = may(session, `DELETE ${owner.route}/backup-schedule`);
+  const canSet = may(session, owner.routes.setSchedule);
+  const canClear = may(session, owner.routes.clearSchedule);
   const [clearError, setClearError] = useState("");
   const save = async (values: Record<string, string>) => {
     await api("PUT", `${owner.path}/backup-schedule`, {

@@ -8,10 +8,20 @@ import { When } from "../../components/text";
 import { may, useSession } from "../../session";
 import { databasePath, type Backup, type BackupSummary, type Database } from "./types";
 
+const DATABASE_BACKUP_ROUTES = {
+  backUp: "POST /api/databases/{databaseId}/backups",
+  download: "GET /api/databases/{databaseId}/backups/{backupId}/download",
+  verify: "POST /api/databases/{databaseId}/backups/{backupId}/verify",
+  restore: "POST /api/databases/{databaseId}/restore",
+  delete: "DELETE /api/databases/{databaseId}/backups/{backupId}",
+  setSchedule: "PUT /api/databases/{databaseId}/backup-schedule",
+  clearSchedule: "DELETE /api/databases/{databaseId}/backup-schedule",
+};
+
 export function BackupsTab({ database, summary, onChanged }: { database: Database; summary: BackupSummary; onChanged: () => Promise<void> }) {
   const { session } = useSession();
   const [uploads, setUploads] = useState(0);
-  const owner = { path: databasePath(database.id), route: "/api/databases/{databaseId}", name: database.name };
+  const owner = { path: databasePath(database.id), routes: DATABASE_BACKUP_ROUTES, name: database.name };
   return (
     <>
       <h2>Backups</h2>

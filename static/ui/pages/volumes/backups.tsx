@@ -11,6 +11,16 @@ import { StatusBadge } from "../../components/widgets";
 import { useLoad } from "../../session";
 import { volumePath, type VolumeBackup, type VolumeRestore } from "./types";
 
+const VOLUME_BACKUP_ROUTES = {
+  backUp: "POST /api/volumes/{volumeId}/backups",
+  download: "GET /api/volumes/{volumeId}/backups/{backupId}/download",
+  verify: "POST /api/volumes/{volumeId}/backups/{backupId}/verify",
+  restore: "POST /api/volumes/{volumeId}/restore",
+  delete: "DELETE /api/volumes/{volumeId}/backups/{backupId}",
+  setSchedule: "PUT /api/volumes/{volumeId}/backup-schedule",
+  clearSchedule: "DELETE /api/volumes/{volumeId}/backup-schedule",
+};
+
 const verified = (backup: VolumeBackup) => {
   const counted = backup.verification!;
   return `${counted.files} files (${formatBytes(counted.fileBytes)}), ${counted.directories} folders, ${counted.symlinks} symlinks, ${counted.otherEntries} other entries`;
@@ -18,7 +28,7 @@ const verified = (backup: VolumeBackup) => {
 
 /** `appName`: the app that mounts the volume, which a restore stops and starts again; null when detached. */
 export function VolumeBackups({ volume, appName }: { volume: { id: string; name: string }; appName: string | null }) {
-  const owner = { path: volumePath(volume.id), route: "/api/volumes/{volumeId}", name: volume.name };
+  const owner = { path: volumePath(volume.id), routes: VOLUME_BACKUP_ROUTES, name: volume.name };
   const schedule = useLoad(() => api<{ schedule: BackupSchedule | null }>("GET", volumePath(volume.id, "/backup-schedule")).then(({ schedule }) => ({ schedule })), [volume.id]);
   const restores = useLoad(() => api<{ restores: VolumeRestore[] }>("GET", volumePath(volume.id, "/restores")).then((answer) => answer.restores), [volume.id]);
   useEffect(() => everyFewSeconds(() => void restores.reload(), 3000), [restores.reload]);
