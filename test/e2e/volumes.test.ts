@@ -4,7 +4,8 @@
 // app is stopped and started again), the data written after it gone and the data before it back;
 // the app deleted keeping its volume, shown detached on the Volumes page (a viewer there sees it
 // without any attach, delete or backup action), attached to another app which then reads the data;
-// and that app deleted with "also delete its volumes", which leaves none. The steps build on each
+// a second volume added and detached in that app's Volumes tab, then deleted from its page; and
+// that app deleted with "also delete its volumes", which leaves none. The steps build on each
 // other, in order.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { BrowserContext, Page } from "playwright-core";
@@ -256,6 +257,44 @@ describe("volumes in the dashboard", () => {
     } finally {
       await context.close();
     }
+  });
+
+  test("a volume added and detached in the app's Volumes tab; the detached one deleted from its page once its name is typed", async () => {
+    await page.goto(`${server.baseUrl}/#/apps/${readerId}/volumes`);
+    const form = page.getByRole("form", { name: "Volumes and release" });
+    await form.getByLabel("Volume 1 name").waitFor();
+    await form.getByRole("button", { name: "Add a volume" }).click();
+    await form.getByLabel("Volume 2 name").fill("cache");
+    await form.getByLabel("Volume 2 mount path").fill("/app/cache");
+    await form.getByRole("button", { name: "Save volumes" }).click();
+    await page.getByRole("status").getByText("Saved. The app restarted with its volumes.").waitFor({ timeout: 60_000 });
+    await page.getByRole("table", { name: "Volumes" }).getByText("/app/cache").waitFor();
+    const twoVolumes = (await api("GET", `/api/apps/${readerId}`)).body.app.volumes;
+    expect(twoVolumes.map(({ name, mountPath }: any) => ({ name, mountPath }))).toEqual([
+      { name: "notes", mountPath: "/app/data" },
+      { name: "cache", mountPath: "/app/cache" },
+    ]);
+    const cacheId = twoVolumes[1].id;
+
+    await page.getByRole("form", { name: "Volumes and release" }).getByRole("button", { name: "Detach cache" }).click();
+    await page.getByRole("form", { name: "Volumes and release" }).getByRole("button", { name: "Save volumes" }).click();
+    await page.getByRole("status").getByText("Saved. The app restarted with its volumes.").waitFor({ timeout: 60_000 });
+    expect((await api("GET", `/api/apps/${readerId}`)).body.app.volumes.map((volume: any) => volume.name)).toEqual(["notes"]);
+    expect((await api("GET", `/api/volumes/${cacheId}`)).body.volume).toMatchObject({ detached: true, appId: null });
+    await waitForStatus(server, key.key, readerId, ["running"]);
+
+    await page.goto(`${server.baseUrl}/#/volumes/${cacheId}`);
+    const confirmation = page.getByRole("form", { name: "Delete volume" });
+    await confirmation.getByText("The volume cache and all its data are deleted.", { exact: false }).waitFor();
+    expect(await confirmation.getByRole("button", { name: "Delete volume" }).isDisabled()).toBe(true);
+    await confirmation.getByRole("textbox").fill("cach");
+    expect(await confirmation.getByRole("button", { name: "Delete volume" }).isDisabled()).toBe(true);
+    await confirmation.getByRole("textbox").fill("cache");
+    await confirmation.getByRole("button", { name: "Delete volume" }).click();
+    await page.getByRole("heading", { level: 1, name: "Volumes" }).waitFor();
+    expect((await api("GET", `/api/volumes/${cacheId}`)).status).toBe(404);
+    await page.getByRole("table", { name: "Volumes" }).getByRole("link", { name: "notes" }).waitFor();
+    expect(await page.getByRole("table", { name: "Volumes" }).getByRole("link", { name: "cache" }).count()).toBe(0);
   });
 
   test("the app deleted with its volumes leaves none", async () => {
