@@ -166,7 +166,7 @@ describe("volumes in the dashboard", () => {
     expect(await notesOf(app.subdomain, "/write?text=after")).toBe("before\nafter\n");
     await row.getByRole("button", { name: `Restore backup of ${backup.createdAt}` }).click();
     const confirmation = page.getByRole("form", { name: "Restore backup" });
-    await confirmation.getByText("The app notes is stopped, the volume's content is replaced by this backup (a pre-restore backup of the current content is taken first), and the app is started again.").waitFor();
+    await confirmation.getByText("The app notes is stopped, the volume's content is replaced by this backup (a pre-restore backup of the current content is taken first), and the app is started again (a stopped app stays stopped).").waitFor();
     expect(await confirmation.getByRole("button", { name: "Restore backup" }).isDisabled()).toBe(true);
     await confirmation.getByRole("textbox").fill("notes");
     await confirmation.getByRole("button", { name: "Restore backup" }).click();

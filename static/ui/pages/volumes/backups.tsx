@@ -42,7 +42,7 @@ export function VolumeBackups({ volume, appName }: { volume: { id: string; name:
         restoreText={
           <p>
             {appName ? `The app ${appName} is stopped, ` : ""}the volume's content is replaced by this backup (a pre-restore backup of the current content is taken first)
-            {appName ? ", and the app is started again." : "."}
+            {appName ? ", and the app is started again (a stopped app stays stopped)." : "."}
           </p>
         }
         restoreStarted={appName ? `Restore started: ${appName} is stopped, restored and started again.` : "Restore started."}
