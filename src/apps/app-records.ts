@@ -46,8 +46,7 @@ export class AppRecords {
   planVolumes(workspaceId: string, input: DeployInput, machineId: string): VolumePlan | undefined {
     if (input.volumes === undefined) return undefined;
     const existing = this.findByName(workspaceId, input.name);
-    const codeAtApp = String(existing?.runtime ?? input.runtime) !== "image";
-    return this.volumes.plan({ workspaceId, appId: existing?.id, machineId: existing?.machineId ?? machineId, codeAtApp }, input.volumes);
+    return this.volumes.plan({ workspaceId, appId: existing?.id, machineId: existing?.machineId ?? machineId, runtime: existing?.runtime ?? input.runtime }, input.volumes);
   }
 
   findByName(workspaceId: string, name: string): AppRow | undefined {
@@ -153,6 +152,11 @@ export class AppRecords {
   }
 
   /** A queued build entry, its log followable at once (not only once it runs). */
+  /** An image app deployed without `exposePort`: its first pull chooses it from the image. */
+  clearExposePort(appId: string) {
+    this.ctx.db.update(apps).set({ exposePort: null }).where(eq(apps.id, appId)).run();
+  }
+
   newBuild(appId: string, trigger: string, extra: Partial<typeof builds.$inferInsert> = {}): string {
     const id = newId("bld");
     this.ctx.db.insert(builds).values({ id, appId, status: "queued", trigger, startedAt: Date.now(), ...extra }).run();

@@ -33,7 +33,8 @@ import { readEnvVars } from "./env-vars";
 import { contextEntries, sourceFiles } from "./sources";
 import { BuildSlots } from "./build-queue";
 import { DEFAULT_EXPOSE_PORT, type BuilderSetting } from "./model";
-import { pullAppImage } from "./images/pull";
+import { pullAppImage, removePendingImageNames } from "./images/pull";
+import { Registries } from "../registries/service";
 import type { AppRow, AppsContext } from "./deployer";
 
 /** Past this rate the build's output is read more slowly, and the build waits: a flood can't take the platform's CPU. */
@@ -137,11 +138,12 @@ export class Builder {
     return true;
   }
 
-  /** Containers and committed images a build interrupted by a platform restart left behind. */
+  /** Containers, committed images and pulled names a build interrupted by a platform restart left behind. */
   async removeLeftovers(app: AppRow, buildId: string): Promise<void> {
     const driver = this.ctx.machines.get(app.machineId);
     for (const container of await driver.listContainers({ [LABEL_BUILD]: buildId })) await driver.removeContainer(container.id);
     for (const image of await driver.listImages({ [LABEL_BUILD]: buildId })) await driver.removeImage(image.id);
+    await removePendingImageNames(this.ctx, app, buildId);
   }
 
   /**
@@ -268,6 +270,7 @@ export class Builder {
         labels,
         settings: { caBundle, npmRegistry: config.buildNpmRegistry, buildTimeVars },
         registries: config.buildRegistries,
+        registryAuth: (registry) => new Registries({ db: this.ctx.db, secrets: this.ctx.secrets, registries: config.buildRegistries }).authFor(app.workspaceId, registry),
         limits: { memoryMB: config.buildMemoryMB, cpus: config.buildCpus, timeoutSeconds: config.buildTimeoutSeconds, outputBytesPerSecond: OUTPUT_BYTES_PER_SECOND },
         network: () => ensureWorkspaceNetwork(driver, app.workspaceId),
         port,

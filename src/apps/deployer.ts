@@ -224,7 +224,7 @@ export class Deployer {
         const { subdomain } = this.app(appId) ?? app;
         const route = subdomain ? this.ctx.proxyRoutes.get(subdomain) : undefined;
         if (subdomain) this.ctx.proxyRoutes.delete(subdomain);
-        if (route) await this.drainRetired(route, log);
+        if (route) await this.drainRetired(route, log, signal);
         await driver.stopContainer(stoppedFirst, 10);
       }
       containerId = await this.startContainer(driver, app, buildId, image, log, held);
@@ -250,7 +250,7 @@ export class Deployer {
       await pauseForTest("release.switched");
       if (previous.containerId && previous.containerId !== containerId) {
         const old = previous.containerId;
-        if (retiredUpstream) await this.drainRetired(retiredUpstream, log);
+        if (retiredUpstream) await this.drainRetired(retiredUpstream, log, signal);
         await driver.stopContainer(old, 10).catch(() => {});
         await driver.removeContainer(old, APP_CONTAINER_REMOVAL).catch(() => {});
       }
@@ -275,14 +275,16 @@ export class Deployer {
     }
   }
 
-  /** Waits (PLATFORM_RELEASE_DRAIN_SECONDS at most) until the proxy has no request in flight to the retired container. */
-  private async drainRetired(upstream: { host: string; port: number }, log: (line: string) => void) {
+  /** Waits (PLATFORM_RELEASE_DRAIN_SECONDS at most, and no longer than a preempting stop or delete) until the proxy has no request in flight to the retired container. */
+  private async drainRetired(upstream: { host: string; port: number }, log: (line: string) => void, signal?: AbortSignal) {
     const limitSeconds = this.ctx.config.health.releaseDrainSeconds;
     const inFlight = this.inFlight(upstream.host, upstream.port);
     if (inFlight === 0) return;
     log(`==> Waiting for ${inFlight} request(s) in flight to the previous container (at most ${limitSeconds} s)`);
-    const left = await drain(this.inFlight, upstream, limitSeconds * 1000);
-    if (left > 0) log(`==> ${left} request(s) still in flight after ${limitSeconds} s: stopping the previous container anyway`);
+    const left = await drain(this.inFlight, upstream, limitSeconds * 1000, signal);
+    if (left === 0) return;
+    if (signal?.aborted) log(`==> Not waiting for ${left} request(s) in flight any more: ${preemptedReason(signal)}`);
+    else log(`==> ${left} request(s) still in flight after ${limitSeconds} s: stopping the previous container anyway`);
   }
 
   /** stop-first: the previous container, stopped for a release that failed, serves again (at the address it has now). */
@@ -290,11 +292,9 @@ export class Deployer {
     log(`==> Starting the previous container ${containerId.slice(0, 12)} again`);
     try {
       await driver.startContainer(containerId);
-      const host = (await driver.inspectContainer(containerId)).networks[workspaceNetworkName(app.workspaceId)];
       const port = app.servingPort ?? app.exposePort ?? DEFAULT_EXPOSE_PORT;
-      const stillRunning = async () => (await driver.inspectContainer(containerId)).running;
-      const hostHeader = app.subdomain ? `${app.subdomain}.${this.ctx.config.domain}` : app.name;
-      if (!host || (await waitUntilHealthy({ host, port, check: healthCheckOf(app), hostHeader, stillRunning, log })).outcome !== "ready") throw new Error("it did not pass its health check again");
+      const { host, gate } = await this.healthGate(driver, app, containerId, port, log);
+      if (!host || gate?.outcome !== "ready") throw new Error("it did not pass its health check again");
       const current = this.app(app.id);
       if (current?.subdomain && current.containerId === containerId) {
         this.ctx.proxyRoutes.set(current.subdomain, { host, port, ...routePolicyOf(current, this.ctx.config.proxyRateLimits) });
@@ -336,9 +336,12 @@ export class Deployer {
     return containerId;
   }
 
-  private async waitForContainer(driver: DockerDriver, app: AppRow, containerId: string, log: (line: string) => void, signal?: AbortSignal) {
-    const port = app.exposePort ?? DEFAULT_EXPOSE_PORT;
-    // A preempted release stops waiting at once; its caller sees the aborted signal.
+  /**
+   * The container at its workspace address, once it passes the app's health check (or exits, or
+   * gives up); `gate` null when it got no address and still runs. A preempted release stops waiting
+   * at once; its caller sees the aborted signal.
+   */
+  private async healthGate(driver: DockerDriver, app: AppRow, containerId: string, port: number, log: (line: string) => void, signal?: AbortSignal) {
     const stillRunning = async () => !signal?.aborted && (await driver.inspectContainer(containerId)).running;
     const host = (await driver.inspectContainer(containerId)).networks[workspaceNetworkName(app.workspaceId)];
     const hostHeader = app.subdomain ? `${app.subdomain}.${this.ctx.config.domain}` : app.name;
@@ -347,6 +350,12 @@ export class Deployer {
       : (await stillRunning())
         ? null
         : { outcome: "exited" as const };
+    return { host, gate };
+  }
+
+  private async waitForContainer(driver: DockerDriver, app: AppRow, containerId: string, log: (line: string) => void, signal?: AbortSignal) {
+    const port = app.exposePort ?? DEFAULT_EXPOSE_PORT;
+    const { host, gate } = await this.healthGate(driver, app, containerId, port, log, signal);
     if (gate === null) throw new ReleaseFailed("the container got no address on the workspace network");
     if (gate.outcome === "ready") return { host: host!, port };
     if (signal?.aborted) throw signal.reason;

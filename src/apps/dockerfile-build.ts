@@ -36,7 +36,7 @@ import { lstat, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Runtime } from "../config";
 import { BuildFailed, type DockerDriver } from "../docker/driver";
-import type { ImageConfig } from "../docker/images";
+import type { ImageConfig, RegistryAuth } from "../docker/images";
 import { tarStream } from "../docker/tar";
 import { lookupHost, pinImage } from "./dockerfile-images";
 import { refusal, rewriteDockerfile } from "./dockerfile-rewrite";
@@ -215,6 +215,8 @@ export interface DockerfileBuild {
   settings: DockerfileSettings;
   /** Image registries builds may pull from besides the public ones, whatever their address (PLATFORM_BUILD_REGISTRIES). */
   registries: readonly string[];
+  /** The workspace's credentials for a registry, if any: sent with the pulls of the images the Dockerfile names. */
+  registryAuth: (registry: string) => RegistryAuth | undefined;
   /** Put on the image (so cleanup finds it) and on its containers. */
   labels: Record<string, string>;
   limits: { memoryMB: number; cpus: number; timeoutSeconds: number; outputBytesPerSecond: number };
@@ -310,7 +312,7 @@ async function emittedDockerfile(build: DockerfileBuild): Promise<string> {
   if (!refusals.length) {
     for (const [reference, line] of rewrite.images) {
       if (build.signal.aborted) throw build.signal.reason;
-      const pin = await pinImage(build.driver, reference, { lookup: lookupHost, registries: build.registries, log: build.log, signal: build.signal });
+      const pin = await pinImage(build.driver, reference, { lookup: lookupHost, registries: build.registries, authFor: build.registryAuth, log: build.log, signal: build.signal });
       if ("refused" in pin) refusals.push(refusal(line, pin.refused));
       else {
         pinned.set(reference, pin.id);

@@ -10,7 +10,10 @@
 // own name resolves to, now or a moment later. So a missing image is pulled only from a short list
 // of public registries run by their operators (PUBLIC_REGISTRIES) and from those the administrator
 // lists (PLATFORM_BUILD_REGISTRIES, trusted whatever their address); any other registry is refused
-// before a pull. An image already on the engine under the name the reference gives needs no pull.
+// before a pull. An image of a public registry already on the engine under the name the reference
+// gives needs no pull; one of any other registry is always pulled, with the workspace's credentials
+// for it if any: the engine then checks this workspace may read it, which a name another
+// workspace's pull left on the engine (or an administrator's) says nothing about.
 // Names not listed by the administrator must besides be host names (no IP literal, not localhost),
 // and a public registry's name must resolve to public addresses only.
 import { promises as dns } from "node:dns";
@@ -18,7 +21,7 @@ import { isIPv4, isIPv6 } from "node:net";
 import { isPublicIpv4, isPublicIpv6 } from "../certificates/dns-check";
 import { LABEL_MANAGED } from "../docker/container-spec";
 import { BuildFailed, DockerNotFound, type DockerDriver } from "../docker/driver";
-import type { ImageConfig } from "../docker/images";
+import type { ImageConfig, RegistryAuth } from "../docker/images";
 import { ApiError } from "../http/errors";
 
 const DEFAULT_REGISTRY = "docker.io";
@@ -140,28 +143,33 @@ export interface PinOptions {
   lookup: HostLookup;
   /** PLATFORM_BUILD_REGISTRIES. */
   registries: readonly string[];
+  /** The workspace's credentials for a registry, if any. */
+  authFor: (registry: string) => RegistryAuth | undefined;
   log: (line: string) => void;
   signal: AbortSignal;
 }
 
 /**
- * The image `reference` names, made present on the engine (pulled when missing, from a listed
- * registry only), as its full ID; or why it may not be built from (a string for the log).
+ * The image `reference` names, made present on the engine (pulled when missing, or always when
+ * not from a public registry; from a listed registry only), as its full ID; or why it may not be
+ * built from (a string for the log).
  * Engine outages (ApiError) are thrown.
  */
 export async function pinImage(driver: DockerDriver, reference: string, options: PinOptions): Promise<{ id: string } | { refused: string }> {
   const parsed = parseImageReference(reference);
   if (typeof parsed === "string") return { refused: parsed };
-  let image = await inspectIfPresent(driver, reference);
+  const isPublic = PUBLIC_REGISTRIES.includes(parsed.registry.toLowerCase());
+  let image = isPublic ? await inspectIfPresent(driver, reference) : undefined;
   if (!image) {
     const refused = registryPullRefusal(parsed.registry, options.registries) ?? (await registryAddressRefusal(parsed.registry, options.lookup, options.registries));
     if (refused) return { refused };
-    options.log(`    pulling ${reference}`);
+    const auth = options.authFor(parsed.registry);
+    options.log(`    pulling ${reference}${auth ? ` with the workspace's credentials for ${parsed.registry}` : ""}`);
     try {
-      await driver.pullImage(reference, { signal: options.signal });
+      await driver.pullImage(reference, { signal: options.signal, ...(auth && { auth }) });
     } catch (error) {
       if (error instanceof ApiError || options.signal.aborted) throw error;
-      return { refused: `names the image ${reference}, which is not on the engine and could not be pulled: ${pullFailure(error as Error)}` };
+      return { refused: `names the image ${reference}, which could not be pulled: ${pullFailure(error as Error, auth?.password ?? "")}` };
     }
     image = await inspectIfPresent(driver, reference);
     if (!image) return { refused: `names the image ${reference}, which was pulled but is not on the engine` };
@@ -179,8 +187,8 @@ export async function pinImage(driver: DockerDriver, reference: string, options:
  * The engine's reason for a failed pull, as the tenant's log shows it: its first line, cut short.
  * It may quote what the registry (a public one or the administrator's) or its token realm answered.
  */
-function pullFailure(error: Error): string {
-  const [firstLine = ""] = error.message.split("\n", 1);
+function pullFailure(error: Error, password: string): string {
+  const [firstLine = ""] = (password ? error.message.split(password).join("****") : error.message).split("\n", 1);
   return firstLine.length > MAX_PULL_FAILURE_LENGTH ? `${firstLine.slice(0, MAX_PULL_FAILURE_LENGTH)}…` : firstLine;
 }
 

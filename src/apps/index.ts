@@ -214,13 +214,15 @@ export function appsRoutes(ctx: ServerContext) {
         query: deleteAppQuery,
         detail: {
           operationId: "deleteApp",
-          responses: responses({ 202: json("Accepted: the app is `deleting`", { app: ref(AppSchema) }) }, "NOT_FOUND"),
+          responses: responses({ 202: json("Accepted: the app is `deleting`", { app: ref(AppSchema) }) }, "NOT_FOUND", "BACKUP_IN_PROGRESS", "RESTORE_IN_PROGRESS", "VERIFY_IN_PROGRESS", "BUSY"),
           summary: "Delete an app",
           description:
             "Answers 202 at once with `app` in status `deleting`; from then on the app is 404. A delete preempts a build or " +
             "release in progress (the build is cancelled), then removes the app's containers, images, source files, env vars " +
             "and builds in the background. Its volumes are kept, detached (listed in /api/volumes, to attach to another app " +
-            "or delete), unless `deleteVolumes=true`; a delete resumed after a platform restart keeps them. When the engine cannot be reached the app comes back with statusReason " +
+            "or delete), unless `deleteVolumes=true`: then they go with their backups (409 `BACKUP_IN_PROGRESS`, " +
+            "`RESTORE_IN_PROGRESS` or `VERIFY_IN_PROGRESS`, and nothing deleted, while a backup of one is made, restored or " +
+            "verified); a delete resumed after a platform restart keeps them. When the engine cannot be reached the app comes back with statusReason " +
             "`Delete failed: ...` and DELETE can be sent again; a delete cut short by a platform restart is finished at start.",
         },
       },
@@ -320,7 +322,7 @@ export function appsRoutes(ctx: ServerContext) {
         summary: "Change settings",
         description:
           `A change of ${RESTARTING_FIELDS.map((field) => `\`${field}\``).join(", ")} restarts a running ` +
-          "app with a new container (zero-downtime; `runtime`, `startupCommand` and `builder` also rebuild); `name`, `subdomain`, " +
+          "app with a new container (zero-downtime; `runtime`, `startupCommand` and `builder` also rebuild, except an image app's `startupCommand`, read when its container starts); `name`, `subdomain`, " +
           "`autoRestart` (applied to the running container in place), `autoDeploy` (repository apps: a push to the branch " +
           "deploys) and `rateLimits` do not restart it. A setting takes effect when the release " +
           "that applies it succeeds: until then, and for good when it fails, the old container serves as before (`servingPort` " +
@@ -333,6 +335,7 @@ export function appsRoutes(ctx: ServerContext) {
           "goes back to the defaults (a TCP check); read by the next release and the next probe, nothing restarts. `volumes`: the app's whole list (a volume " +
           "left out is detached, kept); `releaseStrategy`: `start-first` (the new container starts while the old serves) or " +
           "`stop-first` (the old stops first, and starts again if the new one fails; the default with volumes), null for the default. " +
+          "`user` (image apps only, 400 otherwise): the user the container runs as, \"\" or null for the image's own USER; a change restarts. " +
           "409 `SUBDOMAIN_TAKEN` / `NAME_TAKEN`; 409 `QUOTA_EXCEEDED` when more memory would pass PLATFORM_QUOTA_MEMORY_MB, or a volume is added while the disk quota is used up. Answers `app`, `restarted` and `buildId` (when a rebuild started).",
       },
     });

@@ -58,6 +58,16 @@ const memoryMB = t.Integer({ ...MEMORY_MB, description: `Memory limit in MB (${M
 const cpus = t.Number({ ...CONTAINER_CPUS, description: `CPUs the container may use (${CONTAINER_CPUS.minimum}-${CONTAINER_CPUS.maximum}, e.g. 0.5); null: the platform default (PLATFORM_DEFAULT_CPUS)` });
 const exposePort = t.Integer({ minimum: 1, maximum: 65535, description: "Port the app listens on; given to it as PORT (default 3000)" });
 const subdomain = t.String({ pattern: SUBDOMAIN_PATTERN, description: "DNS label, unique across the platform" });
+/** An image app's user: a uid or a name of the usual portable characters, and optionally `:` a gid or a group name; empty: the image's own. */
+export const CONTAINER_USER_PATTERN = "^(?:|(?:\\d{1,10}|[a-z_][a-z0-9_-]{0,31})(?::(?:\\d{1,10}|[a-z_][a-z0-9_-]{0,31}))?)$";
+/** The largest uid or gid (32 bits). */
+export const MAX_CONTAINER_ID = 4294967295;
+export const containerUserInput = t.Nullable(
+  t.Union([
+    t.String({ pattern: CONTAINER_USER_PATTERN, description: "Image apps: the user the container runs as (`uid`, `uid:gid`, `name`, `name:group`, `uid:group`, `name:gid`); empty or null: the image's own USER" }),
+    t.Integer({ minimum: 0, maximum: MAX_CONTAINER_ID, description: "A uid as a number" }),
+  ]),
+);
 const startupCommand = t.String({ minLength: 1, maxLength: MAX_STARTUP_COMMAND, description: "`auto` or a command run with `sh -c` in the app's container" });
 
 /** Bounds of each of an app's own limits at the public proxy. */
@@ -113,6 +123,7 @@ export const settingsBody = t.Object({
   healthCheck: t.Optional(healthCheckInput),
   volumes: t.Optional(volumeMountsInput),
   releaseStrategy: t.Optional(t.Nullable(releaseStrategyInput)),
+  user: t.Optional(containerUserInput),
 });
 
 const zipFile = t.String({ format: "binary", contentMediaType: "application/zip", description: "The app's source as a ZIP" });

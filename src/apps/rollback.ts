@@ -3,7 +3,8 @@
 // kept (./image-retention.ts) the entry has that image at once and stays `building` while the
 // Deployer releases it, zero-downtime, without building: `succeeded` once it serves, `failed` when
 // the release fails, `canceled` when a stop or delete preempts it. Once the image is gone a
-// repository build's commit is built again, and a ZIP build cannot come back (its source is not kept).
+// repository build's commit is built again, an image build's digest pulled again, and a ZIP build
+// cannot come back (its source is not kept).
 import { and, eq } from "drizzle-orm";
 import { apps, builds } from "../db/schema";
 import { ApiError } from "../http/errors";
@@ -54,7 +55,8 @@ export class AppRollbacks {
     if (onEngine && from.imageRemovedAt === null) return this.releaseKeptImage(app, from, from.image!);
     markImageRemoved(this.ctx, app.id, from.image!);
     if (!from.commitSha && !from.imageDigest) {
-      throw new ApiError("ROLLBACK_UNAVAILABLE", `The image of build ${from.id} was removed and a ZIP deploy's source is not kept; deploy it again`);
+      const lost = app.runtime === "image" ? "the registry named no digest for it to pull again" : "a ZIP deploy's source is not kept";
+      throw new ApiError("ROLLBACK_UNAVAILABLE", `The image of build ${from.id} was removed and ${lost}; deploy it again`);
     }
     return this.rebuild(app, from);
   }
@@ -64,6 +66,7 @@ export class AppRollbacks {
     const buildId = this.records.newBuild(app.id, "rollback", {
       rollbackOf: from.id,
       image,
+      imageDigest: from.imageDigest,
       commitSha: from.commitSha,
       commitMessage: from.commitMessage,
       status: "building",

@@ -27,12 +27,13 @@ import { AppDomains } from "./domains/service";
 import { AppRecovery } from "./recovery";
 import { AppRollbacks } from "./rollback";
 import { removePulledImageNames } from "./images/pull";
+import { containerUserField } from "./images/container";
 import { appView, type PublicAddresses } from "./view";
 import { HealthHistory } from "./health/history";
 import { RestartBackoff } from "./health/backoff";
 import { HealthMonitor } from "./health/monitor";
 import { CrashSupervisor } from "./health/supervisor";
-import { healthCheckAfter, healthCheckOf, type HealthCheck } from "./health/settings";
+import { healthCheckAfter, healthCheckOf } from "./health/settings";
 import { rateLimitColumnsAfter, routePolicyOf, sameRateLimits, type RateLimitsInput } from "./rate-limits";
 import { assertWithinQuota, bytesToMB } from "../quotas/limits";
 import { MIN_ENTRY_BYTES, treeBytes, workspaceUsage, WorkspaceDisk } from "../quotas/usage";
@@ -54,9 +55,12 @@ export interface SettingsInput {
   rateLimits?: RateLimitsInput;
   httpsRedirect?: boolean;
   hsts?: boolean;
-  healthCheck?: Partial<HealthCheck> | null;
+  /** Checked by healthCheckAfter: an object of some of the fields, null, or (in a form) JSON text. */
+  healthCheck?: unknown;
   volumes?: VolumeMount[];
   releaseStrategy?: ReleaseStrategy | null;
+  /** Image apps: the user the container runs as; "" or null: the image's own USER. */
+  user?: string | number | null;
 }
 
 export class AppsService {
@@ -115,11 +119,17 @@ export class AppsService {
       this.deployer.schedule(app.id, (signal) => this.deployer.buildAndRelease(app.id, buildId, source, signal));
     });
     this.restartBackoff = new RestartBackoff(ctx.config.health.restartBackoffMaxSeconds * 1000);
-    this.healthMonitor = new HealthMonitor(ctx, this.deployer, this.health, this.restartBackoff, (appId) => this.crashSupervisor.isDown(appId), (appId) =>
-      this.deployer.schedule(appId, (signal) => this.releaseCurrentBuild(appId, signal)),
+    this.healthMonitor = new HealthMonitor(
+      ctx,
+      this.deployer,
+      this.health,
+      this.restartBackoff,
+      (appId) => this.crashSupervisor.isDown(appId),
+      (appId, signal) => this.releaseCurrentBuild(appId, signal),
+      (appId) => this.recovery.restoreRoute(appId),
     );
     this.crashSupervisor = new CrashSupervisor(ctx, this.deployer, this.restartBackoff, (appId) => this.recovery.restoreRoute(appId), (appId, signal) =>
-      this.releaseCurrentBuild(appId, signal),
+      this.releaseCurrentBuild(appId, signal).then(() => {}),
     );
     this.proxyPort = ctx.config.proxyPort;
     this.domains = new AppDomains(ctx, (workspaceId, appId) => this.get(workspaceId, appId), this.addresses, ctx.dns);
@@ -259,6 +269,7 @@ export class AppsService {
     if (app.runtime === "image" && (input.runtime !== undefined || input.builder !== undefined)) {
       invalid(input.runtime !== undefined ? "runtime" : "builder", "an app deployed from an image is not built from source");
     }
+    if (input.user !== undefined && app.runtime !== "image") invalid("user", "only an app deployed from an image runs as a user of its own");
     if (input.name !== undefined && input.name !== app.name) this.records.assertNameFree(workspaceId, input.name);
     if (input.subdomain && this.records.subdomainTaken(input.subdomain, app.id)) {
       throw new ApiError("SUBDOMAIN_TAKEN", `Subdomain '${input.subdomain}' is taken`);
@@ -281,11 +292,14 @@ export class AppsService {
       // Read by the next release and the next probe: nothing restarts.
       healthCheck: input.healthCheck === undefined ? app.healthCheck : healthCheckAfter(healthCheckOf(app), input.healthCheck),
       releaseStrategy: input.releaseStrategy === undefined ? app.releaseStrategy : input.releaseStrategy,
+      containerUser: input.user === undefined ? app.containerUser : containerUserField(input.user),
     };
-    const rebuild = next.runtime !== app.runtime || next.startupCommand !== app.startupCommand || next.builder !== app.builder;
+    // An image app's command is read when its container starts: a rebuild would pull the tag again (and undo a rollback).
+    const commandChanged = next.startupCommand !== app.startupCommand;
+    const rebuild = next.runtime !== app.runtime || (commandChanged && app.runtime !== "image") || next.builder !== app.builder;
     assertWithinQuota("memoryMB", workspaceUsage(this.ctx.db, workspaceId).memoryMB, next.memoryMB - app.memoryMB, this.ctx.config.quotas.memoryMB);
     const mountsChanged = volumePlan ? volumePlan.apply(app.id) : false;
-    const restart = rebuild || next.memoryMB !== app.memoryMB || next.cpus !== app.cpus || next.exposePort !== app.exposePort || mountsChanged;
+    const restart = rebuild || commandChanged || next.containerUser !== app.containerUser || next.memoryMB !== app.memoryMB || next.cpus !== app.cpus || next.exposePort !== app.exposePort || mountsChanged;
     this.ctx.db.update(apps).set({ ...next, updatedAt: Date.now() }).where(eq(apps.id, app.id)).run();
     if (next.subdomain !== app.subdomain) this.moveRoute(app, next.subdomain);
     else if (next.subdomain && (!sameRateLimits(next, app) || next.httpsRedirect !== app.httpsRedirect || next.hsts !== app.hsts)) {
@@ -297,7 +311,7 @@ export class AppsService {
   }
 
   private planAppVolumes(app: AppRow, mounts: VolumeMount[]): VolumePlan {
-    return this.volumes.plan({ workspaceId: app.workspaceId, appId: app.id, machineId: app.machineId, codeAtApp: String(app.runtime) !== "image" }, mounts);
+    return this.volumes.plan({ workspaceId: app.workspaceId, appId: app.id, machineId: app.machineId, runtime: app.runtime }, mounts);
   }
 
   /**
@@ -398,12 +412,17 @@ export class AppsService {
     this.crashSupervisor.forget(appId);
   }
 
-  private async releaseCurrentBuild(appId: string, signal: AbortSignal) {
+  /** Answers why it did not serve (null once it does). */
+  private async releaseCurrentBuild(appId: string, signal: AbortSignal): Promise<string | null> {
     const app = this.row(appId);
-    if (!app || app.status === "deleting") return;
+    if (!app || app.status === "deleting") return "the app was deleted";
     const image = app.currentBuildId ? this.ctx.db.select().from(builds).where(eq(builds.id, app.currentBuildId)).get()?.image : undefined;
-    if (!image) return this.deployer.afterFailure(appId, "The app has no successful build to start; deploy it first");
-    await this.deployer.release(appId, app.currentBuildId!, image, undefined, signal);
+    if (!image) {
+      const reason = "The app has no successful build to start; deploy it first";
+      await this.deployer.afterFailure(appId, reason);
+      return reason;
+    }
+    return this.deployer.release(appId, app.currentBuildId!, image, undefined, signal);
   }
 
   /**
@@ -437,6 +456,7 @@ export class AppsService {
    */
   delete(workspaceId: string, appId: string, { deleteVolumes = false } = {}) {
     const app = this.get(workspaceId, appId);
+    if (deleteVolumes) for (const volume of this.volumes.ofApp(app.id)) this.volumes.assertDeletable(volume);
     this.deployer.preempt(app.id, "the app was deleted");
     this.setStatus(app.id, "deleting");
     if (app.subdomain) this.ctx.proxyRoutes.vacate(app.subdomain);

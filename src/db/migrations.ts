@@ -23,6 +23,7 @@ import m0017 from "./migrations/0017_image_deploys.sql" with { type: "text" };
 import m0018 from "./migrations/0018_health.sql" with { type: "text" };
 import m0019 from "./migrations/0019_volume_backups.sql" with { type: "text" };
 import m0020 from "./migrations/0020_release_strategy.sql" with { type: "text" };
+import m0021 from "./migrations/0021_image-pull-names.sql" with { type: "text" };
 
 export const EMBEDDED_MIGRATIONS: Record<string, string> = {
   "0000_init": m0000,
@@ -46,6 +47,7 @@ export const EMBEDDED_MIGRATIONS: Record<string, string> = {
   "0018_health": m0018,
   "0019_volume_backups": m0019,
   "0020_release_strategy": m0020,
+  "0021_image-pull-names": m0021,
 };
 
 export interface MigrationMeta {

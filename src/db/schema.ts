@@ -274,6 +274,8 @@ export const builds = sqliteTable(
     imageRemovedAt: integer("image_removed_at"),
     /** Image apps: the manifest digest the pull got (`repo@sha256:…`), which this build's image is. */
     imageDigest: text("image_digest"),
+    /** Image apps: the engine names a pull in progress may leave, and the build's own tag once it is being made (JSON array): a restart's recovery takes them off a build it interrupted. */
+    pendingImageNames: text("pending_image_names"),
     /** The commit a repository build was made from. */
     commitSha: text("commit_sha"),
     commitMessage: text("commit_message"),

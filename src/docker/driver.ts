@@ -34,10 +34,21 @@ export interface ContainerSummary {
   image: string;
   /** Published host port of each container port, e.g. { 3000: 49153 }. */
   ports: Record<number, number>;
-  /** Address on each network the container is attached to. */
+  /** Address on each network the container is attached to and has one on (a stopped container has none). */
   networks: Record<string, string>;
   memoryLimitBytes: number;
   restartPolicy: string;
+}
+
+/**
+ * A container's address on each network it has one on. A stopped (or created) container lists its
+ * networks with an empty IPAddress: that is no address, and must not reach a caller, to whom a
+ * connect to "" is a connect to this machine's own loopback.
+ */
+export function networkAddressesOf(networks: Record<string, { IPAddress?: string }> | undefined): Record<string, string> {
+  const addresses: Record<string, string> = {};
+  for (const [name, network] of Object.entries(networks ?? {})) if (network.IPAddress) addresses[name] = network.IPAddress;
+  return addresses;
 }
 
 export class DockerDriver {
@@ -241,8 +252,7 @@ export class DockerDriver {
       const hostPort = (bindings as { HostPort: string }[] | null)?.[0]?.HostPort;
       if (hostPort) ports[Number.parseInt(port, 10)] = Number(hostPort);
     }
-    const networks: Record<string, string> = {};
-    for (const [name, network] of Object.entries(info.NetworkSettings?.Networks ?? {})) networks[name] = network.IPAddress;
+    const networks = networkAddressesOf(info.NetworkSettings?.Networks);
     return {
       id: info.Id,
       name: info.Name.replace(/^\//, ""),

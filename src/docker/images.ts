@@ -91,6 +91,11 @@ export interface PullOptions {
   signal?: AbortSignal;
   /** Sent to the registry with this pull only; omitted: no credentials. */
   auth?: RegistryAuth;
+  /**
+   * The most bytes the layers may take to download (their sizes as the engine announces them,
+   * summed per layer): past it the pull is stopped, before the disk fills, and rejects with BuildFailed.
+   */
+  maxDownloadBytes?: number;
 }
 
 /**
@@ -111,6 +116,8 @@ export async function pull(engine: Engine, image: string, options: PullOptions =
     const abort = () => stream.destroy();
     if (signal?.aborted) abort();
     signal?.addEventListener("abort", abort, { once: true });
+    const layerBytes = new Map<string, number>();
+    let downloadBytes = 0;
     try {
       await new Promise<void>((resolve, reject) =>
         engine.docker.modem.followProgress(
@@ -120,9 +127,16 @@ export async function pull(engine: Engine, image: string, options: PullOptions =
             if (error || failed) reject(error ?? new Error(failed.error));
             else resolve();
           },
-          (event: { status?: string; progress?: string; id?: string }) => {
+          (event: { status?: string; progress?: string; id?: string; progressDetail?: { total?: number } }) => {
             digest = /^Digest: (sha256:[0-9a-f]{64})$/.exec(event.status ?? "")?.[1] ?? digest;
             if (event.status) onProgress([event.id, event.status, event.progress].filter(Boolean).join(" "));
+            const total = event.progressDetail?.total;
+            if (event.status !== "Downloading" || !event.id || !total || layerBytes.get(event.id) === total) return;
+            downloadBytes += total - (layerBytes.get(event.id) ?? 0);
+            layerBytes.set(event.id, total);
+            if (options.maxDownloadBytes !== undefined && downloadBytes > options.maxDownloadBytes) {
+              stream.destroy(new BuildFailed(`its layers take over ${Math.floor(options.maxDownloadBytes / (1024 * 1024))} MB to download`));
+            }
           },
         ),
       );

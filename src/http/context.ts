@@ -1,5 +1,6 @@
 // What every route module is built with: settings, the database, the shared rate limiters, the
 // machines with their Docker drivers, and the domain services that own background work.
+import { eq } from "drizzle-orm";
 import type { Config } from "../config";
 import type { PlatformDb } from "../db";
 import { ConcurrencyLimit, TokenBuckets } from "./rate-limit";
@@ -18,6 +19,8 @@ import { AcmeIssuer } from "../certificates/acme";
 import { DnsChecker, detectPublicAddresses } from "../certificates/dns-check";
 import { PlatformEvents } from "../platform/events";
 import { DiskMonitor } from "../platform/disk";
+import { apps as appRows } from "../db/schema";
+import { createVolumeBackupServices, type VolumeBackupServices } from "../volumes/backup-services";
 
 export interface ServerContext {
   config: Config;
@@ -45,6 +48,8 @@ export interface ServerContext {
   /** Where apps' sources and build logs live under the data dir. */
   storage: AppStorage;
   apps: AppsService;
+  /** Volume backups, restores and their schedules (src/volumes). */
+  volumeBackups: VolumeBackupServices;
   /** HTTPS certificates of every host the proxy serves. */
   certificates: Certificates;
   /** Platform-wide events (src/platform/events.ts). */
@@ -86,6 +91,18 @@ export function createServerContext(config: Config, db: PlatformDb): ServerConte
   const events = new PlatformEvents();
   const apps: AppsService = new AppsService({ db, config, machines, secrets, storage, buildLogs, proxyRoutes, certificates, dns, events });
   reconciler.register(apps.recovery);
+  const volumeBackups = createVolumeBackupServices({
+    db,
+    config,
+    machines,
+    disk: apps.disk,
+    volumes: apps.volumes,
+    apps: {
+      statusOf: (appId) => db.select({ status: appRows.status }).from(appRows).where(eq(appRows.id, appId)).get()?.status ?? null,
+      stop: (workspaceId, appId) => apps.stop(workspaceId, appId),
+      start: (workspaceId, appId) => apps.start(workspaceId, appId),
+    },
+  });
   return {
     config,
     db,
@@ -103,6 +120,7 @@ export function createServerContext(config: Config, db: PlatformDb): ServerConte
     traffic: new TrafficRecorder(),
     storage,
     apps,
+    volumeBackups,
     certificates,
     events,
     disk: new DiskMonitor(config.dataDir, config.diskLowPercent, events),

@@ -28,7 +28,7 @@ export function platformRoutes(ctx: ServerContext) {
     },
   })
     .use(authPlugin(ctx))
-    .get("/status", () => ok({ disk: ctx.disk.check(), events: ctx.events.recent() }), {
+    .get("/status", ({ principal }) => ok({ disk: ctx.disk.check(), events: ctx.events.recent(principal.workspaceId) }), {
       auth: true,
       detail: {
         operationId: "getPlatformStatus",
@@ -37,7 +37,8 @@ export function platformRoutes(ctx: ServerContext) {
         description:
           "Answers `disk`, the free space of the data directory's disk measured now (`freeBytes`, `totalBytes`, " +
           "`freePercent`, and `low` under PLATFORM_DISK_LOW_PERCENT), and `events`, the latest platform events, newest " +
-          "first: `disk.low` is raised when the free space falls under the threshold (checked every minute and after " +
+          "first: the platform-wide ones (`disk.low`) and those of the key's own workspace's apps (`app.unhealthy`, `app.crash-loop`), " +
+          "never another workspace's. `disk.low` is raised when the free space falls under the threshold (checked every minute and after " +
           "every write refused for a full disk), once until it comes back above. A write that finds the disk full is " +
           "507 `INSUFFICIENT_STORAGE`, with nothing of it kept.",
       },

@@ -55,7 +55,7 @@ export const PlatformStatusSchema = resource(
   "PlatformStatus",
   {
     disk: ref(DiskSpaceSchema),
-    events: t.Array(ref(PlatformEventSchema), { description: "The platform's latest events (at most 50, since it started), newest first" }),
+    events: t.Array(ref(PlatformEventSchema), { description: "The latest platform-wide events and those of the key's workspace (at most 50 of each, since the platform started), newest first" }),
   },
   "The platform's own health: its data disk and the events it raised.",
 );

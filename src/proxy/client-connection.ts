@@ -109,9 +109,12 @@ export class ClientConnection {
     this.writer = new SocketWriter(socket);
   }
 
-  /** Whether a request (or a WebSocket) on it is in the hands of the upstream at this address. */
+  /**
+   * Whether a request on it is in the hands of the upstream at this address (a release's drain
+   * waits for it). An open WebSocket is not: it has no end to wait for.
+   */
   relaysTo(host: string, port: number): boolean {
-    return (this.state === "exchange" || this.state === "tunnel") && this.exchange !== null && this.exchange.goesTo(host, port);
+    return this.state === "exchange" && this.exchange !== null && this.exchange.goesTo(host, port);
   }
 
   /** Nothing in progress: a stopping proxy may close it at once. */

@@ -18,7 +18,9 @@ import { ApiError, notFound } from "../http/errors";
 import { LABEL_APP, LABEL_MANAGED, LABEL_WORKSPACE } from "../docker/container-spec";
 import type { DockerDriver } from "../docker/driver";
 import { pauseForTest } from "../config/test-pause";
-import { findVolume, localImageFor, MOUNT_PATH, withVolumeMounted, ioContainerNameOf, type VolumeBackupRow, type VolumeBackups, type VolumeRow } from "./backups";
+import { localImageFor, MOUNT_PATH, withVolumeMounted, ioContainerNameOf, type VolumeBackupRow, type VolumeBackups } from "./backups";
+import type { VolumeRow } from "./service";
+import { LABEL_VOLUME } from "./mounts";
 import type { VolumeRestoreSchema } from "./backup-model";
 
 export type VolumeRestoreRow = typeof volumeRestores.$inferSelect;
@@ -73,12 +75,12 @@ export class VolumeRestores {
   }
 
   list(workspaceId: string, volumeId: string): VolumeRestoreView[] {
-    findVolume(this.db, workspaceId, volumeId);
+    this.backups.volume(workspaceId, volumeId);
     return this.db.select().from(volumeRestores).where(eq(volumeRestores.volumeId, volumeId)).orderBy(desc(volumeRestores.startedAt)).all().map(restoreView);
   }
 
   get(workspaceId: string, volumeId: string, restoreId: string): VolumeRestoreView {
-    findVolume(this.db, workspaceId, volumeId);
+    this.backups.volume(workspaceId, volumeId);
     const row = this.db.select().from(volumeRestores).where(and(eq(volumeRestores.id, restoreId), eq(volumeRestores.volumeId, volumeId))).get();
     if (!row) throw notFound("Restore");
     return restoreView(row);
@@ -95,7 +97,7 @@ export class VolumeRestores {
     await this.backups.files.ensureLocal(backup);
     const problem = await this.backups.files.storage.problemWith(backup.storageKey, backup.sizeBytes, backup.sha256);
     if (problem) throw new ApiError("BACKUP_CORRUPT", `The backup cannot be restored: ${problem}. Nothing was changed`);
-    const volume = findVolume(this.db, workspaceId, volumeId);
+    const volume = this.backups.volume(workspaceId, volumeId);
     const running = (await this.driverOf(volume).containersUsingVolume(volume.engineVolumeName)).filter((container) => container.running);
     const foreign = running.filter((container) => !this.isAppContainer(volume, container.labels));
     if (foreign.length) {
@@ -105,6 +107,7 @@ export class VolumeRestores {
     const appStatus = volume.appId ? this.apps.statusOf(volume.appId) : null;
     if (appStatus && CHANGING_STATUSES.has(appStatus)) throw new ApiError("BUSY", `The app that mounts the volume is ${appStatus}; restore once it has finished`);
     if (this.backups.restoring.has(volume.id)) throw new ApiError("BUSY", "A restore of this volume is running already; try again when it has finished");
+    if (this.backups.deps.volumes.isDeleting(volume.id)) throw new ApiError("BUSY", "The volume is being deleted");
     this.backups.assertNoBackupRunning(volume.id);
     this.backups.restoring.add(volume.id);
     const id = newId("vrs");
@@ -174,7 +177,7 @@ export class VolumeRestores {
   /** The backup's archive, extracted by the engine into a new, labelled engine volume. */
   private async extractInto(driver: DockerDriver, volume: VolumeRow, backup: VolumeBackupRow, row: VolumeRestoreRow) {
     const { config } = this.backups.deps;
-    const labels: Record<string, string> = { [LABEL_MANAGED]: "true", [LABEL_WORKSPACE]: volume.workspaceId, "platform.volume": volume.id };
+    const labels: Record<string, string> = { [LABEL_MANAGED]: "true", [LABEL_WORKSPACE]: volume.workspaceId, [LABEL_VOLUME]: volume.id };
     if (volume.appId) labels[LABEL_APP] = volume.appId;
     await driver.createVolume(row.newEngineVolumeName, labels);
     const image = await localImageFor(driver, config, volume.engineVolumeName);

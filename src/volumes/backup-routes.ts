@@ -1,22 +1,12 @@
 // Routes of /api/volumes/{volumeId}/backups, /restore(s) and /backup-schedule: validate, call
-// ./backups, ./backup-restore and ./backup-schedules, shape the envelope. Also where those services
-// are made and their recovery at start is begun.
-import { join } from "node:path";
+// ./backups, ./backup-restore and ./backup-schedules (made in src/http/context.ts), shape the envelope.
 import { Elysia, t } from "elysia";
-import { eq } from "drizzle-orm";
 import type { ServerContext } from "../http/context";
 import { auditActor, authPlugin } from "../http/auth";
 import { recordAuditEvent } from "../audit/service";
 import { ok } from "../http/envelope";
 import { json, media, ref, responses, LIST_META } from "../http/responses";
-import { apps } from "../db/schema";
 import { backupScheduleBody, workspaceQuery } from "../databases/model";
-import { BackupStorage } from "../backups/storage";
-import { S3BackupCopies } from "../backups/copies";
-import { BackupFiles } from "../backups/files";
-import { findVolume, VolumeBackups } from "./backups";
-import { VolumeRestores, type VolumeApps } from "./backup-restore";
-import { VolumeBackupSchedules } from "./backup-schedules";
 import { VolumeBackupSchema, VolumeBackupScheduleSchema, VolumeRestoreSchema, volumeBackupParams, volumeRestoreBody, volumeRestoreParams } from "./backup-model";
 
 const volumeIdParams = t.Object({ volumeId: t.String({ minLength: 1, maxLength: 64 }) });
@@ -25,36 +15,13 @@ const QUOTA =
   "The backup's file counts against the workspace's PLATFORM_QUOTA_DISK_MB as it is written: 409 `QUOTA_EXCEEDED`, with " +
   "nothing made, when the workspace has no room left; a file that grows past it is not kept (the backup fails saying so).";
 
-/** The services of volume backups, made once per server with their recovery at start begun. */
-export function volumeBackupServices(ctx: ServerContext) {
-  const storage = new BackupStorage(join(ctx.config.dataDir, "backups"));
-  const bucket = ctx.config.backups.s3;
-  const files = new BackupFiles(storage, bucket ? new S3BackupCopies(bucket, storage) : null);
-  const backups = new VolumeBackups({ db: ctx.db, machines: ctx.machines, config: ctx.config, files, disk: ctx.apps.disk });
-  const volumeApps: VolumeApps = {
-    statusOf: (appId) => ctx.db.select({ status: apps.status }).from(apps).where(eq(apps.id, appId)).get()?.status ?? null,
-    stop: (workspaceId, appId) => ctx.apps.stop(workspaceId, appId),
-    start: (workspaceId, appId) => ctx.apps.start(workspaceId, appId),
-  };
-  const restores = new VolumeRestores(backups, volumeApps);
-  const schedules = new VolumeBackupSchedules(backups);
-  // Schedules start once interrupted backups and restores are settled: a run begun earlier would race them.
-  backups.track(
-    backups
-      .closeInterrupted()
-      .then(() => restores.recoverInterrupted())
-      .catch((error) => console.error("[volume backups] settling what the last stop cut off failed:", error))
-      .finally(() => schedules.start()),
-  );
-  return { backups, restores, schedules };
-}
-
 function actorOf(principal: Parameters<typeof auditActor>[0]) {
   const actor = auditActor(principal);
   return { type: actor.type, id: actor.id };
 }
 
-export function volumeBackupRoutes(ctx: ServerContext, { backups, restores, schedules } = volumeBackupServices(ctx)) {
+export function volumeBackupRoutes(ctx: ServerContext) {
+  const { backups, restores, schedules } = ctx.volumeBackups;
   return new Elysia({ prefix: "/api/volumes", tags: ["Volumes"] })
     .use(authPlugin(ctx))
     .onStop(() => schedules.stopAll())
@@ -144,7 +111,7 @@ export function volumeBackupRoutes(ctx: ServerContext, { backups, restores, sche
       async ({ principal, params, request }) => {
         const download = await backups.download(principal.workspaceId, params.volumeId, params.backupId, request.headers.get("range"));
         // The auth plugin audits JSON answers only: a download (or a resumed range of one) is recorded here.
-        const volume = findVolume(ctx.db, principal.workspaceId, params.volumeId);
+        const volume = backups.volume(principal.workspaceId, params.volumeId);
         const target = `${volume.name} (${volume.id}), backup ${params.backupId}`;
         recordAuditEvent(ctx.db, { workspaceId: principal.workspaceId, action: "volume.backup_downloaded", actor: auditActor(principal), target });
         return download;

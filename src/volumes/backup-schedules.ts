@@ -10,7 +10,7 @@ import { ApiError } from "../http/errors";
 import type { BackupScheduleInput } from "../backups/model";
 import { ScheduleJobs } from "../backups/schedule-jobs";
 import { retentionDeletes, scheduleFieldsOf, scheduleSettingsOf } from "../backups/schedule-rules";
-import { findVolume, type VolumeBackups } from "./backups";
+import type { VolumeBackups } from "./backups";
 import type { VolumeBackupScheduleSchema } from "./backup-model";
 
 type ScheduleRow = typeof volumeBackupSchedules.$inferSelect;
@@ -21,6 +21,8 @@ export class VolumeBackupSchedules {
 
   constructor(private readonly backups: VolumeBackups) {
     this.jobs = new ScheduleJobs("volume", (volumeId) => this.runOnce(volumeId), () => backups.now());
+    // The schedule's row goes with its volume's (cascade); its job stops here.
+    backups.deps.volumes.addDependent({ assertDeletable: () => {}, forget: async (volumeId) => this.jobs.stop(volumeId) });
   }
 
   private get db() {
@@ -36,14 +38,14 @@ export class VolumeBackupSchedules {
   }
 
   get(workspaceId: string, volumeId: string): ScheduleView | null {
-    findVolume(this.db, workspaceId, volumeId);
+    this.backups.volume(workspaceId, volumeId);
     const row = this.rowOf(volumeId);
     return row ? viewOf(row) : null;
   }
 
   /** Creates or replaces the volume's schedule and (re)starts its job. */
   set(workspaceId: string, volumeId: string, input: BackupScheduleInput): ScheduleView {
-    const volume = findVolume(this.db, workspaceId, volumeId);
+    const volume = this.backups.volume(workspaceId, volumeId);
     const now = this.backups.now();
     const settings = scheduleSettingsOf(input, now);
     this.db
@@ -57,7 +59,7 @@ export class VolumeBackupSchedules {
 
   /** Removes the volume's schedule and stops its job; answers the schedule removed, null when there was none. */
   clear(workspaceId: string, volumeId: string): ScheduleView | null {
-    findVolume(this.db, workspaceId, volumeId);
+    this.backups.volume(workspaceId, volumeId);
     const row = this.rowOf(volumeId);
     this.jobs.stop(volumeId);
     this.db.delete(volumeBackupSchedules).where(eq(volumeBackupSchedules.volumeId, volumeId)).run();

@@ -11,7 +11,7 @@ import { and, desc, eq, inArray, ne, sql } from "drizzle-orm";
 import type { Static } from "@sinclair/typebox";
 import type { Config } from "../config";
 import type { PlatformDb } from "../db";
-import { volumeBackups, volumes } from "../db/schema";
+import { volumeBackups } from "../db/schema";
 import { newId } from "../crypto/tokens";
 import { ApiError, notFound } from "../http/errors";
 import { LABEL_MANAGED, LABEL_WORKSPACE } from "../docker/container-spec";
@@ -21,9 +21,10 @@ import { MIN_ENTRY_BYTES, type DiskWrite, type WorkspaceDisk } from "../quotas/u
 import { BackupFiles, copiesOf } from "../backups/files";
 import { pauseForTest } from "../config/test-pause";
 import { readArchive } from "./archive-check";
+import { LABEL_VOLUME } from "./mounts";
+import type { VolumeRow, Volumes } from "./service";
 import type { VolumeArchiveVerificationSchema, VolumeBackupSchema, VolumeBackupType } from "./backup-model";
 
-export type VolumeRow = typeof volumes.$inferSelect;
 export type VolumeBackupRow = typeof volumeBackups.$inferSelect;
 export type VolumeBackupView = Static<typeof VolumeBackupSchema>;
 type Verification = Static<typeof VolumeArchiveVerificationSchema>;
@@ -32,7 +33,6 @@ type Verification = Static<typeof VolumeArchiveVerificationSchema>;
 export const MOUNT_PATH = "/platform-volume";
 /** Marks the helper containers that mount a volume for a backup or a restore; the value is the backup's or restore's id. */
 export const LABEL_VOLUME_IO = "platform.volume-io";
-const LABEL_VOLUME = "platform.volume";
 const INTERRUPTED_BACKUP = "interrupted: the platform stopped while this backup ran";
 const INTERRUPTED_VERIFY = "interrupted: the platform stopped while this verify ran; verify the backup again";
 
@@ -42,14 +42,8 @@ export interface VolumeBackupDeps {
   config: Config;
   files: BackupFiles;
   disk: WorkspaceDisk;
+  volumes: Volumes;
   now?: () => number;
-}
-
-/** The volume of the workspace, or 404. */
-export function findVolume(db: PlatformDb, workspaceId: string, volumeId: string): VolumeRow {
-  const row = db.select().from(volumes).where(and(eq(volumes.id, volumeId), eq(volumes.workspaceId, workspaceId))).get();
-  if (!row) throw notFound("Volume");
-  return row;
 }
 
 export function ioContainerNameOf(operationId: string): string {
@@ -155,6 +149,13 @@ export class VolumeBackups {
         .get();
       return total?.bytes ?? 0;
     }, "volumeBackups");
+    // A volume deleted on purpose takes its backups with it; not while one of them is being made, verified or restored.
+    deps.volumes.addDependent({ assertDeletable: (volume) => this.assertDeletable(volume), forget: (volumeId) => this.forgetVolume(volumeId) });
+  }
+
+  /** The volume of the workspace, or 404. */
+  volume(workspaceId: string, volumeId: string): VolumeRow {
+    return this.deps.volumes.get(workspaceId, volumeId);
   }
 
   driverOf(machineId: string): DockerDriver {
@@ -167,7 +168,7 @@ export class VolumeBackups {
   }
 
   list(workspaceId: string, volumeId: string): VolumeBackupView[] {
-    findVolume(this.db, workspaceId, volumeId);
+    this.volume(workspaceId, volumeId);
     return this.db
       .select()
       .from(volumeBackups)
@@ -178,7 +179,7 @@ export class VolumeBackups {
   }
 
   row(workspaceId: string, volumeId: string, backupId: string): VolumeBackupRow {
-    findVolume(this.db, workspaceId, volumeId);
+    this.volume(workspaceId, volumeId);
     const row = this.db.select().from(volumeBackups).where(and(eq(volumeBackups.id, backupId), eq(volumeBackups.volumeId, volumeId))).get();
     if (!row) throw notFound("Backup");
     return row;
@@ -196,21 +197,30 @@ export class VolumeBackups {
 
   /** Starts a backup once the disk quota has room for it; it is `running` until its file is whole, checked and copied. */
   async start(workspaceId: string, volumeId: string, type: VolumeBackupType): Promise<VolumeBackupView> {
-    const volume = findVolume(this.db, workspaceId, volumeId);
+    const volume = this.volume(workspaceId, volumeId);
     this.assertFree(volume);
     const room = await this.deps.disk.openWrite(volume.workspaceId, this.deps.config.quotas.diskMB);
     try {
-      return this.begin(findVolume(this.db, workspaceId, volumeId), type, async () => room).backup;
+      return this.begin(this.volume(workspaceId, volumeId), type, async () => room).backup;
     } catch (error) {
       room.release();
       throw error;
     }
   }
 
-  /** 409 while a restore holds the volume or a backup of it runs. Nothing awaited between this and the row's insert. */
+  /** 409 while a restore holds the volume, a backup of it runs or it is being deleted. Nothing awaited between this and the row's insert. */
   private assertFree(volume: VolumeRow, duringRestore = false) {
     if (!duringRestore && this.restoring.has(volume.id)) throw new ApiError("BUSY", "A restore of this volume is running; back it up once it has finished");
+    if (this.deps.volumes.isDeleting(volume.id)) throw new ApiError("BUSY", "The volume is being deleted");
     this.assertNoBackupRunning(volume.id);
+  }
+
+  /** A volume is deleted only while no backup of it is made, verified or restored. */
+  private assertDeletable(volume: VolumeRow) {
+    if (this.restoring.has(volume.id)) throw new ApiError("RESTORE_IN_PROGRESS", `A restore of volume '${volume.name}' is running; delete it once the restore has finished`);
+    this.assertNoBackupRunning(volume.id);
+    const backupIds = this.db.select({ id: volumeBackups.id }).from(volumeBackups).where(eq(volumeBackups.volumeId, volume.id)).all();
+    if (backupIds.some(({ id }) => this.verifying.has(id))) throw new ApiError("VERIFY_IN_PROGRESS", `A backup of volume '${volume.name}' is being verified; delete the volume once the verify has finished`);
   }
 
   assertNoBackupRunning(volumeId: string) {
@@ -319,7 +329,7 @@ export class VolumeBackups {
 
   async download(workspaceId: string, volumeId: string, backupId: string, range: string | null): Promise<Response> {
     const row = this.row(workspaceId, volumeId, backupId);
-    const volume = findVolume(this.db, workspaceId, volumeId);
+    const volume = this.volume(workspaceId, volumeId);
     const stamp = new Date(row.createdAt).toISOString().replace(/[:.]/g, "-");
     return this.files.download(row, `${volume.name}-${stamp}.tar.gz`, range);
   }
@@ -340,10 +350,10 @@ export class VolumeBackups {
   }
 
   /**
-   * A volume deleted on purpose: its backups' rows, files and remote copies go with it (to be called
-   * before its row is deleted, which would take the rows alone).
+   * A volume deleted on purpose: its backups' rows, files and remote copies go with it (called by
+   * ./service.ts before its row is deleted, which would take the rows alone).
    */
-  async forgetVolume(volumeId: string) {
+  private async forgetVolume(volumeId: string) {
     const rows = this.db.select().from(volumeBackups).where(eq(volumeBackups.volumeId, volumeId)).all();
     this.db.delete(volumeBackups).where(eq(volumeBackups.volumeId, volumeId)).run();
     for (const row of rows) await this.files.remove(row);

@@ -94,10 +94,15 @@ export function volumesRoutes(ctx: ServerContext) {
         params: volumeIdParams,
         detail: {
           operationId: "deleteVolume",
-          responses: responses({ 200: json("Deleted", { deleted: t.Literal(true), volume: ref(VolumeSchema) }) }, "NOT_FOUND", "VOLUME_ATTACHED", "VOLUME_IN_USE", "DOCKER_UNAVAILABLE", "DOCKER_TIMEOUT"),
+          responses: responses(
+            { 200: json("Deleted", { deleted: t.Literal(true), volume: ref(VolumeSchema) }) },
+            "NOT_FOUND", "VOLUME_ATTACHED", "VOLUME_IN_USE", "BACKUP_IN_PROGRESS", "RESTORE_IN_PROGRESS", "VERIFY_IN_PROGRESS", "BUSY", "DOCKER_UNAVAILABLE", "DOCKER_TIMEOUT",
+          ),
           summary: "Delete a detached volume",
           description:
-            "Deletes the volume and its content for good. 409 `VOLUME_ATTACHED` while an app mounts it: detach it (the app's settings) or delete the app first. " +
+            "Deletes the volume and its content for good, with its backups (their files and S3 copies) and schedule. 409 " +
+            "`VOLUME_ATTACHED` while an app mounts it: detach it (the app's settings) or delete the app first; 409 " +
+            "`BACKUP_IN_PROGRESS`, `RESTORE_IN_PROGRESS` or `VERIFY_IN_PROGRESS` while a backup of it is made, restored or verified. " +
             "A container of the app it was detached from may still be stopping: the delete waits up to 15 s for it, then 409 `VOLUME_IN_USE`.",
         },
       },

@@ -24,8 +24,8 @@ export interface VolumeOwner {
   workspaceId: string;
   appId?: string;
   machineId: string;
-  /** ZIP and git apps have their code in /app; an image app's code is wherever its image put it. */
-  codeAtApp: boolean;
+  /** ZIP and git apps have their code in /app; an image app's (runtime `image`) is wherever its image put it. */
+  runtime: string;
 }
 
 /** A checked volume list: `addsVolume` when it makes or attaches one; `apply` writes it for the app. */
@@ -33,6 +33,15 @@ export interface VolumePlan {
   addsVolume: boolean;
   /** Writes the list for `appId`; answers whether the app's mounts changed (it must restart). */
   apply(appId: string): boolean;
+}
+
+/**
+ * What else holds a volume's data (its backups, their schedule): asked before a volume is deleted
+ * on purpose (it throws a 409 while it is working on the volume), and told once the volume is gone.
+ */
+export interface VolumeDependent {
+  assertDeletable(volume: VolumeRow): void;
+  forget(volumeId: string): Promise<void>;
 }
 
 /** How long a removal waits for containers that still use the volume to go. */
@@ -50,6 +59,9 @@ export function releaseStrategyOf(db: PlatformDb, app: { id: string; releaseStra
 export class Volumes {
   /** Sizes as the engine measures them, refreshed in the background (./sizes.ts). */
   readonly sizes: VolumeSizes;
+  private readonly dependents: VolumeDependent[] = [];
+  /** Volumes being deleted now: nothing new (a backup, a restore) begins on them. */
+  private readonly deleting = new Set<string>();
 
   constructor(
     private readonly db: PlatformDb,
@@ -65,6 +77,20 @@ export class Volumes {
       const total = db.select({ bytes: sql<number>`coalesce(sum(${volumes.sizeBytes}), 0)` }).from(volumes).where(eq(volumes.workspaceId, workspaceId)).get();
       return total?.bytes ?? 0;
     });
+  }
+
+  addDependent(dependent: VolumeDependent) {
+    this.dependents.push(dependent);
+  }
+
+  isDeleting(volumeId: string): boolean {
+    return this.deleting.has(volumeId);
+  }
+
+  /** 409 while something works on the volume (a backup or restore of it runs) or it is being deleted already. */
+  assertDeletable(volume: VolumeRow) {
+    if (this.deleting.has(volume.id)) throw new ApiError("BUSY", `Volume '${volume.name}' is being deleted already`);
+    for (const dependent of this.dependents) dependent.assertDeletable(volume);
   }
 
   list(workspaceId: string): VolumeRow[] {
@@ -123,7 +149,7 @@ export class Volumes {
    * another app mounts, 409 VOLUME_ON_OTHER_MACHINE for one on another machine). Nothing awaits.
    */
   plan(owner: VolumeOwner, mounts: VolumeMount[]): VolumePlan {
-    const wanted = checkVolumeMounts(mounts, { codeAtApp: owner.codeAtApp });
+    const wanted = checkVolumeMounts(mounts, { codeAtApp: owner.runtime !== "image" });
     const byName = new Map(this.list(owner.workspaceId).map((row) => [row.name, row]));
     let addsVolume = false;
     for (const mount of wanted) {
@@ -186,19 +212,27 @@ export class Volumes {
     assertWithinQuota("diskMB", bytesToMB(used), bytesToMB(MIN_ENTRY_BYTES), this.diskQuotaMB());
   }
 
-  /** DELETE /api/volumes/{id}: a detached volume and its content go (409 VOLUME_ATTACHED while mounted). */
+  /** DELETE /api/volumes/{id}: a detached volume, its content and its backups go (409 VOLUME_ATTACHED while mounted). */
   async delete(workspaceId: string, volumeId: string): Promise<void> {
     const row = this.get(workspaceId, volumeId);
     if (row.appId !== null) throw new ApiError("VOLUME_ATTACHED", `Volume '${row.name}' is mounted in an app: detach it (the app's settings) or delete the app first`);
-    await this.removeEngineVolume(row);
-    this.db.delete(volumes).where(eq(volumes.id, row.id)).run();
+    await this.deleteWithBackups(row);
   }
 
-  /** An app deleted with deleteVolumes=true: its volumes go once its containers are gone. */
+  /** An app deleted with deleteVolumes=true: its volumes go once its containers are gone (checked by assertDeletable at the request). */
   async deleteOfApp(appId: string): Promise<void> {
-    for (const row of this.ofApp(appId)) {
+    for (const row of this.ofApp(appId)) await this.deleteWithBackups(row);
+  }
+
+  private async deleteWithBackups(row: VolumeRow) {
+    this.assertDeletable(row);
+    this.deleting.add(row.id);
+    try {
       await this.removeEngineVolume(row);
+      for (const dependent of this.dependents) await dependent.forget(row.id);
       this.db.delete(volumes).where(eq(volumes.id, row.id)).run();
+    } finally {
+      this.deleting.delete(row.id);
     }
   }
 

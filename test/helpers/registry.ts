@@ -6,6 +6,7 @@
 // local names removed again. scripts/test-env.sh installs both packages.
 import { spawn, spawnSync, type Subprocess } from "bun";
 import { cpSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { freePort } from "./ports";
 import { tempDir } from "./temp";
@@ -17,7 +18,7 @@ export interface TestRegistry {
   /** `127.0.0.1:PORT`, as image references name it. */
   host: string;
   /** Makes a tiny web image (busybox httpd serving `text` at / on $PORT) and pushes it as `host/<repository>:<tag>`; answers the pushed digest. */
-  pushWebImage(repository: string, tag: string, options?: { text?: string; labels?: Record<string, string>; padBytes?: number }): Promise<string>;
+  pushWebImage(repository: string, tag: string, options?: { text?: string; labels?: Record<string, string>; padBytes?: number; padRandom?: boolean; changes?: string[] }): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -61,11 +62,13 @@ export async function startRegistry(user?: { name: string; password: string }): 
       cpSync(BUSYBOX, join(root, "bin", "busybox"));
       symlinkSync("busybox", join(root, "bin", "sh"));
       writeFileSync(join(root, "www", "index.html"), options.text ?? `${repository}:${tag}`);
-      if (options.padBytes) writeFileSync(join(root, "pad"), Buffer.alloc(options.padBytes, 1));
+      // Random padding does not compress: the layer takes as much to download as to unpack.
+      if (options.padBytes) writeFileSync(join(root, "pad"), options.padRandom ? randomBytes(options.padBytes) : Buffer.alloc(options.padBytes, 1));
       const name = `${host}/${repository}:${tag}`;
       const changes = [
         `CMD ["/bin/sh", "-c", "exec /bin/busybox httpd -f -p \${PORT:-8080} -h /www"]`,
         ...Object.entries(options.labels ?? {}).map(([label, value]) => `LABEL ${label}=${value}`),
+        ...(options.changes ?? []),
       ].flatMap((change) => ["--change", change]);
       const tar = spawnSync(["tar", "-C", root, "-c", "."], { stdout: "pipe" });
       const imported = spawnSync(["docker", "import", ...changes, "-", name], { stdin: tar.stdout, stdout: "pipe", stderr: "pipe" });

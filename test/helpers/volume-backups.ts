@@ -23,8 +23,8 @@ function platformDb(server: TestServer): Database {
   return db;
 }
 
-/** A volume row of the workspace, and its labelled engine volume. */
-export async function createTestVolume(server: TestServer, workspaceId: string, name: string): Promise<TestVolume> {
+/** A volume row of the workspace (mounted by `appId`, else detached), and its labelled engine volume. */
+export async function createTestVolume(server: TestServer, workspaceId: string, name: string, appId: string | null = null): Promise<TestVolume> {
   const id = `vol_${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;
   const engineVolumeName = `platform-volume-${id}`;
   await dockerCli("volume", "create", "--label", "platform.managed=true", "--label", `platform.workspace=${workspaceId}`, "--label", `platform.volume=${id}`, engineVolumeName);
@@ -32,13 +32,28 @@ export async function createTestVolume(server: TestServer, workspaceId: string, 
   try {
     const now = Date.now();
     db.run(
-      "INSERT INTO volumes (id, workspace_id, name, app_id, mount_path, machine_id, engine_volume_name, size_bytes, size_measured_at, created_at, updated_at) VALUES (?, ?, ?, NULL, '/data', 'local', ?, NULL, NULL, ?, ?)",
-      [id, workspaceId, name, engineVolumeName, now, now],
+      "INSERT INTO volumes (id, workspace_id, name, app_id, mount_path, machine_id, engine_volume_name, size_bytes, size_measured_at, created_at, updated_at) VALUES (?, ?, ?, ?, '/data', 'local', ?, NULL, NULL, ?, ?)",
+      [id, workspaceId, name, appId, engineVolumeName, now, now],
     );
   } finally {
     db.close();
   }
   return { id, name, engineVolumeName };
+}
+
+/** A stopped app's row, never built: enough to mount a volume and be deleted. */
+export function createStoppedApp(server: TestServer, workspaceId: string, name: string): string {
+  const id = `app_${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;
+  const db = platformDb(server);
+  try {
+    db.run(
+      "INSERT INTO apps (id, workspace_id, name, runtime, status, memory_mb, startup_command, auto_restart, auto_deploy, machine_id, created_at, updated_at) VALUES (?, ?, ?, 'node', 'stopped', 64, 'auto', 1, 0, 'local', ?, ?)",
+      [id, workspaceId, name, Date.now(), Date.now()],
+    );
+  } finally {
+    db.close();
+  }
+  return id;
 }
 
 /** The engine volume the platform's record says holds the volume's content now. */

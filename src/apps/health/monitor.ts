@@ -1,9 +1,10 @@
 // Probes the running apps: one timer for all of them, each app probed every `intervalSeconds` of
-// its health check, at most MAX_PROBES_AT_ONCE probes at a time. `unhealthyThreshold` failures in
-// a row make the app `unhealthy` (statusReason: the last probe), `healthyThreshold` passes make it
-// `running` again. With `autoRestart` an unhealthy app gets a fresh container of its current build
-// (a release: the old one serves until the new one passes), later restarts waiting longer (backoff
-// up to a ceiling). The probes are kept in ./history.ts.
+// its health check, at most MAX_PROBES_AT_ONCE probes at a time, one per app, the longest overdue
+// first, and none longer than the app's interval: an app that never answers holds one slot for its
+// own interval at most, so it cannot keep other apps from their probes. `unhealthyThreshold` failures
+// in a row make the app `unhealthy` (statusReason: the last probe), `healthyThreshold` passes make it
+// `running` again. With `autoRestart` an unhealthy app is restarted (see restartUnhealthy), later
+// restarts waiting longer (backoff up to a ceiling). The probes are kept in ./history.ts.
 import { and, eq, inArray, isNotNull } from "drizzle-orm";
 import { apps } from "../../db/schema";
 import { workspaceNetworkName } from "../../docker/workspace-network";
@@ -13,6 +14,7 @@ import type { HealthHistory } from "./history";
 import { probe } from "./probe";
 import { describeProbe, healthCheckOf, type HealthProbe } from "./settings";
 import { RestartBackoff } from "./backoff";
+import { releaseStrategyOf } from "../../volumes/service";
 
 const TICK_MS = 1_000;
 const MAX_PROBES_AT_ONCE = 8;
@@ -27,6 +29,8 @@ interface ProbeState {
   failures: number;
   passes: number;
   nextProbeAt: number;
+  /** A probe of it is running: the next waits for its end. */
+  probing: boolean;
   /** Since when it is unhealthy (or was last restarted for it), for the restart's backoff. */
   unhealthySince: number | null;
 }
@@ -43,8 +47,10 @@ export class HealthMonitor {
     private readonly restarts: RestartBackoff,
     /** Its container exited and waits for its restart (./supervisor.ts): no probe means anything then. */
     private readonly containerDown: (appId: string) => boolean,
-    /** A fresh container of the app's current build, queued behind its other work. */
-    private readonly restart: (appId: string) => void,
+    /** A release of the app's current build: answers why it did not serve (null once it does). */
+    private readonly releaseCurrentBuild: (appId: string, signal: AbortSignal) => Promise<string | null>,
+    /** Points the proxy at the app's container again (a restarted container may have another address). */
+    private readonly restoreRoute: (appId: string) => Promise<void>,
   ) {}
 
   start() {
@@ -56,25 +62,33 @@ export class HealthMonitor {
     this.timer = null;
   }
 
-  /** Starts the probes that are due. */
-  private tick(now = Date.now()) {
+  /** Starts the probes that are due (the timer's pass, every TICK_MS). */
+  tick(now = Date.now()) {
     const rows = this.ctx.db.select().from(apps).where(and(inArray(apps.status, PROBED_STATUSES), isNotNull(apps.containerId))).all();
     const probed = new Set(rows.map((row) => row.id));
     for (const appId of this.states.keys()) if (!probed.has(appId)) this.states.delete(appId);
+    const due: { app: AppRow; state: ProbeState }[] = [];
     for (const app of rows) {
-      if (this.probing >= MAX_PROBES_AT_ONCE) break;
       if (this.deployer.busy(app.id) || this.containerDown(app.id)) continue;
       let state = this.states.get(app.id);
       if (!state || state.containerId !== app.containerId) {
-        state = { containerId: app.containerId!, host: null, failures: 0, passes: 0, nextProbeAt: now, unhealthySince: app.status === "unhealthy" ? now : null };
+        state = { containerId: app.containerId!, host: null, failures: 0, passes: 0, nextProbeAt: now, probing: false, unhealthySince: app.status === "unhealthy" ? now : null };
         this.states.set(app.id, state);
       }
-      if (now < state.nextProbeAt) continue;
+      if (!state.probing && now >= state.nextProbeAt) due.push({ app, state });
+    }
+    // The longest overdue first: when the slots are short, the apps left out now go first at the next pass.
+    due.sort((a, b) => a.state.nextProbeAt - b.state.nextProbeAt);
+    for (const { app, state } of due.slice(0, Math.max(0, MAX_PROBES_AT_ONCE - this.probing))) {
       state.nextProbeAt = now + healthCheckOf(app).intervalSeconds * 1000;
+      state.probing = true;
       this.probing++;
       void this.probeApp(app, state)
         .catch((error) => console.warn(`[health] probe of ${app.id}: ${(error as Error).message}`))
-        .finally(() => this.probing--);
+        .finally(() => {
+          state.probing = false;
+          this.probing--;
+        });
     }
   }
 
@@ -95,7 +109,8 @@ export class HealthMonitor {
       port: app.servingPort ?? app.exposePort ?? DEFAULT_EXPOSE_PORT,
       path: check.path,
       hostHeader: app.subdomain ? `${app.subdomain}.${this.ctx.config.domain}` : app.name,
-      timeoutMs: check.timeoutSeconds * 1000,
+      // A probe never outlasts the interval: the next one is due by then.
+      timeoutMs: Math.min(check.timeoutSeconds, check.intervalSeconds) * 1000,
     });
     // Another container serves by now, or the app went: this probe is of nothing that matters.
     if (this.states.get(app.id) !== state) return;
@@ -123,23 +138,54 @@ export class HealthMonitor {
     state.host = null;
     if (state.failures < check.unhealthyThreshold) return;
     const reason = `Health check failed ${state.failures} time(s) in a row; last: ${describeProbe(result, check.path)}`;
-    const changed = this.ctx.db
-      .update(apps)
-      .set({ status: "unhealthy", statusReason: reason, updatedAt: Date.now() })
-      .where(and(eq(apps.id, appId), inArray(apps.status, PROBED_STATUSES), eq(apps.containerId, state.containerId)))
-      .returning({ autoRestart: apps.autoRestart, name: apps.name, workspaceId: apps.workspaceId })
-      .get();
+    const update = (from: string) =>
+      this.ctx.db
+        .update(apps)
+        .set({ status: "unhealthy", statusReason: reason, updatedAt: Date.now() })
+        .where(and(eq(apps.id, appId), eq(apps.status, from), eq(apps.containerId, state.containerId)))
+        .returning({ autoRestart: apps.autoRestart, name: apps.name, workspaceId: apps.workspaceId })
+        .get();
+    // The event marks the fall into unhealthy, not each failure (nor each restart that did not help) after it.
+    const entered = update("running");
+    const changed = entered ?? update("unhealthy");
     if (!changed) return;
     const now = Date.now();
-    if (state.unhealthySince === null) {
-      state.unhealthySince = now;
-      this.ctx.events.raise("app.unhealthy", `App ${changed.name} is unhealthy: ${reason}`, { appId, workspaceId: changed.workspaceId });
-    }
+    state.unhealthySince ??= now;
+    if (entered) this.ctx.events.raise("app.unhealthy", `App ${changed.name} is unhealthy: ${reason}`, { appId, workspaceId: changed.workspaceId });
     if (changed.autoRestart && now - state.unhealthySince >= this.restarts.delayMs(appId, now)) {
       console.warn(`[health] restarting unhealthy app ${appId} (restart ${this.restarts.countOf(appId, now) + 1} in a row)`);
       this.restarts.record(appId, now);
       state.unhealthySince = now;
-      this.restart(appId);
+      this.restartUnhealthy(appId, reason);
     }
+  }
+
+  /**
+   * The restart of an unhealthy app, queued behind its other work. start-first: a release of its
+   * current build, so the old container serves until the new one passes; when the new one fails too
+   * the app stays `unhealthy`, served by the old one, and says why. stop-first (an app whose volumes
+   * two containers may not share): a release would stop the serving container first anyway, so the
+   * restart is the same container's, stopped and started again, not a release.
+   */
+  private restartUnhealthy(appId: string, unhealthyReason: string) {
+    this.deployer.schedule(appId, async (signal) => {
+      const app = this.ctx.db.select().from(apps).where(eq(apps.id, appId)).get();
+      if (signal.aborted || !app?.containerId || app.status !== "unhealthy") return;
+      if (releaseStrategyOf(this.ctx.db, app) === "stop-first") {
+        const driver = this.ctx.machines.get(app.machineId);
+        await driver.stopContainer(app.containerId, 10);
+        await driver.startContainer(app.containerId);
+        await this.restoreRoute(appId);
+        return;
+      }
+      const failure = await this.releaseCurrentBuild(appId, signal);
+      if (failure === null || signal.aborted) return;
+      // The release left the app `running` on its old container (or `failed` without one): still unhealthy.
+      this.ctx.db
+        .update(apps)
+        .set({ status: "unhealthy", statusReason: `${unhealthyReason}; a fresh container did not pass either: ${failure}`, updatedAt: Date.now() })
+        .where(and(eq(apps.id, appId), eq(apps.status, "running"), eq(apps.containerId, app.containerId)))
+        .run();
+    });
   }
 }

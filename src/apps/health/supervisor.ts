@@ -6,7 +6,9 @@
 // (statusReason: the exit code and the last lines of its output) and raise `app.crash-loop`;
 // restarts go on at the ceiling's pace, and once its container has stayed up that many minutes the
 // app is `running` again. The same loop brings apps back after the engine itself restarted, and at
-// the platform's start. Apps without autoRestart are left to the reconciler (`crashed`).
+// the platform's start, which keeps an app's crash loop (its exits are counted in memory): it stays
+// `crash-loop` for a whole window and its restarts start at the ceiling. Apps without autoRestart
+// are left to the reconciler (`crashed`).
 import { and, eq, inArray } from "drizzle-orm";
 import { apps } from "../../db/schema";
 import { LABEL_MANAGED } from "../../docker/container-spec";
@@ -95,7 +97,14 @@ export class CrashSupervisor {
   private async supervise(app: AppRow, state: string) {
     const now = Date.now();
     let record = this.records.get(app.id);
-    if (!record) this.records.set(app.id, (record = { countedRun: null, checkedContainerId: null, exits: [], downSince: null }));
+    if (!record) {
+      this.records.set(app.id, (record = { countedRun: null, checkedContainerId: null, exits: [], downSince: null }));
+      // Its exits were counted by a platform that has restarted since: it stays in the loop for a whole window, restarted at the ceiling's pace.
+      if (app.status === "crash-loop") {
+        record.exits = [now];
+        this.backoff.startAtCeiling(app.id, now);
+      }
+    }
     if (record.checkedContainerId !== app.containerId) {
       record.checkedContainerId = app.containerId;
       record.downSince = null;

@@ -9,6 +9,7 @@ import { invalid, parseDeployFields } from "../deploy-form";
 import { asFormText } from "../repository/reference";
 import { imageReferenceRefusal, parseImageReference, registryPullRefusal } from "../dockerfile-images";
 import type { AppsService } from "../service";
+import { containerUserField } from "./container";
 
 /** `uid`, `uid:gid`, or a user (and group) name of the usual portable characters. */
 const CONTAINER_USER = /^(?:\d{1,10}(?::\d{1,10})?|[a-z_][a-z0-9_-]{0,31}(?::[a-z_][a-z0-9_-]{0,31})?)$/;
@@ -16,7 +17,8 @@ const MAX_IMAGE_REFERENCE = 512;
 
 export interface ImageDeployInput extends ReturnType<typeof parseDeployFields> {
   image: string;
-  user: string | null;
+  /** undefined: not given, the app keeps its user; null: the image's own USER. */
+  user: string | null | undefined;
 }
 
 /** The deploy's fields, or 400 naming the one that is wrong; 400 IMAGE_NOT_ALLOWED for an image no deploy may pull. */
@@ -31,11 +33,9 @@ export function imageDeployInput(fields: Record<string, unknown>, registries: re
   if (refused) throw new ApiError("IMAGE_NOT_ALLOWED", `The image ${image} ${refused}`);
   const registryRefusal = registryPullRefusal(parsed.registry, registries);
   if (registryRefusal) throw new ApiError("IMAGE_NOT_ALLOWED", `The image ${image} ${registryRefusal}`);
-  if (user !== undefined && user !== null && user !== "" && (typeof user !== "string" || !CONTAINER_USER.test(user))) {
-    invalid("user", "uid, uid:gid, or a user name (and :group) of lowercase letters, digits, '_' and '-'");
-  }
+  const containerUser = containerUserField(user);
   const input = parseDeployFields({ ...asFormText(rest), runtime: "node" });
-  return { ...input, runtime: "node", image, user: typeof user === "string" && user !== "" ? user : null };
+  return { ...input, runtime: "node", image, user: containerUser };
 }
 
 /** Accepts the deploy and schedules its pull and release; answers as the other deploys do. */
@@ -48,9 +48,11 @@ export async function deployImage(apps: AppsService, principal: Principal, reque
     principal.workspaceId,
     { ...input, runtime: "image" },
     machineId,
-    { runtime: "image", image: input.image, containerUser: input.user },
+    { runtime: "image", image: input.image, ...(input.user !== undefined && { containerUser: input.user }) },
     (app, subdomain) => apps.moveRoute(app, subdomain),
   );
+  // Left out on the first deploy: the pull sets it from the image's EXPOSE (./pull.ts).
+  if (!existing && input.exposePort === undefined) apps.records.clearExposePort(appId);
   const buildId = apps.records.newBuild(appId, existing ? "redeploy" : "image");
   ctx.buildLogs.append(appId, buildId, `==> Deploy of the image ${input.image} accepted`);
   apps.deployer.schedule(appId, (signal) => apps.deployer.buildAndRelease(appId, buildId, undefined, signal));

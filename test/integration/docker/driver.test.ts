@@ -244,7 +244,10 @@ describe("docker driver on the real engine", () => {
     expect(await driver.removeNetworkIfUnused(network)).toBe(false); // created, never started
     await driver.startContainer(id);
     expect(await driver.removeNetworkIfUnused(network)).toBe(false);
+    expect((await driver.inspectContainer(id)).networks[network]).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
     await driver.stopContainer(id, 1);
+    // A stopped container has no address: an empty one would send a connect to this machine's loopback.
+    expect((await driver.inspectContainer(id)).networks).toEqual({});
     expect(await driver.removeNetworkIfUnused(network)).toBe(false);
     await driver.startContainer(id); // still has its network
     await driver.removeContainer(id);

@@ -16,7 +16,7 @@ let key: string;
  * /app/data/alive every 50 ms, and each start is logged in /app/data/events with whether another
  * version was alive then (its heartbeat moved during the first second): a release's overlap is read back.
  */
-const notesApp = (version: string, { crash = false } = {}) =>
+const notesApp = (version: string, { crash = false, listenAfterMs = 0 } = {}) =>
   appZip({
     "package.json": JSON.stringify({ name: "notes", scripts: { start: "node server.js" } }),
     "server.js": `
@@ -44,7 +44,7 @@ const notesApp = (version: string, { crash = false } = {}) =>
 
 const NOTES = JSON.stringify([{ name: "notes", mountPath: "/app/data" }]);
 
-async function deployNotes(name: string, version: string, fields: Record<string, string> = {}, options: { crash?: boolean } = {}) {
+async function deployNotes(name: string, version: string, fields: Record<string, string> = {}, options: { crash?: boolean; listenAfterMs?: number } = {}) {
   const deployed = await deployZip(server, key, { name, runtime: "node", memoryMB: "128", volumes: NOTES, ...fields }, notesApp(version, options));
   expect(deployed.status).toBe(202);
   return deployed.body;
@@ -127,7 +127,8 @@ describe("volumes", () => {
 
   test("stop-first stops the old container before the new one starts, and starts it again when the new one fails", async () => {
     const before = (await ask(app.subdomain)).events.split("\n").filter(Boolean).length;
-    const next = await deployNotes("notes", "v3");
+    // The new version listens only after 6 s: the crash supervisor (a pass every 2 s, a first restart after 2 s) sees the stopped old container meanwhile.
+    const next = await deployNotes("notes", "v3", {}, { listenAfterMs: 6_000 });
     // Clients see the gap as a stopped app (503, Retry-After), never as an app not answering (502).
     const answers = new Set<string>();
     let releasing = true;
@@ -143,8 +144,11 @@ describe("volumes", () => {
     releasing = false;
     await polling;
     expect([...answers].sort()).toEqual(["200", "503 retry-after true"]);
+    // The old version was never started again during the release (it would have logged its start), and one container is left.
     const events = (await ask(app.subdomain)).events.split("\n").filter(Boolean).slice(before);
     expect(events).toEqual(["start v3 alone"]);
+    expect(await containersOf(app.id, { all: true })).toHaveLength(1);
+    expect((await ask(app.subdomain)).notes).toBe("kept\nafter-rollback\n");
 
     const broken = await deployNotes("notes", "v4", {}, { crash: true });
     const failed = await waitForBuildEnd(app.id, broken.buildId);
@@ -297,8 +301,9 @@ async function waitForBuildEnd(appId: string, buildId: string): Promise<string> 
 }
 
 /** Ids of the app's running containers. */
-async function containersOf(appId: string): Promise<string[]> {
-  return (await dockerCli("ps", "-q", "--no-trunc", "--filter", `label=platform.app=${appId}`)).trim().split("\n").filter(Boolean);
+/** The app's running containers, or with `all` the stopped ones too. */
+async function containersOf(appId: string, { all = false } = {}): Promise<string[]> {
+  return (await dockerCli("ps", ...(all ? ["-a"] : []), "-q", "--no-trunc", "--filter", `label=platform.app=${appId}`)).trim().split("\n").filter(Boolean);
 }
 
 /** Waits for the restart a change started: one container, not one of `before`, serves and the app runs. */

@@ -5,7 +5,7 @@ import { describe, expect, test } from "bun:test";
 import { imageReferenceRefusal, parseImageReference, pinImage, registryAddressRefusal, registryPullRefusal, type HostLookup } from "../../../src/apps/dockerfile-images";
 import { rewriteDockerfile } from "../../../src/apps/dockerfile-rewrite";
 import { DockerNotFound, type DockerDriver } from "../../../src/docker/driver";
-import type { ImageConfig } from "../../../src/docker/images";
+import type { ImageConfig, RegistryAuth } from "../../../src/docker/images";
 import { loadConfig } from "../../../src/config";
 
 const pinAll = (reference: string) => `sha256:${reference.length.toString(16).padStart(64, "0")}`;
@@ -233,7 +233,7 @@ describe("image references", () => {
 describe("pinning an image", () => {
   const image = (changes: Partial<ImageConfig> = {}): ImageConfig => ({
     id: `sha256:${"c".repeat(64)}`,
-    names: ["registry.example/team/base:1"],
+    names: ["ghcr.io/team/base:1"],
     onBuild: [],
     labels: {},
     user: "",
@@ -252,23 +252,24 @@ describe("pinning an image", () => {
         if (!held) throw new DockerNotFound(`inspect image ${reference}: not found`);
         return held;
       },
-      pullImage: async (reference: string) => {
-        calls.push(`pull ${reference}`);
+      pullImage: async (reference: string, pullOptions: { auth?: { username: string } }) => {
+        calls.push(`pull ${reference}${pullOptions.auth ? ` as ${pullOptions.auth.username}` : ""}`);
         if (!pulled) throw new Error(`docker pull ${reference} failed: manifest unknown`);
         held = pulled;
       },
     };
     return { calls, driver: fake as unknown as DockerDriver };
   };
-  const options = (addresses: string[] = ["203.0.114.1"], registries: string[] = []) => ({
+  const options = (addresses: string[] = ["203.0.114.1"], registries: string[] = [], authFor = (_registry: string): RegistryAuth | undefined => undefined) => ({
     lookup: async () => addresses,
     registries,
+    authFor,
     log: () => {},
     signal: new AbortController().signal,
   });
-  const REFERENCE = "registry.example/team/base:1";
+  const REFERENCE = "ghcr.io/team/base:1";
 
-  test("an image on the engine, by a name it holds: its full ID, nothing pulled", async () => {
+  test("an image of a public registry on the engine, by a name it holds: its full ID, nothing pulled", async () => {
     const engine = driver(image());
     expect(await pinImage(engine.driver, REFERENCE, options())).toEqual({ id: `sha256:${"c".repeat(64)}` });
     expect(engine.calls).toEqual([`inspect ${REFERENCE}`]);
@@ -280,20 +281,34 @@ describe("pinning an image", () => {
     expect(await pinImage(pulled.driver, reference, options())).toEqual({ id: `sha256:${"c".repeat(64)}` });
     expect(pulled.calls).toEqual([`inspect ${reference}`, `pull ${reference}`, `inspect ${reference}`]);
     expect(await pinImage(driver(undefined).driver, reference, options())).toEqual({
-      refused: `names the image ${reference}, which is not on the engine and could not be pulled: docker pull ${reference} failed: manifest unknown`,
+      refused: `names the image ${reference}, which could not be pulled: docker pull ${reference} failed: manifest unknown`,
     });
     const wordy = { ...driver(undefined).driver, pullImage: async () => Promise.reject(new Error(`${"x".repeat(400)}\nsecond line`)) } as unknown as DockerDriver;
-    expect(await pinImage(wordy, reference, options())).toEqual({ refused: `names the image ${reference}, which is not on the engine and could not be pulled: ${"x".repeat(300)}…` });
+    expect(await pinImage(wordy, reference, options())).toEqual({ refused: `names the image ${reference}, which could not be pulled: ${"x".repeat(300)}…` });
   });
 
-  test("a registry not on the list is never pulled from, nor its name looked up, whatever it resolves to; an image on the engine under its name needs no pull", async () => {
-    const engine = driver(undefined, image());
+  test("a registry not on the list is never pulled from, nor its name looked up, whatever it resolves to, nor is an image on the engine under its name used", async () => {
+    const reference = "registry.example/team/base:1";
+    const engine = driver(image({ names: [reference] }), image({ names: [reference] }));
     const lookups: string[] = [];
     const publicAddress = { ...options(), lookup: async (host: string) => (lookups.push(host), ["203.0.114.1"]) };
-    expect(await pinImage(engine.driver, REFERENCE, publicAddress)).toEqual({ refused: expect.stringContaining("which builds do not pull from") });
-    expect(engine.calls).toEqual([`inspect ${REFERENCE}`]);
+    expect(await pinImage(engine.driver, reference, publicAddress)).toEqual({ refused: expect.stringContaining("which builds do not pull from") });
+    expect(engine.calls).toEqual([]);
     expect(lookups).toEqual([]);
-    expect(await pinImage(driver(image()).driver, REFERENCE, publicAddress)).toEqual({ id: `sha256:${"c".repeat(64)}` });
+  });
+
+  test("an image of a listed registry is pulled even when its name is on the engine (the engine checks this workspace may read it), with the workspace's credentials", async () => {
+    const reference = "registry.example/team/base:1";
+    const present = image({ names: [reference] });
+    const engine = driver(present);
+    expect(await pinImage(engine.driver, reference, options([], ["registry.example"]))).toEqual({
+      refused: `names the image ${reference}, which could not be pulled: docker pull ${reference} failed: manifest unknown`,
+    });
+    expect(engine.calls).toEqual([`pull ${reference}`]);
+    const withLogin = driver(present, present);
+    const auth = (registry: string) => ({ username: "deployer", password: "secret", serveraddress: registry });
+    expect(await pinImage(withLogin.driver, reference, options([], ["registry.example"], auth))).toEqual({ id: `sha256:${"c".repeat(64)}` });
+    expect(withLogin.calls).toEqual([`pull ${reference} as deployer`, `inspect ${reference}`]);
   });
 
   test("a public registry whose name resolves to a private address is never pulled from", async () => {
@@ -314,7 +329,7 @@ describe("pinning an image", () => {
     );
     const engine = driver(undefined, image({ names: [reference] }));
     expect(await pinImage(engine.driver, reference, options(["10.0.0.5"], ["10.0.0.5:5000"]))).toEqual({ id: `sha256:${"c".repeat(64)}` });
-    expect(engine.calls).toEqual([`inspect ${reference}`, `pull ${reference}`, `inspect ${reference}`]);
+    expect(engine.calls).toEqual([`pull ${reference}`, `inspect ${reference}`]);
   });
 
   test("refused: ONBUILD instructions, the platform's label, and a name the engine took for an ID prefix", async () => {

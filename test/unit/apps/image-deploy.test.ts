@@ -21,9 +21,18 @@ function codeOf(run: () => unknown): string | undefined {
 
 describe("imageDeployInput", () => {
   test("takes a public or listed image, by tag or digest, with the usual app fields", () => {
-    expect(imageDeployInput(fields({ image: "ghcr.io/owner/app:1.4", exposePort: "8080" }), LISTED)).toMatchObject({ image: "ghcr.io/owner/app:1.4", exposePort: 8080, user: null });
+    expect(imageDeployInput(fields({ image: "ghcr.io/owner/app:1.4", exposePort: "8080" }), LISTED)).toMatchObject({ image: "ghcr.io/owner/app:1.4", exposePort: 8080 });
+    // Left out: a redeploy keeps the app's user; "" or null: the image's own USER.
+    expect(imageDeployInput(fields({ image: "nginx" }), LISTED).user).toBeUndefined();
+    expect(imageDeployInput(fields({ image: "nginx", user: "" }), LISTED).user).toBeNull();
     expect(imageDeployInput(fields({ image: `registry.example.test:5000/team/app@sha256:${"a".repeat(64)}`, user: "1000:1000" }), LISTED).user).toBe("1000:1000");
     expect(imageDeployInput(fields({ image: "nginx", user: "www-data" }), LISTED).user).toBe("www-data");
+  });
+
+  test("`user`: a uid or name with a gid or group, as Docker takes them; a JSON number as its text; ids up to 4294967295", () => {
+    for (const user of ["1000:staff", "app:1000", "4294967295", "0:4294967295"]) expect(imageDeployInput(fields({ image: "nginx", user }), LISTED).user).toBe(user);
+    expect(imageDeployInput(fields({ image: "nginx", user: 1000 }), LISTED).user).toBe("1000");
+    for (const user of ["4294967296", "1000:9999999999", 1.5, -1]) expect(codeOf(() => imageDeployInput(fields({ image: "nginx", user }), LISTED))).toBe("VALIDATION_FAILED");
   });
 
   test.each([

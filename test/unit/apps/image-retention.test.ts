@@ -20,7 +20,7 @@ const NOW = 1_700_000_000_000;
 /** A build `minutesAgo` old with its own image (or the one given). */
 function build(id: string, minutesAgo: number, fields: Partial<BuildRow> = {}): BuildRow {
   return {
-    id, appId: "app_1", status: "succeeded", trigger: "upload", image: `platform-app-app_1:${id}`, imageRemovedAt: null, imageDigest: null,
+    id, appId: "app_1", status: "succeeded", trigger: "upload", image: `platform-app-app_1:${id}`, imageRemovedAt: null, imageDigest: null, pendingImageNames: null,
     commitSha: null, commitMessage: null, rollbackOf: null, error: null, startedAt: NOW - minutesAgo * 60_000, finishedAt: null,
     ...fields,
   };

@@ -21,12 +21,12 @@ test("disk.low is raised once when the free space falls under the threshold, not
     expect(space.low).toBe(true);
     expect(space.freeBytes).toBeLessThanOrEqual(space.totalBytes);
     low.check();
-    expect(events.recent().map((event) => event.type)).toEqual(["disk.low"]);
+    expect(events.recent("ws_any").map((event) => event.type)).toEqual(["disk.low"]);
     expect(warn.mock.calls[0]![0]).toContain("[event] disk.low");
 
     const fine = new DiskMonitor(tmpdir(), 0, events);
     expect(fine.check().low).toBe(false);
-    expect(events.recent()).toHaveLength(1);
+    expect(events.recent("ws_any")).toHaveLength(1);
   } finally {
     warn.mockRestore();
   }

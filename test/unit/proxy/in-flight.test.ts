@@ -1,6 +1,7 @@
 // The proxy counts the requests in flight to an upstream when asked (a release drains its old
 // container by it, src/apps/health/drain.ts): held requests count until answered, another
-// upstream's do not, and an answered or abandoned one no longer does.
+// upstream's do not, an answered or abandoned one no longer does, nor does an open WebSocket; a
+// preempted release stops waiting at once.
 import { afterEach, expect, test } from "bun:test";
 import { RawConnection, requestHead } from "../../helpers/raw-http";
 import { ProxyHarness, hostOf, until } from "../../helpers/proxy-harness";
@@ -38,7 +39,8 @@ test("requests in flight to an upstream are counted until answered; a drain wait
   expect(proxy.inFlight(slow.upstream)).toBe(0);
 });
 
-test("a drain gives up after its limit, saying how many were left", async () => {
+/** A request through the proxy to an app that never answers, in flight. */
+async function requestNeverAnswered() {
   const stuck = harness.rawApp(() => new Promise(() => {}));
   const proxy = harness.proxy();
   proxy.route("stuck", stuck.upstream);
@@ -46,9 +48,45 @@ test("a drain gives up after its limit, saying how many were left", async () => 
   harness.onCleanup(() => connection.close());
   await connection.write(requestHead("GET", "/", hostOf("stuck")));
   await until(() => proxy.inFlight(stuck.upstream) === 1, "the request in flight");
+  return { stuck, proxy, connection };
+}
+
+test("a drain gives up after its limit, saying how many were left", async () => {
+  const { stuck, proxy, connection } = await requestNeverAnswered();
   const started = performance.now();
   expect(await drain((host, port) => proxy.inFlight({ host, port }), stuck.upstream, 300)).toBe(1);
   expect(performance.now() - started).toBeLessThan(1_000);
   connection.close();
   await until(() => proxy.inFlight(stuck.upstream) === 0, "the abandoned request to stop counting");
+});
+
+test("an open WebSocket is no request in flight: a drain does not wait for it", async () => {
+  const app = harness.app((request, server) => (server.upgrade(request) ? undefined : new Response("not a websocket", { status: 400 })), {
+    websocket: { open: (socket: import("bun").ServerWebSocket<unknown>) => void socket.send("hello"), message() {} },
+  } as never);
+  const proxy = harness.proxy();
+  proxy.route("chat", app.upstream);
+  const client = new WebSocket(`ws://127.0.0.1:${proxy.port}/`, { headers: { host: hostOf("chat") } } as never);
+  harness.onCleanup(() => client.close());
+  await new Promise((resolve, reject) => {
+    client.onmessage = resolve;
+    client.onerror = () => reject(new Error("the WebSocket failed"));
+  });
+
+  expect(proxy.inFlight(app.upstream)).toBe(0);
+  const started = performance.now();
+  expect(await drain((host, port) => proxy.inFlight({ host, port }), app.upstream, 5_000)).toBe(0);
+  expect(performance.now() - started).toBeLessThan(500);
+  expect(client.readyState).toBe(WebSocket.OPEN);
+});
+
+test("a drain ends at once when its release is preempted (a stop or delete queued behind it)", async () => {
+  const { stuck, proxy } = await requestNeverAnswered();
+  const preempted = new AbortController();
+  const started = performance.now();
+  const drained = drain((host, port) => proxy.inFlight({ host, port }), stuck.upstream, 30_000, preempted.signal);
+  await Bun.sleep(100);
+  preempted.abort();
+  expect(await drained).toBe(1);
+  expect(performance.now() - started).toBeLessThan(1_000);
 });

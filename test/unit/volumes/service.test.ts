@@ -27,7 +27,7 @@ function addApp(id: string, machineId = "local") {
     .run();
 }
 
-const owner = (appId: string, machineId = "local") => ({ workspaceId: "ws_1", appId, machineId, codeAtApp: true });
+const owner = (appId: string, machineId = "local") => ({ workspaceId: "ws_1", appId, machineId, runtime: "node" });
 
 beforeEach(() => {
   db = openDatabase(join(tempDir(), "platform.sqlite"));

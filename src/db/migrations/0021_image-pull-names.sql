@@ -1,0 +1,1 @@
+ALTER TABLE `builds` ADD `pending_image_names` text;
