@@ -285,7 +285,7 @@ describe("volumes in the dashboard", () => {
 
     await page.goto(`${server.baseUrl}/#/volumes/${cacheId}`);
     const confirmation = page.getByRole("form", { name: "Delete volume" });
-    await confirmation.getByText("The volume cache and all its data are deleted.", { exact: false }).waitFor();
+    await confirmation.getByText("The volume cache, all its data and its backups (files and remote copies) are deleted.", { exact: false }).waitFor();
     expect(await confirmation.getByRole("button", { name: "Delete volume" }).isDisabled()).toBe(true);
     await confirmation.getByRole("textbox").fill("cach");
     expect(await confirmation.getByRole("button", { name: "Delete volume" }).isDisabled()).toBe(true);

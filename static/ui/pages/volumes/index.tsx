@@ -95,7 +95,7 @@ function VolumePage({ volumeId }: { volumeId: string }) {
         <>
           <h2>Delete</h2>
           <ConfirmByName name={volume.name} action="Delete volume" onConfirm={remove}>
-            <p class="muted">The volume {volume.name} and all its data are deleted. Its backups stay until you delete them. This cannot be undone.</p>
+            <p class="muted">The volume {volume.name}, all its data and its backups (files and remote copies) are deleted. This cannot be undone.</p>
           </ConfirmByName>
         </>
       )}

@@ -135,7 +135,7 @@ export function DeleteVolumesChoice({ app, checked, onChange }: { app: App; chec
   return (
     <label class="volume-delete-volumes">
       <input type="checkbox" checked={checked} onChange={(event) => onChange((event.currentTarget as HTMLInputElement).checked)} />
-      Also delete its volumes ({app.volumes.map((volume) => volume.name).join(", ")}) and their data; otherwise they are kept, detached
+      Also delete its volumes ({app.volumes.map((volume) => volume.name).join(", ")}), their data and their backups; otherwise they are kept, detached
     </label>
   );
 }
