@@ -1,5 +1,5 @@
 // Accessibility of the dashboard in headless Chromium: axe-core finds no serious or critical
-// problem on the logged-out pages, the shell and every Settings tab, on a desktop and on a 375 px
+// problem on the logged-out pages, the shell, the Volumes page and every Settings tab, on a desktop and on a 375 px
 // phone; the keyboard reaches the header and navigation with a visible focus ring; the dark theme
 // follows the system. Other sections' pages are checked too, and their findings logged, not failed.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
@@ -115,6 +115,15 @@ describe("accessibility", () => {
     }
   });
 
+  test("the Volumes page has no serious problem and fits a phone's width", async () => {
+    await openSection("Volumes");
+    await page.getByText("No volumes yet. An app gets one at deploy or in its Volumes tab.").waitFor();
+    expect(await violationsAtBothSizes("volumes")).toEqual([]);
+    await page.setViewportSize(PHONE);
+    expect(await pageWidth()).toBeLessThanOrEqual(PHONE.width);
+    await page.setViewportSize(DESKTOP);
+  });
+
   test("on a phone a table's rows are cards: every value is shown under its column's name", async () => {
     await page.goto(`${server.baseUrl}/#/settings/audit-log`);
     await page.getByRole("heading", { level: 2, name: "Audit log" }).waitFor();
@@ -174,7 +183,7 @@ describe("accessibility", () => {
         reached.push(focused.name);
         if (focused.name === "Settings") await screenshot(`keyboard-focus-${size.width}`);
       }
-      for (const section of ["Apps", "Databases", "Settings"]) expect(reached).toContain(section);
+      for (const section of ["Apps", "Databases", "Volumes", "Settings"]) expect(reached).toContain(section);
       expect(reached).toContain("Log out");
     }
     await page.setViewportSize(DESKTOP);

@@ -84,7 +84,7 @@ describe("an app's page", () => {
     await url.waitFor();
     expect(await page.getByRole("region", { name: "Overview", exact: true }).getByText("128 MB").count()).toBe(1);
     const tabs = page.getByRole("navigation", { name: "App" }).getByRole("link");
-    expect(await tabs.allTextContents()).toEqual(["Overview", "Logs", "Builds", "Environment", "Settings", "Health", "Domains", "Traffic", "Files", "History"]);
+    expect(await tabs.allTextContents()).toEqual(["Overview", "Logs", "Builds", "Environment", "Settings", "Health", "Volumes", "Domains", "Traffic", "Files", "History"]);
     await shoot("overview");
 
     await page.setViewportSize({ width: 375, height: 800 });

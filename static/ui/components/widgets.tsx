@@ -1,5 +1,5 @@
 // Shared pieces of pages: a spinner for work in progress, tabs, a status badge, a secret that is
-// masked until revealed, a confirmation that asks for a name to be typed, and a small line chart.
+// masked until revealed, a confirmation that asks for a name to be typed, a list of facts and a small line chart.
 import type { ComponentChildren } from "preact";
 import "./widgets.css";
 import { useState } from "preact/hooks";
@@ -83,6 +83,20 @@ export function ConfirmByName(props: { name: string; action: string; onConfirm: 
         {error}
       </p>
     </form>
+  );
+}
+
+/** Facts about a resource as labelled tiles ("Status: running"), in the order given. */
+export function Facts({ facts }: { facts: [term: string, value: ComponentChildren][] }) {
+  return (
+    <dl class="app-facts">
+      {facts.map(([term, value]) => (
+        <div>
+          <dt>{term}</dt>
+          <dd>{value}</dd>
+        </div>
+      ))}
+    </dl>
   );
 }
 

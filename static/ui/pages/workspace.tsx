@@ -8,11 +8,13 @@ import { useSession } from "../session";
 import { AppsSection } from "./apps";
 import { DatabasesSection } from "./databases";
 import { SettingsSection } from "./settings";
+import { VolumesSection } from "./volumes";
 import { TwoFactorRequiredPage } from "./settings/account";
 
 const SECTIONS = [
   { path: "apps", title: "Apps", Page: AppsSection },
   { path: "databases", title: "Databases", Page: DatabasesSection },
+  { path: "volumes", title: "Volumes", Page: VolumesSection },
   { path: "settings", title: "Settings", Page: SettingsSection },
 ];
 

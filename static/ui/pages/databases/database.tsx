@@ -10,7 +10,8 @@ import { ConfirmByName, Secret, Spinner, Sparkline, StatusBadge, Tabs } from "..
 import { href } from "../../router";
 import { may, useLoad, useSession, type Session } from "../../session";
 import { BackupsTab } from "./backups";
-import { databasePath, engineName, everyFewSeconds, formatBytes, type BackupSummary, type Database, type DatabaseStats, type Operation } from "./types";
+import { everyFewSeconds, formatBytes } from "../../components/backups";
+import { databasePath, engineName, type BackupSummary, type Database, type DatabaseStats, type Operation } from "./types";
 
 /** What the Settings tab offers; a role that may do none of it does not get the tab. */
 const SETTINGS_ROUTES = ["PATCH /api/databases/{databaseId}/settings", "POST /api/databases/{databaseId}/rotate-password", "DELETE /api/databases/{databaseId}"];

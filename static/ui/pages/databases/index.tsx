@@ -9,7 +9,8 @@ import { Spinner, StatusBadge } from "../../components/widgets";
 import { href } from "../../router";
 import { may, useLoad, useSession } from "../../session";
 import { DatabasePage } from "./database";
-import { ENGINES, engineName, everyFewSeconds, type Database } from "./types";
+import { everyFewSeconds } from "../../components/backups";
+import { ENGINES, engineName, type Database } from "./types";
 
 /** `route` is the hash after `databases`: [], ["new"] or [databaseId, tab?]. */
 export function DatabasesSection({ route }: { route: string[] }) {

@@ -1,4 +1,5 @@
 // What /api/databases answers, as the databases pages use it (src/databases/model.ts has the whole schemas).
+import type { BackupRow, BackupSchedule } from "../../components/backups";
 
 export const ENGINES: [value: string, text: string, defaultVersion: string][] = [
   ["postgresql", "PostgreSQL", "17"],
@@ -31,31 +32,14 @@ export interface Database {
   storage?: { allowanceBytes: number; usedBytes: number | null; overAllowance: boolean; warning: string | null };
 }
 
-export interface BackupSchedule {
-  cron: string;
-  keepLast: number;
-  keepDailyDays: number;
-  keepWeeklyWeeks: number;
-  verify: boolean;
-  nextRunAt: string | null;
-  lastRunAt: string | null;
-}
-
 export interface BackupSummary {
   lastCompletedAt: string | null;
   schedule: BackupSchedule | null;
   warning: string | null;
 }
 
-export interface Backup {
-  id: string;
-  type: string;
-  status: string;
-  sizeBytes: number;
-  error: string | null;
-  verifiedAt: string | null;
+export interface Backup extends BackupRow {
   verification: { status: string; checks: { name: string; count: number }[]; error: string | null } | null;
-  createdAt: string;
 }
 
 export interface Operation {
@@ -79,21 +63,3 @@ export interface DatabaseStats {
 }
 
 export const databasePath = (databaseId: string, rest = "") => `/api/databases/${encodeURIComponent(databaseId)}${rest}`;
-
-const UNITS = ["B", "KB", "MB", "GB", "TB"];
-export function formatBytes(bytes: number | null | undefined): string {
-  if (bytes === null || bytes === undefined) return "—";
-  let value = bytes;
-  let unit = 0;
-  while (value >= 1024 && unit < UNITS.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  return `${unit === 0 ? value : value.toFixed(1)} ${UNITS[unit]}`;
-}
-
-/** Calls `tick` every `ms` (not at once, and not while the tab is hidden) until the answered stop is called. */
-export function everyFewSeconds(tick: () => void, ms: number): () => void {
-  const timer = setInterval(() => document.hidden || tick(), ms);
-  return () => clearInterval(timer);
-}

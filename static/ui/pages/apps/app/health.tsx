@@ -5,7 +5,7 @@ import { useEffect, useRef } from "preact/hooks";
 import { api, segment } from "../../../api";
 import { Table } from "../../../components/table";
 import { ErrorText, ReadOnlyNote } from "../../../components/text";
-import { Spinner, StatusBadge } from "../../../components/widgets";
+import { Facts, Spinner, StatusBadge } from "../../../components/widgets";
 import { useLoad } from "../../../session";
 import { SaveActions, SettingField, settingInput, useSettingsSave } from "./settings";
 import type { HealthCheck, HealthProbe, TabProps } from "./types";
@@ -142,14 +142,7 @@ function LastProbe({ health }: { health: AppHealth }) {
     ["Failures in a row", String(health.consecutiveFailures)],
   ];
   return (
-    <dl class="app-facts">
-      {facts.map(([term, value]) => (
-        <div>
-          <dt>{term}</dt>
-          <dd>{value}</dd>
-        </div>
-      ))}
-    </dl>
+    <Facts facts={facts} />
   );
 }
 

@@ -1,12 +1,12 @@
 // One app's page: its name, live status, URL and lifecycle actions, then its tabs (overview, logs,
-// builds, environment, settings, health, domains, traffic, files, history), each a hash route of its
+// builds, environment, settings, health, volumes, domains, traffic, files, history), each a hash route of its
 // own. An unhealthy or crash-looping app has its reason under the header on every tab.
 import { useEffect, useState } from "preact/hooks";
 import "./app-page.css";
 import { api, segment } from "../../../api";
 import { ActionButton } from "../../../components/form";
 import { ErrorText, When } from "../../../components/text";
-import { ConfirmByName, Spinner, StatusBadge, Tabs } from "../../../components/widgets";
+import { ConfirmByName, Facts, Spinner, StatusBadge, Tabs } from "../../../components/widgets";
 import { href } from "../../../router";
 import { may, useLoad, useSession } from "../../../session";
 import { FilesTab } from "../files";
@@ -20,6 +20,7 @@ import { LogsTab } from "./logs";
 import { SettingsTab } from "./settings";
 import { isTroubled, StatusReason, TroubledStatus } from "./status-reason";
 import { TrafficTab } from "./traffic";
+import { DeleteVolumesChoice, VolumesTab } from "./volumes";
 import type { App, TabProps } from "./types";
 
 const STATUS_REFRESH_MS = 3000;
@@ -52,14 +53,7 @@ function OverviewTab({ app }: TabProps) {
     <>
       <h2>Overview</h2>
       {app.filesChangedSinceBuild && <p class="callout">Files were edited since the last build: redeploy to build them.</p>}
-      <dl class="app-facts">
-        {rows.map(([term, value]) => (
-          <div>
-            <dt>{term}</dt>
-            <dd>{value}</dd>
-          </div>
-        ))}
-      </dl>
+      <Facts facts={rows} />
     </>
   );
 }
@@ -78,6 +72,7 @@ const TABS: { id: string; title: string; Tab: (props: TabProps) => preact.JSX.El
   { id: "env", title: "Environment", Tab: EnvTab },
   { id: "settings", title: "Settings", Tab: SettingsTab },
   { id: "health", title: "Health", Tab: HealthTab },
+  { id: "volumes", title: "Volumes", Tab: VolumesTab },
   { id: "domains", title: "Domains", Tab: DomainsTab },
   { id: "traffic", title: "Traffic", Tab: TrafficTab },
   { id: "files", title: "Files", Tab: ({ app, rest }) => <FilesTab appId={app.id} rest={rest} /> },
@@ -89,12 +84,13 @@ function Actions({ app, reloadApp }: { app: App; reloadApp(): Promise<void> }) {
   const { session } = useSession();
   const [error, setError] = useState("");
   const [deleting, setDeleting] = useState(false);
+  const [deleteVolumes, setDeleteVolumes] = useState(false);
   const lifecycle = (action: string) => async () => {
     await api("POST", `/api/apps/${segment(app.id)}/${action}`);
     await reloadApp();
   };
   const remove = async () => {
-    await api("DELETE", `/api/apps/${segment(app.id)}`);
+    await api("DELETE", `/api/apps/${segment(app.id)}${deleteVolumes ? "?deleteVolumes=true" : ""}`);
     location.hash = "#/apps";
   };
   const offered = LIFECYCLE.filter(([route]) => may(session, route));
@@ -118,6 +114,7 @@ function Actions({ app, reloadApp }: { app: App; reloadApp(): Promise<void> }) {
       {deleting && (
         <ConfirmByName name={app.name} action="Delete app" onConfirm={remove}>
           <p>Deleting removes the app's containers, images, files, env vars and builds. It cannot be undone.</p>
+          <DeleteVolumesChoice app={app} checked={deleteVolumes} onChange={setDeleteVolumes} />
         </ConfirmByName>
       )}
     </div>

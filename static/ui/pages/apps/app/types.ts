@@ -62,6 +62,9 @@ export interface App {
   healthCheck: HealthCheck;
   /** The last probe of its health check; null before the first since the platform started. */
   health: HealthProbe | null;
+  /** Volumes mounted in its containers; a list change goes through its settings. */
+  volumes: { id: string; name: string; mountPath: string; sizeBytes: number | null }[];
+  releaseStrategy: "start-first" | "stop-first";
   filesChangedSinceBuild: boolean;
   createdAt: string;
   updatedAt: string;

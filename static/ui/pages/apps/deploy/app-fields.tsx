@@ -1,8 +1,10 @@
 // The fields every deploy shares: the app's name, runtime, memory, CPUs, subdomain, and the start
 // command and port for an app the detection does not know how to run. An image has no runtime and
 // runs its own command unless given one. The API checks them and names the field at fault; no
-// pattern here would say more. The health check closes them (./health-check-fields.tsx).
+// pattern here would say more. The health check (./health-check-fields.tsx) and the volumes
+// (../../volumes/mount-rows.tsx) close them.
 import { Field, SelectField } from "../../../components/form";
+import { VolumeFields, volumesValue } from "../../volumes/mount-rows";
 import { HealthCheckFields, healthCheckValue } from "./health-check-fields";
 
 export const RUNTIMES: [value: string, text: string][] = [
@@ -26,6 +28,7 @@ export function AppFields({ fromImage = false }: { fromImage?: boolean }) {
       )}
       <Field label="Port (optional)" name="exposePort" type="number" min={1} max={65535} step={1} placeholder="3000" hint="Given to the app as PORT, where it must listen." />
       <HealthCheckFields />
+      <VolumeFields />
     </div>
   );
 }
@@ -41,5 +44,6 @@ export function appFieldValues(values: Record<string, string>) {
     ...(values.startupCommand?.trim() ? { startupCommand: values.startupCommand.trim() } : {}),
     ...(values.exposePort?.trim() ? { exposePort: Number(values.exposePort) } : {}),
     ...healthCheckValue(values),
+    ...volumesValue(values),
   };
 }
