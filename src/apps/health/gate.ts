@@ -1,13 +1,11 @@
 // The release gate: a new container is switched to only once its health check passes
-// `healthyThreshold` times in a row. Without a path the check is today's TCP connect
-// (../readiness.ts). The gate gives up when the container exits or when the start period and
+// `healthyThreshold` times in a row. Without a path the check is a TCP connect (../readiness.ts),
+// given the start period plus one timeout to succeed. The gate gives up when the container exits or when the start period and
 // the threshold's probes have run out, with the last probe's result as the reason.
 import { waitUntilListening } from "../readiness";
 import { probe } from "./probe";
 import { describeProbe, type HealthCheck, type HealthProbe } from "./settings";
 
-/** How long a TCP-checked container may take to listen (the release's old limit). */
-const TCP_START_TIMEOUT_MS = 60_000;
 /** During a release probes follow each other faster than the running app's interval, never slower. */
 const GATE_SPACING_MS = 500;
 
@@ -24,9 +22,11 @@ export async function waitUntilHealthy(options: {
 }): Promise<GateOutcome> {
   const { host, port, check } = options;
   if (check.path === null) {
-    const outcome = await waitUntilListening({ host, port, timeoutMs: TCP_START_TIMEOUT_MS, stillRunning: options.stillRunning });
+    // The start period is the time to listen, as it is the time to pass for a path.
+    const limitMs = (check.startPeriodSeconds + check.timeoutSeconds) * 1000;
+    const outcome = await waitUntilListening({ host, port, timeoutMs: limitMs, stillRunning: options.stillRunning });
     if (outcome === "listening") return { outcome: "ready" };
-    return outcome === "exited" ? { outcome } : { outcome, reason: `the app did not accept connections on port ${port} within ${TCP_START_TIMEOUT_MS / 1000} s` };
+    return outcome === "exited" ? { outcome } : { outcome, reason: `the app did not accept connections on port ${port} within ${limitMs / 1000} s` };
   }
   const spacingMs = Math.min(GATE_SPACING_MS, check.intervalSeconds * 1000);
   const limitMs = check.startPeriodSeconds * 1000 + check.healthyThreshold * (check.timeoutSeconds * 1000 + spacingMs);

@@ -11,8 +11,6 @@ import { imageReferenceRefusal, parseImageReference, registryPullRefusal } from 
 import type { AppsService } from "../service";
 import { containerUserField } from "./container";
 
-/** `uid`, `uid:gid`, or a user (and group) name of the usual portable characters. */
-const CONTAINER_USER = /^(?:\d{1,10}(?::\d{1,10})?|[a-z_][a-z0-9_-]{0,31}(?::[a-z_][a-z0-9_-]{0,31})?)$/;
 const MAX_IMAGE_REFERENCE = 512;
 
 export interface ImageDeployInput extends ReturnType<typeof parseDeployFields> {

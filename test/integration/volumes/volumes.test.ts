@@ -32,13 +32,14 @@ const notesApp = (version: string, { crash = false, listenAfterMs = 0 } = {}) =>
       quietly(() => fs.appendFileSync(dir + "/events", "start ${version} " + (other ? "while " + other + " runs" : "alone") + "\\n"));
       ${crash ? "process.exit(3);" : ""}
       setInterval(() => quietly(() => { fs.writeFileSync(dir + "/alive.tmp", "${version} " + Date.now()); fs.renameSync(dir + "/alive.tmp", dir + "/alive"); }), 50);
-      require("http").createServer((req, res) => {
+      const server = require("http").createServer((req, res) => {
         const url = new URL(req.url, "http://x");
         const read = (name) => { try { return fs.readFileSync(dir + "/" + name, "utf8"); } catch { return ""; } };
         if (url.pathname === "/write") fs.appendFileSync(dir + "/notes", url.searchParams.get("text") + "\\n");
         if (url.pathname === "/fill") fs.writeFileSync(dir + "/fill", Buffer.alloc(Number(url.searchParams.get("mb")) * 1024 * 1024, 1));
         res.end(JSON.stringify({ version: "${version}", notes: read("notes"), events: read("events") }));
-      }).listen(process.env.PORT);
+      });
+      setTimeout(() => server.listen(process.env.PORT), ${listenAfterMs});
     `,
   });
 
