@@ -30,7 +30,7 @@ export async function createKey(client: PlatformClient, name: string): Promise<{
 
 export async function deployZip(
   client: PlatformClient,
-  fields: { name: string; runtime: App["runtime"]; memoryMB: number },
+  fields: { name: string; runtime: Exclude<App["runtime"], "image">; memoryMB: number },
   zip: Blob,
 ): Promise<{ app: App; buildId: string }> {
   const { data, error } = await client.POST("/api/apps/deploy", {

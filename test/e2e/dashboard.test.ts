@@ -64,7 +64,7 @@ describe("dashboard", () => {
     await header().getByText(OWNER.email).waitFor();
     await page.getByRole("heading", { level: 1, name: "Apps" }).waitFor();
     const sections = page.getByRole("navigation", { name: "Sections" }).getByRole("link");
-    expect(await sections.allTextContents()).toEqual(["Apps", "Databases", "Settings"]);
+    expect(await sections.allTextContents()).toEqual(["Apps", "Databases", "Volumes", "Settings"]);
     expect(await page.getByLabel("Workspace").inputValue()).toBeTruthy();
   });
 

@@ -38,7 +38,7 @@ async function join(ownerKey: string, email: string, role: string) {
 
 describe("keys made by the command line", () => {
   test("the recipe: team-a's key does not answer for team-b", async () => {
-    for (const path of ["/api/apps/", "/api/auth/session", "/api/databases/", "/api/organization/members"]) {
+    for (const path of ["/api/apps/", "/api/auth/session", "/api/databases/", "/api/organization/members", "/api/volumes/", "/api/registries/"]) {
       const response = await server.request("GET", `${path}?workspaceId=${teamB.workspaceId}`, { key: teamA.key });
       expectErrorEnvelope(response, 404, "WORKSPACE_NOT_FOUND");
     }

@@ -13,7 +13,9 @@ let server: TestServer;
 let volume: TestVolume | undefined;
 
 beforeAll(async () => {
-  server = await TestServer.start({ PLATFORM_QUOTA_DISK_MB: "1" });
+  // The volume's own 3 MB count too (a workspace already over its quota may not start a backup):
+  // 5 MB leaves room to start, not to finish.
+  server = await TestServer.start({ PLATFORM_QUOTA_DISK_MB: "5" });
 });
 
 afterAll(async () => {
