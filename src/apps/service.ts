@@ -1,67 +1,44 @@
 // Apps: deploy from an uploaded ZIP (a new app, or a new release of the app with that name),
 // settings, env vars, lifecycle, logs and deletion; builds are read in ./builds.ts, routes and
-// restarts recovered in ./recovery.ts. Docker work goes through the Deployer's per-app queue, so
-// two changes to one app never race.
-import { and, eq, ne } from "drizzle-orm";
+// restarts recovered in ./recovery.ts; settings changes decided in ./settings.ts, queued lifecycle
+// steps in ./lifecycle.ts, the disk quota's app accounting in ./source-disk.ts. Docker work goes
+// through the Deployer's per-app queue, so two changes to one app never race.
+import { and, eq } from "drizzle-orm";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import { apps, builds } from "../db/schema";
+import { apps } from "../db/schema";
 import { ApiError, rethrowDiskFull } from "../http/errors";
 import { readMultipart } from "../http/multipart";
-import { LABEL_APP } from "../docker/container-spec";
 import type { Principal } from "../http/auth";
-import type { Runtime } from "../config";
 import { extractZip } from "./archive";
-import { checkStartupCommand, invalid, parseDeployFields } from "./deploy-form";
+import { invalid, parseDeployFields } from "./deploy-form";
 import { UploadSlots, UPLOADS_PER_WORKSPACE } from "./upload-slots";
 import { inspectEnvInZip } from "./inspect-env";
 import { deleteEnvVar, mergeEnvVars, readEnvVars, validateEnvVars } from "./env-vars";
-import { APP_CONTAINER_REMOVAL, Deployer, type AppRow, type AppsContext } from "./deployer";
-import { releaseWorkspaceNetwork } from "../docker/workspace-network";
+import { Deployer, type AppRow, type AppsContext } from "./deployer";
 import type { Static } from "@sinclair/typebox";
-import { AppSchema, DEFAULT_EXPOSE_PORT, SERVING_STATUSES, type AppStatus, type BuilderSetting } from "./model";
+import { AppSchema, SERVING_STATUSES, type AppStatus } from "./model";
 import { AppBuilds } from "./builds";
 import { AppRecords } from "./app-records";
 import { RepositoryDeploys } from "./repository/service";
 import { AppDomains } from "./domains/service";
 import { AppRecovery } from "./recovery";
 import { AppRollbacks } from "./rollback";
-import { removePulledImageNames } from "./images/pull";
-import { containerUserField } from "./images/container";
 import { appView, type PublicAddresses } from "./view";
 import { HealthHistory } from "./health/history";
 import { RestartBackoff } from "./health/backoff";
 import { HealthMonitor } from "./health/monitor";
 import { CrashSupervisor } from "./health/supervisor";
-import { healthCheckAfter, healthCheckOf } from "./health/settings";
-import { rateLimitColumnsAfter, routePolicyOf, sameRateLimits, type RateLimitsInput } from "./rate-limits";
-import { assertWithinQuota, bytesToMB } from "../quotas/limits";
-import { MIN_ENTRY_BYTES, treeBytes, workspaceUsage, WorkspaceDisk } from "../quotas/usage";
+import { routePolicyOf, sameRateLimits } from "./rate-limits";
+import { assertWithinQuota } from "../quotas/limits";
+import { MIN_ENTRY_BYTES, workspaceUsage, WorkspaceDisk } from "../quotas/usage";
+import { AppSourceDisk } from "./source-disk";
+import { releaseCurrentBuild, removeEverything, statusAfterFailedDelete, stopContainer } from "./lifecycle";
+import { checkSettingsInput, restartForChange, settingsAfter, settingsRestart, type SettingsInput } from "./settings";
 import { releaseStrategyOf, Volumes, type VolumePlan } from "../volumes/service";
 import type { VolumeMount } from "../volumes/validation";
-import type { ReleaseStrategy } from "../volumes/model";
 
-export interface SettingsInput {
-  name?: string;
-  runtime?: Runtime;
-  memoryMB?: number;
-  cpus?: number | null;
-  startupCommand?: string;
-  exposePort?: number | null;
-  subdomain?: string | null;
-  autoRestart?: boolean;
-  autoDeploy?: boolean;
-  builder?: BuilderSetting;
-  rateLimits?: RateLimitsInput;
-  httpsRedirect?: boolean;
-  hsts?: boolean;
-  /** Checked by healthCheckAfter: an object of some of the fields, null, or (in a form) JSON text. */
-  healthCheck?: unknown;
-  volumes?: VolumeMount[];
-  releaseStrategy?: ReleaseStrategy | null;
-  /** Image apps: the user the container runs as; "" or null: the image's own USER. */
-  user?: string | number | null;
-}
+export type { SettingsInput } from "./settings";
 
 export class AppsService {
   readonly deployer: Deployer;
@@ -91,8 +68,8 @@ export class AppsService {
   private readonly deletions = new Set<Promise<void>>();
   /** The disk quota's accounting; app sources and build logs are counted here, backups register beside them. */
   readonly disk = new WorkspaceDisk();
-  /** Bytes of each app's source tree: measured once, asynchronously, then known from each accepted upload. */
-  private readonly sourceBytes = new Map<string, Promise<number>>();
+  /** App sources and build logs in the disk quota (./source-disk.ts). */
+  private readonly sourceDisk: AppSourceDisk;
   /** Port of the public proxy in app URLs: the configured one, or the one bound when it was 0. */
   proxyPort: number;
   /** Port of its HTTPS listener once it is open (0 until then: URLs stay http). */
@@ -134,21 +111,7 @@ export class AppsService {
     this.proxyPort = ctx.config.proxyPort;
     this.domains = new AppDomains(ctx, (workspaceId, appId) => this.get(workspaceId, appId), this.addresses, ctx.dns);
     this.domains.routeAll();
-    this.disk.register("appSources", async (workspaceId, { exceptAppId }) => {
-      const others = this.list(workspaceId).filter((app) => app.id !== exceptAppId && app.status !== "deleting");
-      const sizes = await Promise.all(others.map((app) => this.sourceBytesOf(app.id)));
-      return sizes.reduce((sum, size) => sum + size, 0);
-    });
-    // The builds' rows name the log files (retention deletes both); their sizes are kept by BuildLogs.
-    this.disk.register("buildLogs", (workspaceId) => {
-      const logs = this.ctx.db
-        .select({ appId: builds.appId, buildId: builds.id })
-        .from(builds)
-        .innerJoin(apps, eq(apps.id, builds.appId))
-        .where(and(eq(apps.workspaceId, workspaceId), ne(apps.status, "deleting")))
-        .all();
-      return this.ctx.buildLogs.diskBytes(logs);
-    });
+    this.sourceDisk = new AppSourceDisk(ctx, this.disk, (workspaceId) => this.list(workspaceId));
   }
 
   /** What the apps' parts share, for the image deploys (./images/deploy.ts). */
@@ -204,7 +167,7 @@ export class AppsService {
       const machineId = this.placeWithVolumes(workspaceId, input);
       await this.volumes.assertRoom(workspaceId, this.records.planVolumes(workspaceId, input, machineId));
       const { chargedBytes } = await extractZip(upload, staging, this.ctx.config.uploads).catch(rethrowDiskFull("the archive's files"));
-      releaseDisk = await this.reserveDiskRoom(workspaceId, this.records.findByName(workspaceId, input.name)?.id, chargedBytes);
+      releaseDisk = await this.sourceDisk.reserveRoom(workspaceId, this.records.findByName(workspaceId, input.name)?.id, chargedBytes);
       // From here to the end nothing awaits: no other request can slip in between checks and writes.
       const { appId, existing, reattached } = this.records.accept(workspaceId, input, machineId, {}, (app, subdomain) => this.moveRoute(app, subdomain));
       const buildId = this.records.newBuild(appId, existing ? "redeploy" : "upload");
@@ -212,7 +175,7 @@ export class AppsService {
       this.endRestartRun(appId);
       // The tree becomes the app's source when its build starts, never under a build still reading the old one.
       const newSource = this.ctx.storage.keepForBuild(appId, buildId, staging);
-      this.sourceBytes.set(appId, Promise.resolve(chargedBytes));
+      this.sourceDisk.sourceReplaced(appId, chargedBytes);
       this.ctx.buildLogs.append(appId, buildId, `==> Upload of ${file.size} bytes accepted (${file.filename || "archive"})`);
       this.deployer.schedule(appId, (signal) => this.deployer.buildAndRelease(appId, buildId, newSource, signal));
       return { app: this.publicApp(this.get(workspaceId, appId)), buildId, created: !existing, reattached };
@@ -240,20 +203,6 @@ export class AppsService {
     }
   }
 
-  /** The new source tree (`newBytes`) beside everything else the workspace keeps; a redeploy's old tree is replaced, so not counted. */
-  private async reserveDiskRoom(workspaceId: string, replacedAppId: string | undefined, newBytes: number): Promise<() => void> {
-    // Reserved before the await, so a second upload checked meanwhile counts this one.
-    const release = this.disk.reserve(workspaceId, newBytes);
-    try {
-      const used = await this.disk.bytesUsed(workspaceId, { exceptAppId: replacedAppId });
-      assertWithinQuota("diskMB", bytesToMB(used - newBytes), bytesToMB(newBytes), this.ctx.config.quotas.diskMB);
-      return release;
-    } catch (error) {
-      release();
-      throw error;
-    }
-  }
-
   /** POST /api/apps/inspect-env: the variables an uploaded app needs, without deploying anything. */
   async inspectEnv(principal: Principal, request: Request) {
     const upload = this.uploadPath();
@@ -273,41 +222,16 @@ export class AppsService {
     // The only await before the writes: the app is read (and its list checked again) after it.
     if (input.volumes) await this.volumes.assertRoom(workspaceId, this.planAppVolumes(this.get(workspaceId, appId), input.volumes));
     const app = this.changeable(workspaceId, appId);
-    if (input.startupCommand !== undefined) checkStartupCommand(input.startupCommand);
-    if (app.runtime === "image" && (input.runtime !== undefined || input.builder !== undefined)) {
-      invalid(input.runtime !== undefined ? "runtime" : "builder", "an app deployed from an image is not built from source");
-    }
-    if (input.user !== undefined && app.runtime !== "image") invalid("user", "only an app deployed from an image runs as a user of its own");
+    checkSettingsInput(app, input);
     if (input.name !== undefined && input.name !== app.name) this.records.assertNameFree(workspaceId, input.name);
     if (input.subdomain && this.records.subdomainTaken(input.subdomain, app.id)) {
       throw new ApiError("SUBDOMAIN_TAKEN", `Subdomain '${input.subdomain}' is taken`);
     }
     const volumePlan = input.volumes && this.planAppVolumes(app, input.volumes);
-    const next = {
-      name: input.name ?? app.name,
-      runtime: input.runtime ?? app.runtime,
-      memoryMB: input.memoryMB ?? app.memoryMB,
-      cpus: input.cpus === undefined ? app.cpus : input.cpus,
-      startupCommand: input.startupCommand ?? app.startupCommand,
-      exposePort: input.exposePort === undefined ? app.exposePort : (input.exposePort ?? DEFAULT_EXPOSE_PORT),
-      subdomain: input.subdomain === undefined ? app.subdomain : input.subdomain,
-      autoRestart: input.autoRestart ?? app.autoRestart,
-      autoDeploy: input.autoDeploy ?? app.autoDeploy,
-      builder: input.builder ?? app.builder,
-      ...rateLimitColumnsAfter(app, input.rateLimits),
-      httpsRedirect: input.httpsRedirect ?? app.httpsRedirect,
-      hsts: input.hsts ?? app.hsts,
-      // Read by the next release and the next probe: nothing restarts.
-      healthCheck: input.healthCheck === undefined ? app.healthCheck : healthCheckAfter(healthCheckOf(app), input.healthCheck),
-      releaseStrategy: input.releaseStrategy === undefined ? app.releaseStrategy : input.releaseStrategy,
-      containerUser: input.user === undefined ? app.containerUser : containerUserField(input.user),
-    };
-    // An image app's command is read when its container starts: a rebuild would pull the tag again (and undo a rollback).
-    const commandChanged = next.startupCommand !== app.startupCommand;
-    const rebuild = next.runtime !== app.runtime || (commandChanged && app.runtime !== "image") || next.builder !== app.builder;
+    const next = settingsAfter(app, input);
     assertWithinQuota("memoryMB", workspaceUsage(this.ctx.db, workspaceId).memoryMB, next.memoryMB - app.memoryMB, this.ctx.config.quotas.memoryMB);
     const mountsChanged = volumePlan ? volumePlan.apply(app.id) : false;
-    const restart = rebuild || commandChanged || next.containerUser !== app.containerUser || next.memoryMB !== app.memoryMB || next.cpus !== app.cpus || next.exposePort !== app.exposePort || mountsChanged;
+    const { rebuild, restart } = settingsRestart(app, next, mountsChanged);
     this.ctx.db.update(apps).set({ ...next, updatedAt: Date.now() }).where(eq(apps.id, app.id)).run();
     if (next.subdomain !== app.subdomain) this.moveRoute(app, next.subdomain);
     else if (next.subdomain && (!sameRateLimits(next, app) || next.httpsRedirect !== app.httpsRedirect || next.hsts !== app.hsts)) {
@@ -332,20 +256,8 @@ export class AppsService {
     return this.updateSettings(workspaceId, appId, { volumes: this.volumes.withAttached(app, volume, mountPath) });
   }
 
-  /** After a change the running container must pick up: a new release (or build), zero-downtime. */
   private restartForChange(app: AppRow, rebuildTrigger: string | null, restart: boolean) {
-    const serving = app.containerId !== null && app.status !== "stopped" && app.status !== "stopping";
-    if (!restart || (!serving && app.status !== "failed")) return { restarted: false, buildId: null };
-    if (rebuildTrigger || !app.currentBuildId) {
-      const buildId = this.records.newBuild(app.id, rebuildTrigger ?? "settings");
-      this.deployer.schedule(app.id, (signal) => this.deployer.buildAndRelease(app.id, buildId, undefined, signal));
-      return { restarted: true, buildId };
-    }
-    const buildId = app.currentBuildId;
-    const image = this.ctx.db.select().from(builds).where(eq(builds.id, buildId)).get()?.image;
-    if (!image) return { restarted: false, buildId: null };
-    this.deployer.schedule(app.id, (signal) => this.deployer.release(app.id, buildId, image, undefined, signal));
-    return { restarted: true, buildId: null };
+    return restartForChange(this.ctx, this.deployer, this.records, app, rebuildTrigger, restart);
   }
 
   /** The old subdomain stops routing at once; the new one routes to the container serving now (a release in progress routes it at its switch). */
@@ -424,16 +336,8 @@ export class AppsService {
   }
 
   /** Answers why it did not serve (null once it does). */
-  private async releaseCurrentBuild(appId: string, signal: AbortSignal): Promise<string | null> {
-    const app = this.row(appId);
-    if (!app || app.status === "deleting") return "the app was deleted";
-    const image = app.currentBuildId ? this.ctx.db.select().from(builds).where(eq(builds.id, app.currentBuildId)).get()?.image : undefined;
-    if (!image) {
-      const reason = "The app has no successful build to start; deploy it first";
-      await this.deployer.afterFailure(appId, reason);
-      return reason;
-    }
-    return this.deployer.release(appId, app.currentBuildId!, image, undefined, signal);
+  private releaseCurrentBuild(appId: string, signal: AbortSignal): Promise<string | null> {
+    return releaseCurrentBuild(this.ctx, this.deployer, appId, signal);
   }
 
   /**
@@ -447,14 +351,10 @@ export class AppsService {
     this.deployer.schedule(app.id, async (signal) => {
       const current = this.row(app.id);
       if (!current || current.status === "deleting" || signal.aborted) return;
-      if (current.subdomain) this.ctx.proxyRoutes.delete(current.subdomain);
-      try {
-        if (current.containerId) await this.ctx.machines.get(current.machineId).stopContainer(current.containerId, 10);
-      } catch (error) {
-        if (!signal.aborted) await this.deployer.afterFailure(app.id, `Stop failed: ${(error as Error).message}; send stop again`);
+      const restoreRouteIfRunning = () => {
         if (this.row(app.id)?.status === "running") void this.recovery.restoreRoute(app.id);
-        return;
-      }
+      };
+      if (!(await stopContainer(this.ctx, this.deployer, current, signal, restoreRouteIfRunning))) return;
       if (!signal.aborted) this.setStatus(app.id, "stopped");
     });
     return { app: this.publicApp(this.get(workspaceId, appId)) };
@@ -476,11 +376,7 @@ export class AppsService {
       try {
         await this.removeEverything(app, { deleteVolumes });
       } catch (error) {
-        const current = this.row(app.id) ?? app;
-        const serving = current.containerId
-          ? await this.ctx.machines.get(app.machineId).inspectContainer(current.containerId).then((state) => state.running, () => false)
-          : false;
-        const status = serving ? "running" : app.status === "stopped" ? "stopped" : "failed";
+        const { serving, status } = await statusAfterFailedDelete(this.ctx, app, this.row(app.id) ?? app);
         this.setStatus(app.id, status, `Delete failed: ${(error as Error).message}; send DELETE again`);
         if (serving) void this.recovery.restoreRoute(app.id);
       }
@@ -499,26 +395,9 @@ export class AppsService {
     return this.ctx.db.select().from(apps).where(eq(apps.id, appId)).get();
   }
 
-  /**
-   * Containers, images (the build stages too: they carry the labels), network if last, files, rows.
-   * Volumes stay (detached) unless `deleteVolumes`, recorded on the app when its delete began (so a resumed delete does as asked).
-   */
-  private async removeEverything(app: AppRow, { deleteVolumes = app.deleteVolumes } = {}) {
-    const driver = this.ctx.machines.get(app.machineId);
-    for (const container of await driver.listContainers({ [LABEL_APP]: app.id })) await driver.removeContainer(container.id, APP_CONTAINER_REMOVAL);
-    if (deleteVolumes) await this.volumes.deleteOfApp(app.id);
-    else this.volumes.detachAll(app.id);
-    for (const image of await driver.listImages({ [LABEL_APP]: app.id })) await driver.removeImage(image.id);
-    await removePulledImageNames(this.ctx, app);
-    await releaseWorkspaceNetwork(driver, app.workspaceId);
-    this.domains.unroute(app.id);
-    this.ctx.db.delete(apps).where(eq(apps.id, app.id)).run();
-    await this.ctx.storage.removeApp(app.id);
-    this.sourceBytes.delete(app.id);
-    this.ctx.buildLogs.forgetApp(app.id);
-    this.health.forget(app.id);
-    // Its hosts' certificates go.
-    this.ctx.certificates.hostsChanged();
+  private removeEverything(app: AppRow, { deleteVolumes = app.deleteVolumes } = {}) {
+    const { volumes, domains, sourceDisk, health } = this;
+    return removeEverything(this.ctx, { volumes, domains, sourceDisk, health }, app, deleteVolumes);
   }
 
   /**
@@ -545,16 +424,13 @@ export class AppsService {
    * `deltaBytes` when the edit knows it, else it is measured again when next needed.
    */
   sourceChanged(appId: string, deltaBytes?: number) {
-    this.ctx.db.update(apps).set({ filesChangedAt: Date.now() }).where(eq(apps.id, appId)).run();
-    const known = this.sourceBytes.get(appId);
-    if (known && deltaBytes !== undefined) this.sourceBytes.set(appId, known.then((bytes) => bytes + deltaBytes));
-    else this.sourceBytes.delete(appId);
+    this.sourceDisk.sourceChanged(appId, deltaBytes);
   }
 
   /** 409 QUOTA_EXCEEDED when `newBytes` more would take the workspace past PLATFORM_QUOTA_DISK_MB (a tree replacing `replacedAppId`'s is counted instead of it). */
   async assertDiskRoom(workspaceId: string, newBytes: number, replacedAppId?: string) {
     if (newBytes <= 0) return;
-    (await this.reserveDiskRoom(workspaceId, replacedAppId, newBytes))();
+    (await this.sourceDisk.reserveRoom(workspaceId, replacedAppId, newBytes))();
   }
 
   /**
@@ -563,7 +439,7 @@ export class AppsService {
    */
   async reserveDiskGrowth(workspaceId: string, newBytes: number): Promise<() => void> {
     if (newBytes <= 0) return () => undefined;
-    return this.reserveDiskRoom(workspaceId, undefined, newBytes);
+    return this.sourceDisk.reserveRoom(workspaceId, undefined, newBytes);
   }
 
   /** Housekeeping prunes a finished build: its log goes, and stops counting against the disk quota. */
@@ -573,15 +449,6 @@ export class AppsService {
 
   /** The app's source tree was replaced by one of `bytes` (a repository checkout). */
   sourceReplaced(appId: string, bytes: number) {
-    this.sourceBytes.set(appId, Promise.resolve(bytes));
-  }
-
-  private sourceBytesOf(appId: string): Promise<number> {
-    let known = this.sourceBytes.get(appId);
-    if (!known) {
-      known = treeBytes(this.ctx.storage.sourceDir(appId));
-      this.sourceBytes.set(appId, known);
-    }
-    return known;
+    this.sourceDisk.sourceReplaced(appId, bytes);
   }
 }
