@@ -1,9 +1,16 @@
 // The auth matrix's volume routes. Their volume is a detached one of an app whose deploys fail at
 // once (nothing in its ZIP is detected): attaching it back to that app restarts nothing that runs,
-// so no container ever mounts it, no engine volume is made, and nothing is left behind.
+// so no container ever mounts it, no engine volume is made, and nothing is left behind. Also the
+// teardown that deletes a workspace's volumes.
 import type { TestServer } from "./server";
 import type { AuthenticatedRoute, Tenant } from "./auth-matrix";
 import { appZip, deployZip } from "./apps";
+
+/** Deletes every volume the key's workspace still has (its apps deleted first), as a test's teardown. */
+export async function deleteAllVolumes(server: TestServer, key: string) {
+  const { volumes } = (await server.request("GET", "/api/volumes/", { key })).body;
+  for (const volume of volumes ?? []) await server.request("DELETE", `/api/volumes/${volume.id}`, { key });
+}
 
 let matrixVolumeCount = 0;
 

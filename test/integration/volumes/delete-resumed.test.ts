@@ -5,6 +5,7 @@ import { Database } from "bun:sqlite";
 import { join } from "node:path";
 import { TestServer } from "../../helpers/server";
 import { appZip, deleteAllApps, deployZip } from "../../helpers/apps";
+import { deleteAllVolumes } from "../../helpers/volumes";
 
 let server: TestServer;
 let key: string;
@@ -15,7 +16,7 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => {
   await deleteAllApps(server, key);
-  for (const volume of (await server.request("GET", "/api/volumes/", { key })).body.volumes ?? []) await server.request("DELETE", `/api/volumes/${volume.id}`, { key });
+  await deleteAllVolumes(server, key);
   await server.stop();
 }, 60_000);
 

@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { TestServer } from "../../helpers/server";
 import { appZip, deleteAllApps, deployZip } from "../../helpers/apps";
+import { deleteAllVolumes } from "../../helpers/volumes";
 
 let server: TestServer;
 let key: string;
@@ -13,7 +14,7 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => {
   await deleteAllApps(server, key);
-  for (const volume of (await server.request("GET", "/api/volumes/", { key })).body.volumes ?? []) await server.request("DELETE", `/api/volumes/${volume.id}`, { key });
+  await deleteAllVolumes(server, key);
   await server.stop();
 }, 60_000);
 
